@@ -1,0 +1,41 @@
+# Cairn: `make run` starts the embedded mode, `make test` runs the whole suite.
+SHELL := /bin/bash
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do command -v $$p >/dev/null && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' && { echo $$p; break; }; done)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+FRONTEND_STAMP := frontend/dist/.built
+FRONTEND_SOURCES := $(shell find frontend/src -type f 2>/dev/null) frontend/package.json frontend/package-lock.json frontend/index.html frontend/vite.config.ts frontend/tsconfig.json
+PYTEST_ARGS ?=
+
+.PHONY: run test venv frontend lint clean bench
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt sdk/pyproject.toml
+	@test -n "$(PYTHON)" || { echo "Python 3.11+ is required"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements-dev.txt
+	$(BIN)/pip install --disable-pip-version-check -q -e ./sdk
+	touch $@
+
+frontend: $(FRONTEND_STAMP)
+
+$(FRONTEND_STAMP): $(FRONTEND_SOURCES)
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build
+	touch $@
+
+run: venv frontend
+	$(BIN)/python manage.py run_embedded
+
+test: venv frontend
+	scripts/with-test-services.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check .
+
+bench: venv
+	@echo "See docs/benchmarks.md for the benchmark commands."
+
+clean:
+	rm -rf $(VENV) frontend/node_modules frontend/dist var

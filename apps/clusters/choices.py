@@ -1,0 +1,13 @@
+from django.db import models
+
+
+class Backend(models.TextChoices):
+    LOCAL = "local", "Local processes"
+    KUBERNETES = "kubernetes", "Kubernetes"
+
+
+class NodeHealth(models.TextChoices):
+    HEALTHY = "healthy", "Healthy"
+    DEGRADED = "degraded", "Degraded"
+    UNHEALTHY = "unhealthy", "Unhealthy"
+    UNKNOWN = "unknown", "Unknown"

@@ -1,0 +1,67 @@
+from django.db import models
+
+from apps.projects.models import slug_validator
+
+from .choices import Backend, NodeHealth
+
+
+class Cluster(models.Model):
+    name = models.CharField(max_length=40, unique=True, validators=[slug_validator])
+    backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.LOCAL)
+    # Backend-specific connection settings (never secrets: those are stored encrypted elsewhere).
+    config = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ResourcePool(models.Model):
+    """A set of nodes of one cluster that quotas are granted on."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="pools")
+    name = models.CharField(max_length=40, unique=True, validators=[slug_validator])
+    description = models.CharField(max_length=200, blank=True)
+    accelerator_models = models.JSONField(default=list, blank=True)
+    node_selector = models.JSONField(default=dict, blank=True)
+    topology_keys = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Node(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    pool = models.ForeignKey(ResourcePool, on_delete=models.SET_NULL, null=True, blank=True, related_name="nodes")
+    name = models.CharField(max_length=253)
+    labels = models.JSONField(default=dict, blank=True)
+    cpu_milli_capacity = models.PositiveIntegerField(default=0)
+    cpu_milli_allocatable = models.PositiveIntegerField(default=0)
+    memory_mb_capacity = models.PositiveBigIntegerField(default=0)
+    memory_mb_allocatable = models.PositiveBigIntegerField(default=0)
+    gpu_count = models.PositiveSmallIntegerField(default=0)
+    gpu_model = models.CharField(max_length=100, blank=True)
+    gpu_memory_mb = models.PositiveIntegerField(default=0)
+    topology_domain = models.CharField(max_length=100, blank=True)
+    health = models.CharField(max_length=16, choices=NodeHealth.choices, default=NodeHealth.UNKNOWN)
+    schedulable = models.BooleanField(default=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="node_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.name}"
+
+    @property
+    def gpu_milli_allocatable(self) -> int:
+        return self.gpu_count * 1000

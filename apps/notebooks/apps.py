@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class NotebooksConfig(AppConfig):
+    name = "apps.notebooks"
+    label = "notebooks"

@@ -1,0 +1,39 @@
+from django.db import models
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    MAINTAINER = "maintainer", "Maintainer"
+    MEMBER = "member", "Member"
+    VIEWER = "viewer", "Viewer"
+
+
+# Higher number, more rights. Every role has the rights of the roles below it.
+ROLE_RANK = {Role.VIEWER: 10, Role.MEMBER: 20, Role.MAINTAINER: 30, Role.OWNER: 40}
+
+
+class Action:
+    """What a role may do inside a project. The table in docs/permissions.md mirrors this."""
+
+    READ = "read"  # see the project, its workloads, logs, events, quotas, members
+    SUBMIT = "submit"  # create, stop and delete workloads
+    MANAGE_MEMBERS = "manage_members"  # add / change / remove members below owner
+    EDIT_PROJECT = "edit_project"  # rename, change description
+    MANAGE_OWNERS = "manage_owners"  # grant or revoke the owner role
+    DELETE_PROJECT = "delete_project"
+
+
+MINIMUM_ROLE = {
+    Action.READ: Role.VIEWER,
+    Action.SUBMIT: Role.MEMBER,
+    Action.MANAGE_MEMBERS: Role.MAINTAINER,
+    Action.EDIT_PROJECT: Role.MAINTAINER,
+    Action.MANAGE_OWNERS: Role.OWNER,
+    Action.DELETE_PROJECT: Role.OWNER,
+}
+
+
+def role_allows(role: str | None, action: str) -> bool:
+    if role is None:
+        return False
+    return ROLE_RANK[Role(role)] >= ROLE_RANK[MINIMUM_ROLE[action]]

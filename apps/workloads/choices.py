@@ -1,0 +1,55 @@
+"""Workload kinds, statuses and the transition table every status change goes through."""
+from django.db import models
+
+
+class Kind(models.TextChoices):
+    TRAINING = "training", "Training job"
+    NOTEBOOK = "notebook", "Notebook"
+    DEPLOYMENT = "deployment", "Deployment"
+
+
+class WorkloadStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"  # waiting for the scheduler (quota, capacity)
+    ADMITTED = "admitted", "Admitted"  # placed; the backend is starting it
+    RUNNING = "running", "Running"
+    STOPPING = "stopping", "Stopping"  # stop requested; waiting for replicas to exit
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    STOPPED = "stopped", "Stopped"
+    LOST = "lost", "Lost"  # the backend lost track of it and could not recover it
+
+
+S = WorkloadStatus
+
+TERMINAL = frozenset({S.SUCCEEDED, S.FAILED, S.STOPPED, S.LOST})
+ACTIVE = frozenset({S.ADMITTED, S.RUNNING, S.STOPPING})  # holds resources
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    S.QUEUED: frozenset({S.ADMITTED, S.STOPPED, S.FAILED}),
+    # ADMITTED -> QUEUED: requeued (preempted, or the backend could not start it yet).
+    S.ADMITTED: frozenset({S.RUNNING, S.STOPPING, S.SUCCEEDED, S.FAILED, S.LOST, S.QUEUED}),
+    S.RUNNING: frozenset({S.STOPPING, S.SUCCEEDED, S.FAILED, S.LOST, S.QUEUED, S.ADMITTED}),
+    S.STOPPING: frozenset({S.STOPPED, S.SUCCEEDED, S.FAILED, S.LOST}),
+    S.SUCCEEDED: frozenset(),
+    S.FAILED: frozenset(),
+    S.STOPPED: frozenset(),
+    S.LOST: frozenset(),
+}
+
+
+def can_transition(current: str, new: str) -> bool:
+    return new in TRANSITIONS.get(current, frozenset())
+
+
+class Priority(models.IntegerChoices):
+    P0 = 0, "P0 (highest)"
+    P1 = 1, "P1"
+    P2 = 2, "P2"
+    P3 = 3, "P3"
+    P4 = 4, "P4"
+    P5 = 5, "P5 (lowest)"
+
+
+class EventType(models.TextChoices):
+    NORMAL = "Normal", "Normal"
+    WARNING = "Warning", "Warning"

@@ -1,0 +1,79 @@
+from django.conf import settings
+from django.core.validators import MaxValueValidator
+from django.db import models
+
+from apps.clusters.models import ResourcePool
+from apps.projects.models import Project
+
+from .choices import EventType, Kind, Priority, WorkloadStatus
+
+
+class Workload(models.Model):
+    """A notebook, training job or deployment: what was asked (spec) and what happened (status)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="workloads")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    name = models.CharField(max_length=63)
+    pool = models.ForeignKey(ResourcePool, on_delete=models.PROTECT, related_name="workloads")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    # The kind-specific spec as validated by the kind's serializer (command, image, env, ...).
+    spec = models.JSONField(default=dict)
+
+    # Scheduling inputs, copied out of the spec so the scheduler can query them.
+    priority = models.PositiveSmallIntegerField(choices=Priority.choices, default=Priority.P3)
+    preemptible = models.BooleanField(default=True)
+    replicas = models.PositiveIntegerField(default=1, validators=[MaxValueValidator(1024)])
+    gpu_milli = models.PositiveIntegerField(default=0)  # per replica, 1000 = one GPU
+    cpu_milli = models.PositiveIntegerField(default=1000)  # per replica
+    memory_mb = models.PositiveBigIntegerField(default=1024)  # per replica
+    gpu_model = models.CharField(max_length=100, blank=True)
+    max_restarts = models.PositiveIntegerField(default=0)
+
+    # Observed state.
+    status = models.CharField(max_length=16, choices=WorkloadStatus.choices, default=WorkloadStatus.QUEUED)
+    status_reason = models.CharField(max_length=64, blank=True)
+    status_message = models.TextField(blank=True)
+    pending_reason = models.TextField(blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    conditions = models.JSONField(default=list, blank=True)
+    placement = models.JSONField(default=list, blank=True)  # one entry per replica: {"node": ..., ...}
+    attempt = models.PositiveIntegerField(default=0)  # launches so far; restarts = attempt - 1
+    runtime = models.JSONField(default=dict, blank=True)  # backend bookkeeping (e.g. notebook URL)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    admitted_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="workload_unique_name")]
+        indexes = [
+            models.Index(fields=["status", "priority", "created_at"]),
+            models.Index(fields=["project", "kind", "-created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project}/{self.name}"
+
+    @property
+    def restarts(self) -> int:
+        return max(self.attempt - 1, 0)
+
+
+class WorkloadEvent(models.Model):
+    """Audit trail: every transition and decision about a workload, in order."""
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="events")
+    created_at = models.DateTimeField(auto_now_add=True)
+    type = models.CharField(max_length=8, choices=EventType.choices, default=EventType.NORMAL)
+    reason = models.CharField(max_length=64)
+    message = models.TextField(blank=True)
+    from_status = models.CharField(max_length=16, blank=True)
+    to_status = models.CharField(max_length=16, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["workload", "created_at"])]

@@ -1,0 +1,207 @@
+"""Writes to workloads. Every status change goes through `workload_transition`."""
+import logging
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.accounts.models import User
+from apps.clusters.models import ResourcePool
+from apps.core.errors import ConflictError, ServiceError
+from apps.core.outbox import outbox_enqueue
+from apps.core.realtime import project_group, publish
+from apps.projects.models import Project
+
+from .choices import ACTIVE, TERMINAL, EventType, WorkloadStatus, can_transition
+from .models import Workload, WorkloadEvent
+
+logger = logging.getLogger(__name__)
+S = WorkloadStatus
+
+# Condition type set to True when entering each status (Kubernetes-style).
+_CONDITION_FOR_STATUS = {
+    S.QUEUED: "Queued",
+    S.ADMITTED: "Admitted",
+    S.RUNNING: "Running",
+    S.STOPPING: "Stopping",
+    S.SUCCEEDED: "Finished",
+    S.FAILED: "Finished",
+    S.STOPPED: "Finished",
+    S.LOST: "Finished",
+}
+
+
+def _updated_conditions(conditions: list[dict], *, status: str, reason: str, message: str, now: datetime) -> list[dict]:
+    """Set the condition for `status` to True and the others (except history) to False."""
+    wanted = _CONDITION_FOR_STATUS[status]
+    by_type = {c["type"]: dict(c) for c in conditions}
+    for ctype, cond in by_type.items():
+        if ctype != wanted and cond["status"] == "True" and ctype in ("Queued", "Running", "Stopping"):
+            cond.update(status="False", lastTransitionTime=now.isoformat())
+    current = by_type.get(wanted)
+    if current is None or current["status"] != "True" or current.get("reason") != reason:
+        by_type[wanted] = {
+            "type": wanted,
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": now.isoformat(),
+        }
+    order = ["Queued", "Admitted", "Running", "Stopping", "Finished"]
+    return sorted(by_type.values(), key=lambda c: order.index(c["type"]) if c["type"] in order else 99)
+
+
+def workload_event_record(
+    *, workload: Workload, reason: str, message: str = "", type: str = EventType.NORMAL,
+    from_status: str = "", to_status: str = "",
+) -> WorkloadEvent:
+    event = WorkloadEvent.objects.create(
+        workload=workload, reason=reason, message=message[:10000], type=type,
+        from_status=from_status, to_status=to_status,
+    )
+    publish(
+        project_group(workload.project_id),
+        {
+            "type": "workload.event",
+            "workload": workload.pk,
+            "reason": reason,
+            "message": event.message,
+            "event_type": type,
+            "time": event.created_at.isoformat(),
+        },
+    )
+    return event
+
+
+def workload_transition(
+    *,
+    workload_id: int,
+    from_statuses: set[str] | frozenset[str] | None = None,
+    to_status: str,
+    reason: str,
+    message: str = "",
+    event_type: str = EventType.NORMAL,
+    **fields,
+) -> Workload | None:
+    """Move a workload to `to_status` if it is still in one of `from_statuses`.
+
+    Compare-and-set: the UPDATE only matches while the status is unchanged, so of two racing
+    writers exactly one wins; the loser gets None and must treat the new state as the truth.
+    Illegal transitions (per TRANSITIONS) raise ConflictError. Extra `fields` are written in
+    the same UPDATE.
+    """
+    with transaction.atomic():
+        workload = Workload.objects.filter(pk=workload_id).first()
+        if workload is None:
+            return None
+        current = workload.status
+        if from_statuses is not None and current not in from_statuses:
+            return None
+        if not can_transition(current, to_status):
+            raise ConflictError(f"A {current} workload cannot become {to_status}.")
+        now = timezone.now()
+        conditions = _updated_conditions(workload.conditions, status=to_status, reason=reason, message=message, now=now)
+        updates = {
+            "status": to_status,
+            "status_reason": reason,
+            "status_message": message,
+            "conditions": conditions,
+            "updated_at": now,
+            **fields,
+        }
+        if to_status in TERMINAL:
+            updates.setdefault("finished_at", now)
+        if to_status != S.QUEUED:
+            updates.setdefault("pending_reason", "")
+        won = Workload.objects.filter(pk=workload_id, status=current).update(**updates)
+        if not won:
+            return None
+        for key, value in updates.items():
+            setattr(workload, key, value)
+        workload_event_record(
+            workload=workload, reason=reason, message=message, type=event_type,
+            from_status=current, to_status=to_status,
+        )
+        publish(
+            project_group(workload.project_id),
+            {"type": "workload.status", "workload": workload.pk, "status": to_status, "reason": reason},
+        )
+        return workload
+
+
+def workload_submit(
+    *, project: Project, kind: str, name: str, pool: ResourcePool, spec: dict, created_by: User | None,
+    priority: int, preemptible: bool, replicas: int, gpu_milli: int, cpu_milli: int, memory_mb: int,
+    gpu_model: str = "", max_restarts: int = 0,
+) -> Workload:
+    """Store a new workload in QUEUED and ask the scheduler to look at it (outbox, same transaction)."""
+    try:
+        with transaction.atomic():
+            workload = Workload.objects.create(
+                project=project, kind=kind, name=name, pool=pool, spec=spec, created_by=created_by,
+                priority=priority, preemptible=preemptible, replicas=replicas, gpu_milli=gpu_milli,
+                cpu_milli=cpu_milli, memory_mb=memory_mb, gpu_model=gpu_model, max_restarts=max_restarts,
+                status=S.QUEUED,
+                conditions=_updated_conditions(
+                    [], status=S.QUEUED, reason="Submitted", message="Waiting for the scheduler.", now=timezone.now()
+                ),
+            )
+            workload_event_record(
+                workload=workload, reason="Submitted", to_status=S.QUEUED,
+                message=f"Submitted by {created_by.username if created_by else 'system'}.",
+            )
+            outbox_enqueue(topic="scheduling.cycle", payload={})
+    except IntegrityError:
+        raise ConflictError(f"A workload named '{name}' already exists in project '{project.slug}'.") from None
+    return workload
+
+
+def workload_stop(*, workload: Workload, user: User | None = None, reason: str = "StopRequested") -> Workload:
+    """Ask a workload to stop. Queued ones stop at once; active ones go through STOPPING."""
+    who = f" by {user.username}" if user else ""
+    for _ in range(3):  # retry if the status moved under us
+        workload.refresh_from_db()
+        if workload.status in TERMINAL:
+            raise ConflictError(f"Workload '{workload.name}' has already finished ({workload.status}).")
+        if workload.status == S.STOPPING:
+            return workload
+        if workload.status == S.QUEUED:
+            done = workload_transition(
+                workload_id=workload.pk, from_statuses={S.QUEUED}, to_status=S.STOPPED,
+                reason=reason, message=f"Stopped{who} before it started.", stop_requested_at=timezone.now(),
+            )
+        else:
+            with transaction.atomic():
+                done = workload_transition(
+                    workload_id=workload.pk, from_statuses=ACTIVE - {S.STOPPING}, to_status=S.STOPPING,
+                    reason=reason, message=f"Stop requested{who}.", stop_requested_at=timezone.now(),
+                )
+                if done is not None:
+                    outbox_enqueue(topic="workload.stop", payload={"workload_id": workload.pk})
+        if done is not None:
+            return done
+    workload.refresh_from_db()
+    return workload
+
+
+def workload_delete(*, workload: Workload) -> None:
+    if workload.status not in TERMINAL:
+        raise ConflictError(
+            f"Workload '{workload.name}' is {workload.status}; stop it and wait until it has finished before deleting it."
+        )
+    workload.delete()
+
+
+def workload_validate_pool(*, project: Project, pool_name: str | None) -> ResourcePool:
+    """The pool a new workload goes to: the named one, or the project's only quota pool."""
+    if pool_name:
+        pool = ResourcePool.objects.filter(name=pool_name).first()
+        if pool is None:
+            raise ServiceError(f"Unknown resource pool '{pool_name}'.")
+        return pool
+    pools = list(ResourcePool.objects.filter(quotas__project=project).distinct()[:2])
+    if len(pools) == 1:
+        return pools[0]
+    if not pools:
+        raise ServiceError(f"Project '{project.slug}' has no quota on any pool; ask an admin for one, or name a pool.")
+    raise ServiceError("This project has quota on several pools: say which one with 'pool'.")

@@ -1,0 +1,10 @@
+"""Celery application for server mode. Redis is only a doorbell: PostgreSQL holds the truth."""
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("cairn")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

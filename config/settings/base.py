@@ -1,0 +1,205 @@
+"""Cairn settings, driven by environment variables (django-environ).
+
+CAIRN_MODE=embedded (default) needs no external service: SQLite, in-process tasks,
+in-memory channel layer. CAIRN_MODE=server expects DATABASE_URL and REDIS_URL.
+"""
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+env = environ.Env()
+env_file = BASE_DIR / ".env"
+if env_file.exists():
+    environ.Env.read_env(str(env_file))
+
+CAIRN_MODE = env.str("CAIRN_MODE", default="embedded")
+if CAIRN_MODE not in ("embedded", "server"):
+    raise environ.ImproperlyConfigured("CAIRN_MODE must be 'embedded' or 'server'")
+EMBEDDED = CAIRN_MODE == "embedded"
+
+# Where Cairn keeps its own files: the SQLite database in embedded mode, replica logs, pid files.
+CAIRN_DATA_DIR = Path(env.str("CAIRN_DATA_DIR", default=str(BASE_DIR / "var")))
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="insecure-dev-key-change-me-" + "x" * 40)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "channels",
+    "apps.core",
+    "apps.accounts",
+    "apps.projects",
+    "apps.clusters",
+    "apps.quotas",
+    "apps.scheduling",
+    "apps.workloads",
+    "apps.training",
+    "apps.notebooks",
+    "apps.deployments",
+    "apps.backends",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+WSGI_APPLICATION = "config.wsgi.application"
+AUTH_USER_MODEL = "accounts.User"
+LOGIN_URL = "/admin/login/"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_default_db = f"sqlite:///{CAIRN_DATA_DIR / 'cairn.sqlite3'}" if EMBEDDED else None
+DATABASES = {"default": env.db("DATABASE_URL", default=_default_db)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Several threads (web, scheduler, reconciler) share the file in embedded mode:
+    # WAL plus immediate transactions avoid "database is locked" on lock upgrades.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=60))
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.str("REDIS_URL", default="" if EMBEDDED else "redis://127.0.0.1:6379/0")
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "max_retries": 1}
+CELERY_TASK_DEFAULT_QUEUE = "cairn"
+# In embedded mode the outbox relay calls task functions in-process instead of publishing.
+CAIRN_TASKS_IN_PROCESS = env.bool("CAIRN_TASKS_IN_PROCESS", default=EMBEDDED)
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
+STATICFILES_DIRS = [FRONTEND_DIST] if FRONTEND_DIST.exists() else []
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+# Request bodies bigger than this answer 413 (workload specs are small).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2 * 1024 * 1024)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.accounts.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.StrictJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.DefaultPagination",
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "apps.core.errors.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "DEFAULT_THROTTLE_RATES": {"login": "20/min"},
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Cairn API",
+    "DESCRIPTION": "Projects, resource pools, quotas and workloads (training jobs, notebooks, deployments) on GPU clusters.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "ENUM_NAME_OVERRIDES": {
+        "WorkloadStatusEnum": "apps.workloads.choices.WorkloadStatus",
+        "RoleEnum": "apps.projects.choices.Role",
+    },
+}
+
+# Cairn's own knobs.
+CAIRN = {
+    # Local backend: seconds between SIGTERM and SIGKILL when a replica is stopped.
+    "STOP_GRACE_SECONDS": env.float("CAIRN_STOP_GRACE_SECONDS", default=10.0),
+    # Loop intervals of the long-running processes (scheduler, reconciler, outbox relay).
+    "SCHEDULER_INTERVAL": env.float("CAIRN_SCHEDULER_INTERVAL", default=1.0),
+    "RECONCILER_INTERVAL": env.float("CAIRN_RECONCILER_INTERVAL", default=1.0),
+    "OUTBOX_INTERVAL": env.float("CAIRN_OUTBOX_INTERVAL", default=1.0),
+    # Address that replicas use to reach the API (injected as CAIRN_API_URL).
+    "PUBLIC_URL": env.str("CAIRN_PUBLIC_URL", default="http://127.0.0.1:8000"),
+    "LOCAL_CLUSTER_NAME": env.str("CAIRN_LOCAL_CLUSTER", default="local"),
+    "LOCAL_POOL_NAME": env.str("CAIRN_LOCAL_POOL", default="local"),
+    "TOKEN_DEFAULT_DAYS": env.int("CAIRN_TOKEN_DEFAULT_DAYS", default=90),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
