@@ -1,0 +1,85 @@
+"""Shared fixtures. Every API test uses alice (owner), bob (member), vera (viewer) and
+charlie (outsider) on one project with a quota on the local pool."""
+import pytest
+from rest_framework.test import APIClient
+
+from tests.factories import (
+    MembershipFactory,
+    NodeFactory,
+    PoolFactory,
+    ProjectFactory,
+    QuotaFactory,
+    UserFactory,
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_dir(settings, tmp_path):
+    """Replica logs and pid files of each test go to its own directory."""
+    settings.CAIRN_DATA_DIR = tmp_path / "cairn-data"
+    settings.CAIRN_DATA_DIR.mkdir()
+
+
+@pytest.fixture
+def pool(db):
+    return PoolFactory()
+
+
+@pytest.fixture
+def node(pool):
+    return NodeFactory(pool=pool, name="node-a")
+
+
+@pytest.fixture
+def project(db):
+    return ProjectFactory(slug="vision", name="Vision")
+
+
+@pytest.fixture
+def quota(project, pool):
+    return QuotaFactory(project=project, pool=pool)
+
+
+@pytest.fixture
+def alice(project):
+    user = UserFactory(username="alice")
+    MembershipFactory(project=project, user=user, role="owner")
+    return user
+
+
+@pytest.fixture
+def bob(project):
+    user = UserFactory(username="bob")
+    MembershipFactory(project=project, user=user, role="member")
+    return user
+
+
+@pytest.fixture
+def vera(project):
+    user = UserFactory(username="vera")
+    MembershipFactory(project=project, user=user, role="viewer")
+    return user
+
+
+@pytest.fixture
+def charlie(db):
+    """An outsider: a valid user with no membership in `project`."""
+    return UserFactory(username="charlie")
+
+
+@pytest.fixture
+def admin_user(db):
+    return UserFactory(username="root", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def client_for():
+    """client_for(user) -> an APIClient authenticated as user (session-less, forced)."""
+
+    def make(user=None):
+        client = APIClient()
+        if user is not None:
+            client.force_authenticate(user=user)
+        return client
+
+    return make
