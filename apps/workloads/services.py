@@ -11,6 +11,7 @@ from apps.core.errors import ConflictError, ServiceError
 from apps.core.outbox import outbox_enqueue
 from apps.core.realtime import project_group, publish
 from apps.projects.models import Project
+from apps.quotas.services import usage_close, usage_open
 
 from .choices import ACTIVE, TERMINAL, EventType, WorkloadStatus, can_transition
 from .models import Workload, WorkloadEvent
@@ -118,6 +119,11 @@ def workload_transition(
             return None
         for key, value in updates.items():
             setattr(workload, key, value)
+        # The usage ledger follows the allocation: charged from admission until release.
+        if to_status in ACTIVE and current not in ACTIVE:
+            usage_open(workload=workload)
+        elif current in ACTIVE and to_status not in ACTIVE:
+            usage_close(workload=workload)
         workload_event_record(
             workload=workload, reason=reason, message=message, type=event_type,
             from_status=current, to_status=to_status,

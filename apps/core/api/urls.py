@@ -1,5 +1,34 @@
 """All API routes under /api/v1/. Project-scoped routes live under projects/<project>/."""
 from django.urls import include, path
+from rest_framework.routers import SimpleRouter
+
+from apps.accounts.api.views import ApiTokenViewSet, LoginView, MeView
+from apps.clusters.api.views import ClusterViewSet, NodeViewSet, ResourcePoolViewSet
+from apps.deployments.api.views import DeploymentViewSet
+from apps.notebooks.api.views import NotebookViewSet
+from apps.projects.api.views import MembershipViewSet, ProjectViewSet
+from apps.quotas.api.views import QuotaViewSet
+from apps.training.api.views import TrainingJobViewSet
+from apps.workloads.api.views import WorkloadReadViewSet
+
+router = SimpleRouter()
+router.register("tokens", ApiTokenViewSet, basename="token")
+router.register("clusters", ClusterViewSet, basename="cluster")
+router.register("pools", ResourcePoolViewSet, basename="pool")
+router.register("nodes", NodeViewSet, basename="node")
+router.register("projects", ProjectViewSet, basename="project")
+
+project_router = SimpleRouter()
+project_router.register("members", MembershipViewSet, basename="member")
+project_router.register("quotas", QuotaViewSet, basename="quota")
+project_router.register("workloads", WorkloadReadViewSet, basename="workload")
+project_router.register("training-jobs", TrainingJobViewSet, basename="training-job")
+project_router.register("notebooks", NotebookViewSet, basename="notebook")
+project_router.register("deployments", DeploymentViewSet, basename="deployment")
 
 urlpatterns = [
+    path("me/", MeView.as_view(), name="me"),
+    path("auth/login/", LoginView.as_view(), name="login"),
+    path("", include(router.urls)),
+    path("projects/<str:project>/", include(project_router.urls)),
 ]

@@ -1,0 +1,89 @@
+from django.contrib.auth import authenticate
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from apps.core.serializers import DetailSerializer
+from apps.projects.models import Membership
+
+from ..models import ApiToken
+from ..services import api_token_create, api_token_revoke
+from .serializers import (
+    ApiTokenCreatedSerializer,
+    ApiTokenCreateSerializer,
+    ApiTokenSerializer,
+    LoginResponseSerializer,
+    LoginSerializer,
+    MeSerializer,
+)
+
+
+def _me(user) -> dict:
+    if user.is_staff:
+        from apps.projects.models import Project
+
+        projects = [{"slug": p.slug, "name": p.name, "role": "owner"} for p in Project.objects.all()]
+    else:
+        projects = [
+            {"slug": m.project.slug, "name": m.project.name, "role": m.role}
+            for m in Membership.objects.filter(user=user).select_related("project").order_by("project__slug")
+        ]
+    return {"id": user.pk, "username": user.username, "email": user.email, "is_staff": user.is_staff,
+            "projects": projects}
+
+
+class MeView(APIView):
+    @extend_schema(responses={200: MeSerializer}, summary="The signed-in user and their projects")
+    def get(self, request):
+        return Response(_me(request.user))
+
+
+class LoginView(APIView):
+    """Exchange a username and password for a new API token (what `cairn login` does)."""
+
+    permission_classes = [AllowAny]
+    authentication_classes = []
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "login"
+
+    @extend_schema(request=LoginSerializer, responses={201: LoginResponseSerializer, 400: DetailSerializer},
+                   summary="Log in and receive an API token")
+    def post(self, request):
+        serializer = LoginSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        user = authenticate(request, username=data["username"], password=data["password"])
+        if user is None or not user.is_active:
+            return Response({"detail": "Wrong username or password."}, status=status.HTTP_400_BAD_REQUEST)
+        token, secret = api_token_create(user=user, name=data["token_name"])
+        return Response({"token": secret, "expires_at": token.expires_at, "user": _me(user)},
+                        status=status.HTTP_201_CREATED)
+
+
+class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+                      mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    """Your own API tokens. The secret is returned once, at creation."""
+
+    serializer_class = ApiTokenSerializer
+    queryset = ApiToken.objects.all()
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return ApiToken.objects.none()
+        return ApiToken.objects.filter(user=self.request.user)
+
+    @extend_schema(request=ApiTokenCreateSerializer, responses={201: ApiTokenCreatedSerializer})
+    def create(self, request, *args, **kwargs):
+        serializer = ApiTokenCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        token, secret = api_token_create(user=request.user, **serializer.validated_data)
+        token.token = secret
+        return Response(ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="Revoke a token", responses={204: None, 409: DetailSerializer})
+    def destroy(self, request, *args, **kwargs):
+        api_token_revoke(token=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,9 @@
+from apps.workloads.api.serializers import WorkloadCreateSerializer
+from apps.workloads.choices import Kind
+
+
+class NotebookCreateSerializer(WorkloadCreateSerializer):
+    """A JupyterLab server (one replica), protected by a token. Not preemptible unless asked."""
+
+    kind = Kind.NOTEBOOK
+    default_preemptible = False

@@ -1,0 +1,16 @@
+from drf_spectacular.utils import extend_schema
+
+from apps.workloads.api.serializers import WorkloadSerializer
+from apps.workloads.api.views import ERRORS, KindWorkloadViewSet
+from apps.workloads.choices import Kind
+
+from .serializers import NotebookCreateSerializer
+
+
+class NotebookViewSet(KindWorkloadViewSet):
+    kind = Kind.NOTEBOOK
+    create_serializer_class = NotebookCreateSerializer
+
+    @extend_schema(request=NotebookCreateSerializer, responses={201: WorkloadSerializer, **ERRORS})
+    def create(self, request, project=None):
+        return super().create(request, project)

@@ -1,0 +1,43 @@
+from rest_framework import serializers
+
+from apps.core.serializers import StrictModelSerializer, StrictSerializer
+
+from ..choices import Role
+from ..models import Membership, Project
+
+
+class ProjectSerializer(StrictModelSerializer):
+    role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Project
+        fields = ["slug", "name", "description", "created_at", "role"]
+        read_only_fields = ["created_at", "role"]
+
+    def get_role(self, obj) -> str | None:
+        roles = self.context.get("roles", {})
+        return roles.get(obj.pk)
+
+
+class ProjectUpdateSerializer(StrictModelSerializer):
+    class Meta:
+        model = Project
+        fields = ["name", "description"]
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["username", "role", "created_at"]
+        read_only_fields = fields
+
+
+class MembershipCreateSerializer(StrictSerializer):
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+
+
+class MembershipUpdateSerializer(StrictSerializer):
+    role = serializers.ChoiceField(choices=Role.choices)

@@ -1,0 +1,219 @@
+"""Workload serializers: a shared base for the spec fields every kind has, one subclass per kind."""
+import re
+import secrets
+from decimal import Decimal
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.core.serializers import StrictSerializer
+
+from ..choices import Kind, Priority
+from ..models import Workload, WorkloadEvent
+
+NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+# Set by the backends; a user's env may not override them.
+RESERVED_ENV = {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK",
+                "CUDA_VISIBLE_DEVICES", "NNODES", "NPROC_PER_NODE", "PORT"}
+MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|K|M|G|T|k)?\s*$")
+# Bytes per unit; a bare number means MiB.
+MEMORY_UNIT_BYTES = {None: 1024**2, "k": 1000, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4,
+                     "Ki": 1024, "Mi": 1024**2, "Gi": 1024**3, "Ti": 1024**4}
+MAX_GPU_PER_REPLICA = 64
+MAX_CPU_PER_REPLICA = 1024
+MAX_MEMORY_MB_PER_REPLICA = 16 * 1024 * 1024  # 16 TiB
+
+
+def parse_memory_mb(value) -> int:
+    """'512Mi', '4Gi', '1G', or a bare number of MiB -> MiB."""
+    if isinstance(value, bool):
+        raise serializers.ValidationError("Give memory as a quantity like '4Gi' or a number of MiB.")
+    if isinstance(value, int | float):
+        mb = float(value)
+    elif isinstance(value, str):
+        match = MEMORY_RE.match(value)
+        if not match:
+            raise serializers.ValidationError(f"'{value[:40]}' is not a memory quantity like '512Mi' or '4Gi'.")
+        mb = float(match.group(1)) * MEMORY_UNIT_BYTES[match.group(2)] / 1024**2
+    else:
+        raise serializers.ValidationError("Give memory as a quantity like '4Gi' or a number of MiB.")
+    if mb != mb or mb < 1:
+        raise serializers.ValidationError("Memory must be at least 1Mi.")
+    if mb > MAX_MEMORY_MB_PER_REPLICA:
+        raise serializers.ValidationError("Memory per replica cannot exceed 16Ti.")
+    return int(round(mb))
+
+
+@extend_schema_field({"type": "string", "enum": ["P0", "P1", "P2", "P3", "P4", "P5"], "default": "P3"})
+class PriorityField(serializers.Field):
+    """Accepts "P0".."P5" or 0..5; returns "P<n>"."""
+
+    default_error_messages = {"invalid": "Priority must be one of P0 (highest) .. P5 (lowest)."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        if isinstance(data, str) and re.fullmatch(r"[Pp][0-5]", data.strip()):
+            return int(data.strip()[1])
+        if isinstance(data, int) and 0 <= data <= 5:
+            return data
+        self.fail("invalid")
+
+    def to_representation(self, value):
+        return f"P{value}"
+
+
+class ResourcesSerializer(StrictSerializer):
+    gpu = serializers.DecimalField(max_digits=6, decimal_places=3, min_value=0, max_value=MAX_GPU_PER_REPLICA,
+                                   default=0, help_text="GPUs per replica; fractions below 1 share a GPU (0.25).")
+    cpu = serializers.DecimalField(max_digits=7, decimal_places=3, min_value=Decimal("0.001"), max_value=MAX_CPU_PER_REPLICA,
+                                   default=1, help_text="CPU cores per replica.")
+    memory = extend_schema_field({"oneOf": [{"type": "string", "example": "4Gi"}, {"type": "number"}]})(
+        serializers.JSONField
+    )(default="1Gi", help_text="Memory per replica: '512Mi', '4Gi' or MiB as a number.")
+
+    def validate_gpu(self, value):
+        if value > 1 and value != int(value):
+            raise serializers.ValidationError("Above one GPU, ask for a whole number of GPUs.")
+        return value
+
+    def validate_memory(self, value):
+        return parse_memory_mb(value)
+
+
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]})
+class CommandField(serializers.Field):
+    """A shell string (run with /bin/sh -c) or an argv list."""
+
+    default_error_messages = {"invalid": "Give the command as a string or a list of strings."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            if not data.strip():
+                raise serializers.ValidationError("The command is empty.")
+            if len(data) > 65536:
+                raise serializers.ValidationError("The command is longer than 65536 characters.")
+            return ["/bin/sh", "-c", data]
+        if isinstance(data, list) and data and all(isinstance(a, str) for a in data):
+            if len(data) > 4096 or sum(len(a) for a in data) > 65536:
+                raise serializers.ValidationError("The command is too long.")
+            if not data[0].strip():
+                raise serializers.ValidationError("The program name is empty.")
+            return data
+        self.fail("invalid")
+
+    def to_representation(self, value):
+        return value
+
+
+class WorkloadCreateSerializer(StrictSerializer):
+    """Fields shared by every kind. Subclasses add their own and set `kind`."""
+
+    kind: str = ""
+    default_preemptible = True
+
+    name = serializers.CharField(required=False, max_length=63,
+                                 help_text="DNS label: lowercase letters, digits, '-'. Generated when omitted.")
+    pool = serializers.CharField(required=False, max_length=40,
+                                 help_text="Resource pool; defaults to the project's only quota pool.")
+    image = serializers.CharField(required=False, max_length=512, allow_blank=False)
+    env = serializers.DictField(child=serializers.CharField(max_length=32768, allow_blank=True, trim_whitespace=False),
+                                required=False, default=dict)
+    resources = ResourcesSerializer(required=False)
+    gpu_model = serializers.CharField(required=False, max_length=100, allow_blank=True, default="")
+    priority = PriorityField(required=False, default=Priority.P3)
+    preemptible = serializers.BooleanField(required=False)
+    max_restarts = serializers.IntegerField(required=False, min_value=0, max_value=100, default=0)
+
+    def validate_name(self, value):
+        if not NAME_RE.match(value):
+            raise serializers.ValidationError(
+                "Use 1-63 lowercase letters, digits and '-', starting and ending with a letter or digit."
+            )
+        return value
+
+    def validate_env(self, value):
+        if len(value) > 200:
+            raise serializers.ValidationError("At most 200 environment variables.")
+        for key in value:
+            if not ENV_KEY_RE.match(key):
+                raise serializers.ValidationError(f"'{key[:60]}' is not a valid environment variable name.")
+            if key in RESERVED_ENV or key.startswith("CAIRN_"):
+                raise serializers.ValidationError(f"'{key}' is set by Cairn and cannot be overridden.")
+        return value
+
+    def build_spec(self, data: dict) -> dict:
+        """The kind-specific part stored in Workload.spec."""
+        spec = {"env": data.get("env", {})}
+        if data.get("image"):
+            spec["image"] = data["image"]
+        return spec
+
+    def to_submission(self) -> dict:
+        """Keyword arguments for `workload_submit` (minus project, pool and user)."""
+        data = self.validated_data
+        resources = data.get("resources") or ResourcesSerializer().to_internal_value({})
+        return {
+            "kind": self.kind,
+            "name": data.get("name") or f"{self.kind}-{secrets.token_hex(3)}",
+            "spec": self.build_spec(data),
+            "priority": data["priority"],
+            "preemptible": data.get("preemptible", self.default_preemptible),
+            "replicas": data.get("replicas", 1),
+            "gpu_milli": int(resources["gpu"] * 1000),
+            "cpu_milli": int(resources["cpu"] * 1000),
+            "memory_mb": resources["memory"],
+            "gpu_model": data.get("gpu_model", ""),
+            "max_restarts": data["max_restarts"],
+        }
+
+
+class EventSerializer(serializers.ModelSerializer):
+    time = serializers.DateTimeField(source="created_at")
+
+    class Meta:
+        model = WorkloadEvent
+        fields = ["id", "time", "type", "reason", "message", "from_status", "to_status"]
+        read_only_fields = fields
+
+
+class WorkloadResourcesOutSerializer(serializers.Serializer):
+    gpu = serializers.FloatField()
+    cpu = serializers.FloatField()
+    memory_mb = serializers.IntegerField()
+
+
+class WorkloadSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    pool = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    priority = PriorityField(read_only=True)
+    resources = serializers.SerializerMethodField()
+    restarts = serializers.IntegerField(read_only=True)
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Workload
+        fields = ["id", "name", "kind", "project", "pool", "status", "status_reason", "status_message",
+                  "pending_reason", "exit_code", "priority", "preemptible", "replicas", "resources", "gpu_model",
+                  "max_restarts", "attempt", "restarts", "spec", "conditions", "placement", "runtime", "created_by",
+                  "created_at", "updated_at", "admitted_at", "started_at", "finished_at", "url"]
+        read_only_fields = fields
+
+    def get_resources(self, obj) -> WorkloadResourcesOutSerializer:
+        return {"gpu": obj.gpu_milli / 1000, "cpu": obj.cpu_milli / 1000, "memory_mb": obj.memory_mb}
+
+    def get_url(self, obj) -> str:
+        route = KIND_ROUTES[obj.kind]
+        return f"/api/v1/projects/{obj.project.slug}/{route}/{obj.pk}/"
+
+
+KIND_ROUTES = {Kind.TRAINING: "training-jobs", Kind.NOTEBOOK: "notebooks", Kind.DEPLOYMENT: "deployments"}
+
+
+class LogQuerySerializer(StrictSerializer):
+    replica = serializers.IntegerField(required=False, default=0, min_value=0)
+    attempt = serializers.IntegerField(required=False, min_value=1)
+    tail = serializers.IntegerField(required=False, min_value=1, max_value=100_000)
+    follow = serializers.BooleanField(required=False, default=False)

@@ -1,0 +1,110 @@
+from django.http import HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from apps.core.api.views import ProjectScopedViewSet
+from apps.core.errors import ServiceError
+from apps.core.serializers import DetailSerializer
+from apps.projects.choices import Action
+
+from ..models import Workload
+from ..services import workload_delete, workload_stop, workload_submit, workload_validate_pool
+from ..filters import WorkloadFilter
+from .serializers import EventSerializer, LogQuerySerializer, WorkloadCreateSerializer, WorkloadSerializer
+
+ERRORS = {400: DetailSerializer, 401: DetailSerializer, 403: DetailSerializer, 404: DetailSerializer,
+          409: DetailSerializer}
+
+
+class WorkloadReadViewSet(mixins.ListModelMixin, ProjectScopedViewSet):
+    """Every workload of the project, all kinds together (read-only)."""
+
+    queryset = Workload.objects.select_related("project", "pool", "created_by")
+    serializer_class = WorkloadSerializer
+    filterset_class = WorkloadFilter
+    ordering_fields = ["created_at", "name", "priority", "status", "started_at", "finished_at"]
+    ordering = ["-created_at", "-id"]
+
+
+class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ProjectScopedViewSet):
+    """Create, list, inspect, stop and delete workloads of one kind. Subclasses set the kind."""
+
+    kind: str = ""
+    create_serializer_class: type[WorkloadCreateSerializer] = WorkloadCreateSerializer
+    queryset = Workload.objects.select_related("project", "pool", "created_by")
+    serializer_class = WorkloadSerializer
+    filterset_class = WorkloadFilter
+    ordering_fields = ["created_at", "name", "priority", "status", "started_at", "finished_at"]
+    ordering = ["-created_at", "-id"]
+    required_actions = {"create": Action.SUBMIT, "stop": Action.SUBMIT, "destroy": Action.SUBMIT}
+
+    def get_queryset(self):
+        return super().get_queryset().filter(kind=self.kind)
+
+    def get_serializer_class(self):
+        if self.action == "create":
+            return self.create_serializer_class
+        if self.action == "events":
+            return EventSerializer
+        return WorkloadSerializer
+
+    def create(self, request, project=None):
+        serializer = self.create_serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        pool = workload_validate_pool(project=self.project, pool_name=serializer.validated_data.get("pool"))
+        workload = workload_submit(project=self.project, pool=pool, created_by=request.user,
+                                   **serializer.to_submission())
+        return Response(WorkloadSerializer(workload).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None, **ERRORS}, summary="Delete a finished workload")
+    def destroy(self, request, project=None, pk=None):
+        workload_delete(workload=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=None, responses={202: WorkloadSerializer, **ERRORS},
+                   summary="Stop: SIGTERM, then SIGKILL after the grace period")
+    @action(detail=True, methods=["post"])
+    def stop(self, request, project=None, pk=None):
+        workload = workload_stop(workload=self.get_object(), user=request.user)
+        return Response(WorkloadSerializer(workload).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses={200: EventSerializer(many=True), **ERRORS}, summary="The workload's event trail")
+    @action(detail=True, methods=["get"])
+    def events(self, request, project=None, pk=None):
+        workload = self.get_object()
+        page = self.paginate_queryset(workload.events.all())
+        return self.get_paginated_response(EventSerializer(page, many=True).data)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("replica", int, description="Replica index (default 0)."),
+            OpenApiParameter("attempt", int, description="Attempt number (default: the latest)."),
+            OpenApiParameter("tail", int, description="Only the last N lines."),
+            OpenApiParameter("follow", bool, description="Stream new output until the workload finishes."),
+        ],
+        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR), **ERRORS},
+        summary="Logs of one replica",
+    )
+    @action(detail=True, methods=["get"])
+    def logs(self, request, project=None, pk=None):
+        from apps.backends.selectors import workload_log_follow, workload_log_read
+
+        workload = self.get_object()
+        query = LogQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        if params["replica"] >= workload.replicas:
+            raise ServiceError(f"Replica {params['replica']} does not exist; this workload has {workload.replicas}.")
+        if params.get("attempt") and params["attempt"] > max(workload.attempt, 1):
+            raise ServiceError(f"Attempt {params['attempt']} does not exist; the latest is {workload.attempt}.")
+        kwargs = {"workload": workload, "replica": params["replica"], "attempt": params.get("attempt"),
+                  "tail": params.get("tail")}
+        if params["follow"]:
+            response = StreamingHttpResponse(workload_log_follow(**kwargs), content_type="text/plain; charset=utf-8")
+            response["X-Accel-Buffering"] = "no"
+            response["Cache-Control"] = "no-cache"
+            return response
+        return HttpResponse(workload_log_read(**kwargs), content_type="text/plain; charset=utf-8")

@@ -1,0 +1,18 @@
+import django_filters
+
+from .choices import Kind, WorkloadStatus
+from .models import Workload
+
+
+class WorkloadFilter(django_filters.FilterSet):
+    status = django_filters.MultipleChoiceFilter(choices=WorkloadStatus.choices)
+    kind = django_filters.ChoiceFilter(choices=Kind.choices)
+    name = django_filters.CharFilter(lookup_expr="exact")
+    name_contains = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
+    pool = django_filters.CharFilter(field_name="pool__name")
+    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+
+    class Meta:
+        model = Workload
+        fields = ["status", "kind", "name", "pool"]
