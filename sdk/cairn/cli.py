@@ -1,0 +1,718 @@
+"""The `cairn` command.
+
+    cairn login --url http://127.0.0.1:8000 --username alice
+    cairn submit job.yaml --follow
+    cairn ls --status running
+    cairn logs mnist -f
+
+Errors are one line on stderr ("error (404): Not found.") with a non-zero exit status:
+1 for failures, 2 for bad usage, 130 when interrupted. Set CAIRN_DEBUG=1 to see the
+traceback of an unexpected error.
+"""
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cairn import __version__
+from cairn import config as cfg
+from cairn.client import (
+    FINISHED_STATUSES,
+    KINDS,
+    STATUSES,
+    CairnError,
+    Client,
+)
+from cairn.jobspec import JobSpecError, load_job_file
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+POLL_INTERVAL = 2.0  # seconds between status checks while waiting for a workload to start
+STARTED_STATUSES = frozenset({"running", "stopping"}) | FINISHED_STATUSES
+LS_DEFAULT_LIMIT = 50
+
+STATUS_STYLES = {
+    "queued": "yellow",
+    "admitted": "cyan",
+    "running": "bold blue",
+    "stopping": "magenta",
+    "succeeded": "green",
+    "failed": "bold red",
+    "stopped": "dim",
+    "lost": "red",
+}
+
+
+class CliError(Exception):
+    """A failure the user can act on; printed as `error: <message>`."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- formatting helpers ------------------------------------------------------------------------
+
+
+def status_text(status: str | None) -> Text:
+    status = status or "-"
+    return Text(status, style=STATUS_STYLES.get(status, ""))
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def format_age(value: Any, now: datetime | None = None) -> str:
+    moment = _parse_time(value)
+    if moment is None:
+        return "-"
+    seconds = max(0, int(((now or datetime.now(UTC)) - moment).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def format_time(value: Any) -> str:
+    moment = _parse_time(value)
+    if moment is None:
+        return "-" if not value else str(value)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def format_number(value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def format_resources(resources: Any) -> str:
+    if not isinstance(resources, dict):
+        return "-"
+    parts = []
+    if "gpu" in resources:
+        parts.append(f"gpu {format_number(resources['gpu'])}")
+    if "cpu" in resources:
+        parts.append(f"cpu {format_number(resources['cpu'])}")
+    if "memory_mb" in resources:
+        parts.append(f"memory {format_number(resources['memory_mb'])} MB")
+    elif "memory" in resources:
+        parts.append(f"memory {format_number(resources['memory'])}")
+    return ", ".join(parts) or "-"
+
+
+def format_command(command: Any) -> str:
+    if isinstance(command, list):
+        return " ".join(str(part) for part in command)
+    return format_number(command)
+
+
+def compact(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={compact(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "[" + ", ".join(compact(v) for v in value) + "]"
+    return format_number(value)
+
+
+def flatten_errors(errors: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """{"resources": {"gpu": ["Too big."]}} -> ("resources.gpu", "Too big.")."""
+    if isinstance(errors, dict):
+        for key, value in errors.items():
+            yield from flatten_errors(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(errors, list):
+        if all(not isinstance(v, (dict, list)) for v in errors):
+            if errors:
+                yield prefix, " ".join(str(v) for v in errors)
+        else:
+            for index, value in enumerate(errors):
+                yield from flatten_errors(value, f"{prefix}[{index}]")
+    elif errors not in (None, ""):
+        yield prefix, str(errors)
+
+
+def workload_label(w: dict) -> str:
+    name = w.get("name")
+    ident = w.get("id")
+    kind = w.get("kind") or "workload"
+    return f"{kind} {name} (id {ident})" if name else f"{kind} {ident}"
+
+
+# -- the application ---------------------------------------------------------------------------
+
+
+class App:
+    """One invocation: parsed arguments, settings, consoles."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.out = _console(stderr=False)
+        self.err = _console(stderr=True)
+        self.settings = cfg.load()
+        self._client: Client | None = None
+
+    # settings
+
+    def client(self) -> Client:
+        if self._client is None:
+            if not self.settings.token:
+                raise CliError("not logged in — run `cairn login`")
+            self._client = Client(self.settings.url, self.settings.token)
+        return self._client
+
+    def project(self, *preferred: str | None) -> str:
+        """--project, else what the caller prefers (a job file's), else config/env, else the
+        caller's only project."""
+        for candidate in (getattr(self.args, "project", None), *preferred, self.settings.project):
+            if candidate:
+                return candidate
+        projects = self.client().me().get("projects") or []
+        if len(projects) == 1:
+            return projects[0]["slug"]
+        if not projects:
+            raise CliError("you are not a member of any project")
+        slugs = ", ".join(p.get("slug", "?") for p in projects)
+        raise CliError(
+            f"no project selected — pass --project, set CAIRN_PROJECT or run "
+            f"`cairn use PROJECT` (yours: {slugs})"
+        )
+
+    # output
+
+    def print_json(self, data: Any) -> None:
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+    def info(self, message: str | Text) -> None:
+        """A status line for humans, on stderr so stdout stays parseable."""
+        self.err.print(message, markup=False, highlight=False)
+
+    def say(self, message: str | Text) -> None:
+        self.out.print(message, markup=False, highlight=False)
+
+    def write_raw(self, text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def _console(*, stderr: bool) -> Console:
+    console = Console(stderr=stderr, soft_wrap=True, highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 200  # piped or captured: do not squeeze tables into 80 columns
+    return console
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def cmd_login(app: App) -> int:
+    args = app.args
+    url = args.url or app.settings.url
+    username = args.username
+    if not username:
+        if args.password_stdin or not sys.stdin.isatty():
+            raise CliError("--username is required when the password comes from stdin",
+                           EXIT_USAGE)
+        username = input("Username: ").strip()
+    if not username:
+        raise CliError("no username given", EXIT_USAGE)
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            raise CliError("no password on standard input", EXIT_USAGE)
+    else:
+        password = getpass.getpass("Password: ")
+    token_name = args.token_name or f"cli@{socket.gethostname()}"
+
+    client = Client(url)
+    data = client.login(username, password, token_name=token_name)
+    user = data.get("user") or {}
+    stored = cfg.read_file(app.settings.path)
+    changes: dict[str, Any] = {
+        "url": client.url,
+        "token": data["token"],
+        "username": user.get("username") or username,
+    }
+    if stored.get("url") and stored.get("url") != client.url:
+        changes["project"] = None  # a default project belongs to the old server
+    path = cfg.update_file(app.settings.path, **changes)
+    app.say(f"Logged in to {client.url} as {changes['username']}. Token saved to {path}.")
+    if data.get("expires_at"):
+        app.info(f"The token expires at {format_time(data['expires_at'])}.")
+    if "token" in app.settings.from_env:
+        app.info("note: CAIRN_TOKEN is set and takes precedence over the saved token.")
+    return EXIT_OK
+
+
+def cmd_logout(app: App) -> int:
+    stored = cfg.read_file(app.settings.path)
+    if not stored.get("token"):
+        app.say("Not logged in.")
+    else:
+        cfg.update_file(app.settings.path, token=None)
+        app.say(f"Logged out: removed the token from {app.settings.path}.")
+    if "token" in app.settings.from_env:
+        app.info("note: CAIRN_TOKEN is still set in this environment.")
+    return EXIT_OK
+
+
+def cmd_projects(app: App) -> int:
+    projects = app.client().projects()
+    if app.args.json:
+        app.print_json(list(projects))
+        return EXIT_OK
+    if not projects:
+        app.say("You are not a member of any project.")
+        return EXIT_OK
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("", no_wrap=True)
+    table.add_column("SLUG", no_wrap=True, style="bold")
+    table.add_column("NAME")
+    table.add_column("ROLE", no_wrap=True)
+    table.add_column("DESCRIPTION", overflow="ellipsis", max_width=60)
+    for p in projects:
+        default = "*" if p.get("slug") == app.settings.project else ""
+        table.add_row(default, p.get("slug", ""), p.get("name", ""), p.get("role") or "-",
+                      p.get("description") or "")
+    app.out.print(table)
+    return EXIT_OK
+
+
+def cmd_use(app: App) -> int:
+    slug = app.args.slug
+    projects = app.client().me().get("projects") or []
+    slugs = [p.get("slug") for p in projects]
+    if slug not in slugs:
+        raise CliError(f"you have no project {slug!r} (yours: {', '.join(slugs) or 'none'})")
+    cfg.update_file(app.settings.path, project=slug)
+    app.say(f"Default project: {slug}")
+    if "project" in app.settings.from_env:
+        app.info("note: CAIRN_PROJECT is set and takes precedence over the saved project.")
+    return EXIT_OK
+
+
+def cmd_submit(app: App) -> int:
+    spec = load_job_file(app.args.file)  # check the file before talking to the server
+    client = app.client()
+    project = app.project(spec.project)
+    w = client.submit(project, spec.body, kind=spec.kind)
+    if app.args.json and not app.args.follow:
+        app.print_json(w)
+        return EXIT_OK
+    line = Text(f"Submitted {workload_label(w)} to project {project}: ")
+    line.append_text(status_text(w.get("status")))
+    app.say(line)
+    if app.args.follow:
+        return follow(app, client, project, w, replica=None, tail=None)
+    return EXIT_OK
+
+
+def cmd_ls(app: App) -> int:
+    client = app.client()
+    project = app.project()
+    limit = None if app.args.all else app.args.limit
+    rows = client.workloads(project, kind=app.args.kind, status=app.args.status, limit=limit)
+    if app.args.json:
+        app.print_json(list(rows))
+        return EXIT_OK
+    if not rows:
+        app.say(f"No workloads in project {project}"
+                + (" match these filters." if app.args.kind or app.args.status else "."))
+        return EXIT_OK
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("ID", no_wrap=True)
+    table.add_column("NAME", no_wrap=True, style="bold")
+    table.add_column("KIND", no_wrap=True)
+    table.add_column("STATUS", no_wrap=True)
+    table.add_column("REPLICAS", justify="right", no_wrap=True)
+    table.add_column("GPU", justify="right", no_wrap=True)
+    table.add_column("PRIORITY", no_wrap=True)
+    table.add_column("AGE", justify="right", no_wrap=True)
+    table.add_column("REASON", overflow="fold")
+    for w in rows:
+        resources = w.get("resources") or {}
+        table.add_row(
+            str(w.get("id", "")),
+            w.get("name") or "-",
+            w.get("kind") or "-",
+            status_text(w.get("status")),
+            format_number(w.get("replicas")),
+            format_number(resources.get("gpu") if isinstance(resources, dict) else None),
+            w.get("priority") or "-",
+            format_age(w.get("created_at")),
+            w.get("pending_reason") or w.get("status_message") or w.get("status_reason") or "",
+        )
+    app.out.print(table)
+    total = rows.total
+    if total is not None and total > len(rows):
+        app.info(f"Showing {len(rows)} of {total} workloads; use --all to list all of them.")
+    return EXIT_OK
+
+
+def cmd_get(app: App) -> int:
+    client = app.client()
+    project = app.project()
+    found = client.resolve(project, app.args.workload)
+    w = client.workload(project, found["id"], kind=found["kind"])
+    if app.args.json:
+        app.print_json(w)
+        return EXIT_OK
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+
+    def row(label: str, value: Any) -> None:
+        if value not in (None, "", [], {}):
+            grid.add_row(label, value if isinstance(value, Text) else format_number(value))
+
+    status = status_text(w.get("status"))
+    if w.get("status_reason"):
+        status.append(f" ({w['status_reason']})")
+    spec = w.get("spec") if isinstance(w.get("spec"), dict) else {}
+    row("Name", w.get("name"))
+    row("ID", w.get("id"))
+    row("Kind", w.get("kind"))
+    row("Project", w.get("project") or project)
+    row("Status", status)
+    row("Message", w.get("status_message"))
+    row("Pending", w.get("pending_reason"))
+    row("Exit code", w.get("exit_code"))
+    row("Pool", w.get("pool"))
+    priority = w.get("priority")
+    if priority and w.get("preemptible") is not None:
+        priority = f"{priority}, {'preemptible' if w['preemptible'] else 'not preemptible'}"
+    row("Priority", priority)
+    row("Replicas", w.get("replicas"))
+    row("Resources", f"{format_resources(w.get('resources'))} per replica"
+        if w.get("resources") else None)
+    row("Command", format_command(spec.get("command")) if spec.get("command") else None)
+    row("Image", spec.get("image"))
+    restarts = w.get("restarts")
+    if restarts is not None and w.get("max_restarts") is not None:
+        restarts = f"{restarts} of {w['max_restarts']} allowed"
+    row("Attempt", w.get("attempt"))
+    row("Restarts", restarts)
+    row("Created by", w.get("created_by") if not isinstance(w.get("created_by"), dict)
+        else w["created_by"].get("username"))
+    for key in ("created_at", "admitted_at", "started_at", "finished_at"):
+        if w.get(key):
+            row(key.split("_")[0].capitalize(),
+                f"{format_time(w[key])} ({format_age(w[key])} ago)")
+    for index, place in enumerate(w.get("placement") or []):
+        row("Placement" if index == 0 else "", compact(place))
+    app.out.print(grid)
+
+    conditions = w.get("conditions") or []
+    if conditions:
+        table = Table(title="Conditions", title_justify="left", box=box.SIMPLE_HEAD,
+                      pad_edge=False)
+        for column in ("TYPE", "STATUS", "REASON", "MESSAGE", "TIME"):
+            table.add_column(column, no_wrap=column != "MESSAGE")
+        for c in conditions:
+            c = c if isinstance(c, dict) else {"message": str(c)}
+            table.add_row(str(c.get("type", "")), str(c.get("status", "")),
+                          str(c.get("reason") or ""), str(c.get("message") or ""),
+                          format_time(c.get("time") or c.get("last_transition_time")))
+        app.out.print(table)
+    return EXIT_OK
+
+
+def cmd_logs(app: App) -> int:
+    client = app.client()
+    project = app.project()
+    w = client.resolve(project, app.args.workload)
+    args = app.args
+    if args.follow:
+        return follow(app, client, project, w, replica=args.replica, tail=args.tail,
+                      attempt=args.attempt, report=False)
+    for chunk in client.iter_logs(project, w["id"], kind=w["kind"], replica=args.replica,
+                                  tail=args.tail, attempt=args.attempt, follow=False):
+        app.write_raw(chunk)
+    return EXIT_OK
+
+
+def cmd_stop(app: App) -> int:
+    client = app.client()
+    project = app.project()
+    w = client.resolve(project, app.args.workload)
+    result = client.stop(project, w["id"], kind=w["kind"]) or w
+    line = Text(f"Stopping {workload_label(w)}: ")
+    line.append_text(status_text(result.get("status")))
+    app.say(line)
+    return EXIT_OK
+
+
+def cmd_delete(app: App) -> int:
+    client = app.client()
+    project = app.project()
+    w = client.resolve(project, app.args.workload)
+    client.delete(project, w["id"], kind=w["kind"])
+    app.say(f"Deleted {workload_label(w)}.")
+    return EXIT_OK
+
+
+def cmd_events(app: App) -> int:
+    client = app.client()
+    project = app.project()
+    w = client.resolve(project, app.args.workload)
+    events = client.events(project, w["id"], kind=w["kind"])
+    if app.args.json:
+        app.print_json(list(events))
+        return EXIT_OK
+    if not events:
+        app.say(f"No events for {workload_label(w)}.")
+        return EXIT_OK
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("TIME", no_wrap=True)
+    table.add_column("TYPE", no_wrap=True)
+    table.add_column("REASON", no_wrap=True, style="bold")
+    table.add_column("STATUS", no_wrap=True)
+    table.add_column("MESSAGE", overflow="fold")
+    for e in events:
+        transition = Text()
+        if e.get("from_status") or e.get("to_status"):
+            transition.append_text(status_text(e.get("from_status")))
+            transition.append(" → ")
+            transition.append_text(status_text(e.get("to_status")))
+        event_type = str(e.get("type") or "")
+        table.add_row(format_time(e.get("time")),
+                      Text(event_type, style="yellow" if event_type.lower() == "warning" else ""),
+                      str(e.get("reason") or ""), transition, str(e.get("message") or ""))
+    app.out.print(table)
+    return EXIT_OK
+
+
+def follow(
+    app: App,
+    client: Client,
+    project: str,
+    w: dict,
+    *,
+    replica: int | None,
+    tail: int | None,
+    attempt: int | None = None,
+    report: bool = True,
+) -> int:
+    """Wait for the workload to start (showing why it waits), stream its logs until it
+    finishes, then (with `report`) exit 0 only if it succeeded."""
+    ident, kind = w["id"], w["kind"]
+    label = w.get("name") or str(ident)
+    last: tuple[Any, Any] | None = None
+    while w.get("status") not in STARTED_STATUSES:
+        reason = w.get("pending_reason") or w.get("status_message")
+        if (w.get("status"), reason) != last:
+            line = Text(f"{label}: ")
+            line.append_text(status_text(w.get("status")))
+            if reason:
+                line.append(f" — {reason}")
+            app.info(line)
+            last = (w.get("status"), reason)
+        time.sleep(POLL_INTERVAL)
+        w = client.workload(project, ident, kind=kind)
+
+    for chunk in client.iter_logs(project, ident, kind=kind, replica=replica, tail=tail,
+                                  attempt=attempt, follow=True):
+        app.write_raw(chunk)
+    if not report:
+        return EXIT_OK
+
+    w = client.workload(project, ident, kind=kind)
+    status = w.get("status")
+    if status not in FINISHED_STATUSES:
+        app.info(f"The log stream ended; {label} is {status}.")
+        return EXIT_OK
+    if status == "succeeded":
+        line = Text(f"{label}: ")
+        line.append_text(status_text(status))
+        app.info(line)
+        return EXIT_OK
+    details = [f"exit code {w['exit_code']}"] if w.get("exit_code") is not None else []
+    details += [w[k] for k in ("status_reason", "status_message") if w.get(k)]
+    raise CliError(f"{label} {status}" + (f": {'; '.join(map(str, details))}" if details else ""))
+
+
+# -- argument parsing --------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cairn",
+        description="Command-line client for Cairn: submit and watch notebooks, training "
+        "jobs and deployments.",
+        epilog="Settings: ~/.config/cairn/config.json (or $CAIRN_CONFIG); CAIRN_URL, "
+        "CAIRN_TOKEN and CAIRN_PROJECT override it.",
+    )
+    parser.add_argument("--version", action="version", version=f"cairn {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def project_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("-p", "--project", help="project slug (default: CAIRN_PROJECT, the "
+                       "config file, or your only project)")
+
+    def workload_command(name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("workload", metavar="NAME_OR_ID", help="workload name or id")
+        project_option(p)
+        p.set_defaults(func=func)
+        return p
+
+    p = sub.add_parser("login", help="log in and save an API token",
+                       description="Log in with a username and password; the API token the "
+                       "server returns is saved to the config file (mode 0600).")
+    p.add_argument("--url", help="server URL (default: CAIRN_URL, the saved URL, or "
+                   f"{cfg.DEFAULT_URL})")
+    p.add_argument("-u", "--username")
+    p.add_argument("--password-stdin", action="store_true",
+                   help="read the password from the first line of standard input")
+    p.add_argument("--token-name", help="a name for the token (default: cli@HOSTNAME)")
+    p.set_defaults(func=cmd_login)
+
+    p = sub.add_parser("logout", help="forget the saved token")
+    p.set_defaults(func=cmd_logout)
+
+    p = sub.add_parser("projects", help="list your projects (* marks the default)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_projects)
+
+    p = sub.add_parser("use", help="set the default project")
+    p.add_argument("slug", metavar="PROJECT")
+    p.set_defaults(func=cmd_use)
+
+    p = sub.add_parser("submit", help="submit a workload from a YAML file",
+                       description="Submit a training job, notebook or deployment described "
+                       "in a YAML file (`kind:` selects which; `-` reads standard input). "
+                       "--project wins over the file's `project:`, which wins over the "
+                       "default project.")
+    p.add_argument("file", metavar="JOB.yaml")
+    project_option(p)
+    p.add_argument("-f", "--follow", action="store_true",
+                   help="wait for it to start, stream its logs, exit non-zero unless it "
+                   "succeeds")
+    p.add_argument("--json", action="store_true", help="print the created workload as JSON")
+    p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser("ls", help="list workloads, newest first")
+    project_option(p)
+    p.add_argument("-k", "--kind", choices=KINDS)
+    p.add_argument("-s", "--status", choices=STATUSES)
+    p.add_argument("-a", "--all", action="store_true",
+                   help=f"list all matching workloads, not only the newest {LS_DEFAULT_LIMIT}")
+    p.add_argument("-n", "--limit", type=_positive_int, default=LS_DEFAULT_LIMIT,
+                   help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_ls)
+
+    p = workload_command("get", "show one workload", cmd_get)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = workload_command("logs", "print (or follow) a workload's logs", cmd_logs)
+    p.add_argument("-f", "--follow", action="store_true",
+                   help="wait for it to start and stream until it finishes")
+    p.add_argument("--tail", type=_positive_int, metavar="N", help="only the last N lines")
+    p.add_argument("-r", "--replica", type=_positive_int, metavar="R",
+                   help="replica index (default 0)")
+    p.add_argument("--attempt", type=_positive_int, metavar="N",
+                   help="logs of an earlier attempt (default: the current one)")
+
+    workload_command("stop", "stop a workload", cmd_stop)
+    workload_command("delete", "delete a finished workload", cmd_delete)
+    p = workload_command("events", "show a workload's events", cmd_events)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+# -- entry point -------------------------------------------------------------------------------
+
+
+def _print_error(console: Console, message: str, status: int | None = None,
+                 details: Iterable[tuple[str, str]] = ()) -> None:
+    line = Text("error", style="bold red")
+    if status is not None:
+        line.append(f" ({status})", style="bold red")
+    line.append(f": {message}")
+    console.print(line, markup=False, highlight=False)
+    for field_name, text in details:
+        console.print(f"  {field_name}: {text}" if field_name else f"  {text}",
+                      markup=False, highlight=False)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit status (the console script exits with it)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    err = _console(stderr=True)
+    try:
+        app = App(args)
+        return args.func(app)
+    except CairnError as exc:
+        message = exc.detail
+        if exc.status == 401 and args.func is not cmd_login:
+            message = f"{message.rstrip('.')} — run `cairn login`"
+        _print_error(err, message, exc.status, flatten_errors(exc.errors))
+        return EXIT_FAILED
+    except CliError as exc:
+        _print_error(err, str(exc))
+        return exc.code
+    except (JobSpecError, cfg.ConfigError) as exc:
+        _print_error(err, str(exc))
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        err.print("interrupted", style="dim", markup=False)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `cairn logs x | head`: the reader left; stop quietly.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_OK
+    except Exception as exc:  # a bug: one line unless asked for the traceback
+        if os.environ.get("CAIRN_DEBUG"):
+            raise
+        _print_error(err, f"unexpected {type(exc).__name__}: {exc} "
+                     "(set CAIRN_DEBUG=1 for the traceback)")
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
