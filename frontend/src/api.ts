@@ -109,7 +109,9 @@ export const api = {
 
   async logs(slug: string, workload: Workload, replica: number, tail: number, signal?: AbortSignal): Promise<string> {
     const path = `${workloadPath(slug, workload)}logs/?replica=${replica}&tail=${tail}`;
-    return (await request(path, { accept: "text/plain", signal })).text();
+    // The body is text/plain; errors still come as JSON `{"detail": ...}` (and DRF refuses an
+    // Accept header that no renderer of the API offers, so JSON must be acceptable too).
+    return (await request(path, { accept: "text/plain, application/json;q=0.9", signal })).text();
   },
 
   async stop(slug: string, workload: Workload): Promise<void> {
