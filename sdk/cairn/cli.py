@@ -269,12 +269,24 @@ def cmd_login(app: App) -> int:
 
 
 def cmd_logout(app: App) -> int:
+    """Revoke the saved token on the server (best effort) and remove it from the file."""
     stored = cfg.read_file(app.settings.path)
-    if not stored.get("token"):
+    token = stored.get("token")
+    if not token:
         app.say("Not logged in.")
     else:
+        revoked = False
+        try:
+            client = Client(stored.get("url") or app.settings.url, token, retries=0,
+                            timeout=(5.0, 10.0))
+            revoked = client.revoke_current_token()
+        except CairnError as exc:
+            if exc.status != 401:  # 401: already expired or revoked, nothing to do
+                app.info(f"note: could not revoke the token on the server ({exc}); it stays "
+                         "valid until it expires.")
         cfg.update_file(app.settings.path, token=None)
-        app.say(f"Logged out: removed the token from {app.settings.path}.")
+        done = "revoked the token and removed it" if revoked else "removed the token"
+        app.say(f"Logged out: {done} from {app.settings.path}.")
     if "token" in app.settings.from_env:
         app.info("note: CAIRN_TOKEN is still set in this environment.")
     return EXIT_OK
@@ -569,6 +581,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _at_least_one(text: str) -> int:
+    value = _positive_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("expected a number >= 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cairn",
@@ -630,7 +649,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ls", help="list workloads, newest first")
     project_option(p)
     p.add_argument("-k", "--kind", choices=KINDS)
-    p.add_argument("-s", "--status", choices=STATUSES)
+    p.add_argument("-s", "--status", choices=STATUSES, action="append",
+                   help="only this status (repeat for several)")
     p.add_argument("-a", "--all", action="store_true",
                    help=f"list all matching workloads, not only the newest {LS_DEFAULT_LIMIT}")
     p.add_argument("-n", "--limit", type=_positive_int, default=LS_DEFAULT_LIMIT,
@@ -644,10 +664,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = workload_command("logs", "print (or follow) a workload's logs", cmd_logs)
     p.add_argument("-f", "--follow", action="store_true",
                    help="wait for it to start and stream until it finishes")
-    p.add_argument("--tail", type=_positive_int, metavar="N", help="only the last N lines")
+    p.add_argument("--tail", type=_at_least_one, metavar="N", help="only the last N lines")
     p.add_argument("-r", "--replica", type=_positive_int, metavar="R",
                    help="replica index (default 0)")
-    p.add_argument("--attempt", type=_positive_int, metavar="N",
+    p.add_argument("--attempt", type=_at_least_one, metavar="N",
                    help="logs of an earlier attempt (default: the current one)")
 
     workload_command("stop", "stop a workload", cmd_stop)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import codecs
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -38,6 +38,7 @@ IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds
 JSON = "application/json"
+TOKEN_PREFIX = "cairn_"
 
 
 class CairnError(Exception):
@@ -111,6 +112,14 @@ def normalize_url(url: str) -> str:
     if url.endswith("/api/v1"):
         url = url[: -len("/api/v1")]
     return url
+
+
+def token_prefix(token: str) -> str | None:
+    """'cairn_<prefix>_<secret>' -> '<prefix>' (the part the server looks tokens up by)."""
+    if not token.startswith(TOKEN_PREFIX):
+        return None
+    prefix, _, secret = token[len(TOKEN_PREFIX):].partition("_")
+    return prefix if prefix and secret else None
 
 
 def kind_route(kind: str) -> str:
@@ -339,6 +348,22 @@ class Client:
     def projects(self) -> list[dict]:
         return self.paginate("/projects/")
 
+    def tokens(self) -> list[dict]:
+        """Your API tokens (never their secrets): [{"id","name","prefix","active",...}]."""
+        return self.paginate("/tokens/")
+
+    def revoke_token(self, token_id: Any) -> None:
+        self._json("DELETE", f"/tokens/{quote(str(token_id), safe='')}/")
+
+    def revoke_current_token(self) -> bool:
+        """Revoke the token this client uses; False if it is not in the caller's list."""
+        prefix = token_prefix(self.token or "")
+        for token in self.tokens():
+            if prefix and token.get("prefix") == prefix:
+                self.revoke_token(token["id"])
+                return True
+        return False
+
     # -- workloads ---------------------------------------------------------------------------
 
     @staticmethod
@@ -363,18 +388,23 @@ class Client:
         project: str,
         *,
         kind: str | None = None,
-        status: str | None = None,
+        status: str | Sequence[str] | None = None,
         name: str | None = None,
         ordering: str | None = "-created_at",
         limit: int | None = None,
         page_size: int | None = None,
     ) -> Listing:
-        """Workloads of all kinds in a project, newest first; `.total` is the server's count."""
+        """Workloads of all kinds in a project, newest first; `.total` is the server's count.
+
+        `status` may be one status or several (any of them matches).
+        """
+        if isinstance(status, str):
+            status = [status]
         if kind is not None:
             kind_route(kind)
         params = {
             "kind": kind,
-            "status": status,
+            "status": list(status) if status else None,
             "name": name,
             "ordering": ordering,
             "page_size": page_size or (min(limit, 100) if limit else None),
@@ -382,18 +412,22 @@ class Client:
         return self.paginate(f"{self._project_path(project)}/workloads/", params, limit=limit)
 
     def workload(self, project: str, workload_id: Any, *, kind: str | None = None) -> dict:
-        """One workload; without `kind`, through the all-kinds /workloads/ route."""
-        if kind is None:
-            path = f"{self._project_path(project)}/workloads/{quote(str(workload_id), safe='')}/"
-        else:
-            path = self._workload_path(project, workload_id, kind)
-        return self._json("GET", path)
+        """One workload. Without `kind`, each kind's route is tried in turn (the all-kinds
+        /workloads/ route only lists)."""
+        if kind is not None:
+            return self._json("GET", self._workload_path(project, workload_id, kind))
+        for candidate in KINDS:
+            try:
+                return self._json("GET", self._workload_path(project, workload_id, candidate))
+            except NotFound:
+                continue
+        raise NotFound(f"no workload with id {workload_id!r} in project {project!r}")
 
     def resolve(self, project: str, name_or_id: Any) -> dict:
         """The workload whose name (or else id) is `name_or_id`, with its `id` and `kind`.
 
         Names are looked up with the list endpoint's ?name= filter and must match exactly
-        one workload; a value that names nothing is then tried as an id.
+        one workload; a number that names nothing is then tried as an id.
         """
         ref = str(name_or_id).strip()
         if not ref:
@@ -407,12 +441,14 @@ class Client:
                 f"{len(matches)} workloads are named {ref!r} in project {project!r}: {ids}; "
                 "use an id"
             )
-        try:
-            return self.workload(project, ref)
-        except NotFound:
-            raise NotFound(
-                f"no workload named or with id {ref!r} in project {project!r}"
-            ) from None
+        if ref.isdigit():
+            try:
+                return self.workload(project, ref)
+            except NotFound:
+                pass
+        raise NotFound(f"no workload named {ref!r}"
+                       + (" or with that id" if ref.isdigit() else "")
+                       + f" in project {project!r}")
 
     def stop(self, project: str, workload_id: Any, *, kind: str) -> dict:
         """Ask a workload to stop (202); returns it, usually in status `stopping`."""
