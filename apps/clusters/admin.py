@@ -1,0 +1,110 @@
+"""Admin for clusters, resource pools and nodes: the inventory only staff admins change."""
+from django.contrib import admin, messages
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest
+
+from apps.core.admin import cores, memory
+
+from .models import Cluster, Node, ResourcePool
+
+
+def _per(model, fk: str, aggregate) -> Coalesce:
+    """An aggregate over rows of `model` whose `fk` is the outer row, as a subquery."""
+    rows = model.objects.filter(**{fk: OuterRef("pk")}).order_by().values(fk)
+    return Coalesce(Subquery(rows.annotate(v=aggregate).values("v")[:1], output_field=IntegerField()), Value(0))
+
+
+class PoolInline(admin.TabularInline):
+    model = ResourcePool
+    fields = ["name", "description", "accelerator_models"]
+    extra = 0
+    show_change_link = True
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    list_display = ["name", "backend", "pool_count", "node_count", "created_at"]
+    list_filter = ["backend"]
+    search_fields = ["name"]
+    readonly_fields = ["created_at"]
+    inlines = [PoolInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Cluster]:
+        return super().get_queryset(request).annotate(
+            pool_total=_per(ResourcePool, "cluster", Count("pk")), node_total=_per(Node, "cluster", Count("pk"))
+        )
+
+    @admin.display(description="pools", ordering="pool_total")
+    def pool_count(self, obj: Cluster) -> int:
+        return obj.pool_total
+
+    @admin.display(description="nodes", ordering="node_total")
+    def node_count(self, obj: Cluster) -> int:
+        return obj.node_total
+
+
+@admin.register(ResourcePool)
+class ResourcePoolAdmin(admin.ModelAdmin):
+    list_display = ["name", "cluster", "accelerators", "node_count", "gpu_total", "description"]
+    list_filter = ["cluster"]
+    list_select_related = ["cluster"]
+    search_fields = ["name", "description"]
+    readonly_fields = ["created_at"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ResourcePool]:
+        return super().get_queryset(request).annotate(
+            node_total=_per(Node, "pool", Count("pk")), gpus=_per(Node, "pool", Sum("gpu_count"))
+        )
+
+    @admin.display(description="accelerators")
+    def accelerators(self, obj: ResourcePool) -> str:
+        return ", ".join(obj.accelerator_models) or "—"
+
+    @admin.display(description="nodes", ordering="node_total")
+    def node_count(self, obj: ResourcePool) -> int:
+        return obj.node_total
+
+    @admin.display(description="GPUs", ordering="gpus")
+    def gpu_total(self, obj: ResourcePool) -> int:
+        return obj.gpus
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    list_display = ["name", "cluster", "pool", "gpus", "gpu_model", "cpu", "mem", "health", "schedulable",
+                    "last_seen_at"]
+    list_filter = ["cluster", "pool", "health", "schedulable", "gpu_model"]
+    list_select_related = ["cluster", "pool"]
+    search_fields = ["name", "gpu_model", "topology_domain"]
+    readonly_fields = ["created_at", "last_seen_at"]
+    actions = ["cordon", "uncordon"]
+    fieldsets = [
+        (None, {"fields": ["cluster", "pool", "name", "health", "schedulable", "last_seen_at", "created_at"]}),
+        ("Capacity", {"fields": [("cpu_milli_capacity", "cpu_milli_allocatable"),
+                                 ("memory_mb_capacity", "memory_mb_allocatable"),
+                                 ("gpu_count", "gpu_model", "gpu_memory_mb")]}),
+        ("Topology and labels", {"fields": ["topology_domain", "labels"]}),
+    ]
+
+    @admin.display(description="GPUs", ordering="gpu_count")
+    def gpus(self, obj: Node) -> int:
+        return obj.gpu_count
+
+    @admin.display(description="CPU (cores)", ordering="cpu_milli_allocatable")
+    def cpu(self, obj: Node) -> str:
+        return f"{cores(obj.cpu_milli_allocatable)} / {cores(obj.cpu_milli_capacity)}"
+
+    @admin.display(description="memory", ordering="memory_mb_allocatable")
+    def mem(self, obj: Node) -> str:
+        return memory(obj.memory_mb_allocatable)
+
+    @admin.action(description="Cordon: stop placing new workloads on the selected nodes", permissions=["change"])
+    def cordon(self, request: HttpRequest, queryset: QuerySet[Node]) -> None:
+        count = queryset.update(schedulable=False)
+        self.message_user(request, f"Cordoned {count} node(s). Running workloads keep running.", messages.SUCCESS)
+
+    @admin.action(description="Uncordon: allow new workloads on the selected nodes", permissions=["change"])
+    def uncordon(self, request: HttpRequest, queryset: QuerySet[Node]) -> None:
+        count = queryset.update(schedulable=True)
+        self.message_user(request, f"Made {count} node(s) schedulable.", messages.SUCCESS)

@@ -1,0 +1,77 @@
+"""Admin for projects and their members."""
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.forms.models import BaseInlineFormSet
+from django.http import HttpRequest
+
+from apps.core.admin import ServiceDeleteMixin
+from apps.workloads.models import Workload
+
+from .choices import Role
+from .models import Membership, Project
+from .services import project_delete, project_update
+
+
+def _count(model, **filters) -> Coalesce:
+    """Rows of `model` per project, as a subquery (no join fan-out when counting two relations)."""
+    rows = model.objects.filter(project=OuterRef("pk"), **filters).order_by().values("project")
+    return Coalesce(Subquery(rows.annotate(n=Count("pk")).values("n")[:1], output_field=IntegerField()), Value(0))
+
+
+class OwnersFormSet(BaseInlineFormSet):
+    """The rule of the membership services, for the admin: a project keeps at least one owner."""
+
+    def clean(self) -> None:
+        super().clean()
+        kept = [
+            form.cleaned_data
+            for form in self.forms
+            if getattr(form, "cleaned_data", None) and form.cleaned_data.get("user") and not form.cleaned_data.get("DELETE")
+        ]
+        if kept and not any(data.get("role") == Role.OWNER for data in kept):
+            raise ValidationError("A project must keep at least one owner.")
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    formset = OwnersFormSet
+    fields = ["user", "role", "created_at"]
+    readonly_fields = ["created_at"]
+    autocomplete_fields = ["user"]
+    extra = 0
+
+
+@admin.register(Project)
+class ProjectAdmin(ServiceDeleteMixin, admin.ModelAdmin):
+    list_display = ["slug", "name", "member_count", "workload_count", "created_at"]
+    search_fields = ["slug", "name"]
+    readonly_fields = ["created_at"]
+    fields = ["slug", "name", "description", "created_at"]
+    inlines = [MembershipInline]
+    delete_service = staticmethod(lambda project: project_delete(project=project))
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:
+        return super().get_queryset(request).annotate(
+            member_total=_count(Membership), workload_total=_count(Workload)
+        )
+
+    @admin.display(description="members", ordering="member_total")
+    def member_count(self, obj: Project) -> int:
+        return obj.member_total
+
+    @admin.display(description="workloads", ordering="workload_total")
+    def workload_count(self, obj: Project) -> int:
+        return obj.workload_total
+
+    def save_model(self, request, obj: Project, form, change: bool) -> None:
+        if change:
+            changed = [name for name in form.changed_data if name in ("slug", "name", "description")]
+            if changed:
+                project_update(project=obj, **{name: getattr(obj, name) for name in changed})
+        else:
+            # New projects from the admin get their owners from the membership inline
+            # (project_create makes the *requesting* user owner, which is not what staff want here).
+            obj.save()
+
