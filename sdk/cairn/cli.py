@@ -44,6 +44,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 POLL_INTERVAL = 2.0  # seconds between status checks while waiting for a workload to start
+FINISH_GRACE_POLLS = 5  # status checks after the log stream ends, waiting for the outcome
 STARTED_STATUSES = frozenset({"running", "stopping"}) | FINISHED_STATUSES
 LS_DEFAULT_LIMIT = 50
 
@@ -300,7 +301,7 @@ def cmd_projects(app: App) -> int:
     if not projects:
         app.say("You are not a member of any project.")
         return EXIT_OK
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     table.add_column("", no_wrap=True)
     table.add_column("SLUG", no_wrap=True, style="bold")
     table.add_column("NAME")
@@ -355,7 +356,7 @@ def cmd_ls(app: App) -> int:
         app.say(f"No workloads in project {project}"
                 + (" match these filters." if app.args.kind or app.args.status else "."))
         return EXIT_OK
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     table.add_column("ID", no_wrap=True)
     table.add_column("NAME", no_wrap=True, style="bold")
     table.add_column("KIND", no_wrap=True)
@@ -442,7 +443,7 @@ def cmd_get(app: App) -> int:
     conditions = w.get("conditions") or []
     if conditions:
         table = Table(title="Conditions", title_justify="left", box=box.SIMPLE_HEAD,
-                      pad_edge=False)
+                      pad_edge=False, show_edge=False)
         for column in ("TYPE", "STATUS", "REASON", "MESSAGE", "TIME"):
             table.add_column(column, no_wrap=column != "MESSAGE")
         for c in conditions:
@@ -499,7 +500,7 @@ def cmd_events(app: App) -> int:
     if not events:
         app.say(f"No events for {workload_label(w)}.")
         return EXIT_OK
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     table.add_column("TIME", no_wrap=True)
     table.add_column("TYPE", no_wrap=True)
     table.add_column("REASON", no_wrap=True, style="bold")
@@ -507,10 +508,11 @@ def cmd_events(app: App) -> int:
     table.add_column("MESSAGE", overflow="fold")
     for e in events:
         transition = Text()
-        if e.get("from_status") or e.get("to_status"):
-            transition.append_text(status_text(e.get("from_status")))
+        if e.get("from_status"):
+            transition.append_text(status_text(e["from_status"]))
             transition.append(" → ")
-            transition.append_text(status_text(e.get("to_status")))
+        if e.get("to_status"):
+            transition.append_text(status_text(e["to_status"]))
         event_type = str(e.get("type") or "")
         table.add_row(format_time(e.get("time")),
                       Text(event_type, style="yellow" if event_type.lower() == "warning" else ""),
@@ -553,7 +555,12 @@ def follow(
     if not report:
         return EXIT_OK
 
-    w = client.workload(project, ident, kind=kind)
+    # The stream ends when the workload finishes; its final status may land a moment later.
+    for _ in range(FINISH_GRACE_POLLS):
+        w = client.workload(project, ident, kind=kind)
+        if w.get("status") in FINISHED_STATUSES:
+            break
+        time.sleep(POLL_INTERVAL)
     status = w.get("status")
     if status not in FINISHED_STATUSES:
         app.info(f"The log stream ended; {label} is {status}.")

@@ -1,0 +1,426 @@
+"""The `cairn` command, called in-process through cairn.cli.main() against the fake API."""
+import json
+import stat
+import threading
+
+import pytest
+
+from cairn import cli
+from tests.sdk.fakeserver import TOKEN
+
+
+def config_of(path):
+    return json.loads(path.read_text())
+
+
+def assert_clean_error(result, message, code=1):
+    assert result.code == code
+    assert message in result.err
+    assert result.err.startswith("error")
+    assert "Traceback" not in result.err + result.out
+
+
+# -- login / logout --------------------------------------------------------------------------------
+
+
+def test_login_with_password_on_stdin_saves_a_private_token(run, server, cairn_env):
+    result = run("login", "--url", server.url, "--username", "alice", "--password-stdin",
+                 stdin="wonderland\n")
+    assert result.code == 0, result.err
+    assert "Logged in to " + server.url + " as alice" in result.out
+    assert config_of(cairn_env) == {"url": server.url, "token": TOKEN, "username": "alice"}
+    assert stat.S_IMODE(cairn_env.stat().st_mode) == 0o600
+    body = server.find("POST", "/auth/login/")[0].body
+    assert body["username"] == "alice" and body["password"] == "wonderland"
+    assert body["token_name"].startswith("cli@")
+
+
+def test_login_prompts_for_the_password(run, server, cairn_env, monkeypatch):
+    prompts = []
+    monkeypatch.setattr(cli.getpass, "getpass", lambda prompt: prompts.append(prompt) or
+                        "wonderland")
+    result = run("login", "--url", server.url, "-u", "alice")
+    assert result.code == 0, result.err
+    assert prompts == ["Password: "]
+    assert config_of(cairn_env)["token"] == TOKEN
+
+
+def test_login_with_a_wrong_password_saves_nothing(run, server, cairn_env):
+    result = run("login", "--url", server.url, "-u", "alice", "--password-stdin", stdin="no\n")
+    assert_clean_error(result, "error (400): Wrong username or password.")
+    assert "cairn login" not in result.err  # no "run `cairn login`" hint while logging in
+    assert not cairn_env.exists()
+
+
+def test_login_to_a_server_that_is_down(run, refused_url, cairn_env):
+    result = run("login", "--url", refused_url, "-u", "alice", "--password-stdin", stdin="pw\n")
+    assert_clean_error(result, "connection refused")
+    assert not cairn_env.exists()
+
+
+def test_logout_revokes_and_forgets_the_token(run, logged_in, cairn_env):
+    result = run("logout")
+    assert result.code == 0
+    assert "revoked the token" in result.out
+    assert "token" not in config_of(cairn_env)
+    assert config_of(cairn_env)["project"] == "vision"
+    assert logged_in.tokens == []
+    assert run("logout").out.strip() == "Not logged in."
+
+
+# -- errors every command shares ---------------------------------------------------------------
+
+
+def test_not_logged_in(run):
+    result = run("ls")
+    assert_clean_error(result, "error: not logged in — run `cairn login`")
+
+
+def test_rejected_token_suggests_logging_in_again(run, logged_in, cairn_env):
+    data = config_of(cairn_env) | {"token": "cairn_ffffffffffff_wrong"}
+    cairn_env.write_text(json.dumps(data))
+    result = run("ls")
+    assert_clean_error(result, "error (401): Invalid token — run `cairn login`")
+
+
+def test_connection_refused_is_one_friendly_line(run, refused_url, monkeypatch):
+    monkeypatch.setenv("CAIRN_URL", refused_url)
+    monkeypatch.setenv("CAIRN_TOKEN", TOKEN)
+    monkeypatch.setenv("CAIRN_PROJECT", "vision")
+    result = run("ls")
+    assert_clean_error(result, f"error: cannot connect to {refused_url}: connection refused")
+    assert len(result.err.strip().splitlines()) == 1
+
+
+def test_unknown_project_is_404(run, logged_in):
+    result = run("ls", "--project", "nope")
+    assert_clean_error(result, "error (404): Not found.")
+
+
+def test_usage_errors_exit_2(run):
+    assert run("ls", "--status", "sleeping").code == 2
+    assert run("frobnicate").code == 2
+    assert run("logs", "x", "--tail", "0").code == 2
+
+
+def test_help_and_version_exit_0(run):
+    assert run("--version").out.strip() == "cairn " + cli.__version__
+    assert run("--help").code == 0
+
+
+def test_unexpected_bugs_are_one_line_too(run, logged_in, monkeypatch):
+    def boom(app):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(cli, "cmd_ls", boom)
+    result = run("ls")
+    assert_clean_error(result, "unexpected RuntimeError: kaboom")
+
+
+# -- projects ------------------------------------------------------------------------------------
+
+
+def test_projects_table(run, logged_in):
+    result = run("projects")
+    assert result.code == 0
+    lines = result.out.splitlines()
+    assert any("SLUG" in line and "ROLE" in line for line in lines)
+    vision = next(line for line in lines if " vision " in line)
+    assert vision.lstrip().startswith("*") and "Vision" in vision and "owner" in vision
+    assert any("nlp" in line and "viewer" in line for line in lines)
+
+
+def test_use_sets_the_default_project(run, logged_in, cairn_env):
+    assert run("use", "nlp").code == 0
+    assert config_of(cairn_env)["project"] == "nlp"
+    assert_clean_error(run("use", "nope"), "you have no project 'nope'")
+
+
+def test_without_a_default_project_the_choice_is_explained(run, logged_in, cairn_env):
+    cairn_env.write_text(json.dumps(config_of(cairn_env) | {"project": None}))
+    result = run("ls")
+    assert_clean_error(result, "no project selected")
+    assert "vision, nlp" in result.err
+
+
+def test_the_only_project_is_the_default(run, logged_in, cairn_env):
+    logged_in.projects = logged_in.projects[:1]
+    data = config_of(cairn_env)
+    del data["project"]
+    cairn_env.write_text(json.dumps(data))
+    logged_in.add_workload(name="mnist")
+    result = run("ls")
+    assert result.code == 0 and "mnist" in result.out
+
+
+# -- submit --------------------------------------------------------------------------------------
+
+
+JOB = """\
+kind: {kind}
+name: mnist
+command: python train.py --epochs 3
+replicas: 2
+resources: {{gpu: 0, cpu: 1, memory: 1Gi}}
+priority: P3
+max_restarts: 1
+env: {{LR: "0.01"}}
+"""
+
+
+@pytest.mark.parametrize(("kind", "route"), [
+    ("training", "training-jobs"), ("notebook", "notebooks"), ("deployment", "deployments")])
+def test_submit_posts_the_body_to_the_kinds_route(run, logged_in, tmp_path, kind, route):
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB.format(kind=kind))
+    result = run("submit", str(job))
+    assert result.code == 0, result.err
+    post = logged_in.find("POST")[-1]
+    assert post.path == f"/api/v1/projects/vision/{route}/"
+    assert post.body == {
+        "name": "mnist", "command": "python train.py --epochs 3", "replicas": 2,
+        "resources": {"gpu": 0, "cpu": 1, "memory": "1Gi"}, "priority": "P3",
+        "max_restarts": 1, "env": {"LR": "0.01"},
+    }
+    assert f"Submitted {kind} mnist (id 1) to project vision: queued" in result.out
+
+
+def test_submit_project_precedence(run, logged_in, tmp_path):
+    logged_in.projects[1]["role"] = "member"
+    job = tmp_path / "job.yaml"
+    job.write_text("project: nlp\ncommand: [python, x.py]\n")
+    assert run("submit", str(job)).code == 0
+    assert logged_in.find("POST")[-1].path == "/api/v1/projects/nlp/training-jobs/"
+    assert run("submit", str(job), "--project", "vision").code == 0
+    assert logged_in.find("POST")[-1].path == "/api/v1/projects/vision/training-jobs/"
+
+
+def test_submit_reads_stdin(run, logged_in):
+    result = run("submit", "-", stdin="kind: notebook\nname: lab\n")
+    assert result.code == 0, result.err
+    assert logged_in.find("POST")[-1].path == "/api/v1/projects/vision/notebooks/"
+
+
+def test_submit_checks_the_file_before_calling_the_server(run, logged_in, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("kind: batch\ncommand: x\n")
+    assert_clean_error(run("submit", str(job)), "unknown kind 'batch'")
+    assert_clean_error(run("submit", str(tmp_path / "missing.yaml")), "no such file")
+    job.write_text("- a list\n")
+    assert_clean_error(run("submit", str(job)), "expected a mapping")
+    assert logged_in.requests == []
+
+
+def test_submit_shows_the_servers_field_errors(run, logged_in, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("name: mnist\npriority: P9\n")
+    result = run("submit", str(job))
+    assert_clean_error(result, "error (400): Invalid input.")
+    assert "  command: This field is required." in result.err
+    assert '  priority: "P9" is not a valid choice.' in result.err
+
+
+def test_submit_to_a_read_only_project_is_403(run, logged_in, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("command: x\n")
+    assert_clean_error(run("submit", str(job), "-p", "nlp"), "error (403): Your role")
+
+
+def test_submit_name_conflict_is_409(run, logged_in, tmp_path):
+    logged_in.add_workload(name="mnist", status="running")
+    job = tmp_path / "job.yaml"
+    job.write_text("name: mnist\ncommand: x\n")
+    assert_clean_error(run("submit", str(job)), "error (409): A workload named 'mnist'")
+
+
+def test_submit_follow_waits_streams_and_exits_with_the_outcome(run, logged_in, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("name: mnist\ncommand: x\n")
+    logged_in.statuses[1] = ["queued", "admitted", "running"]
+    logged_in.log_chunks[1] = ["epoch 1\n", "epoch 2\n"]
+    logged_in.finish_with[1] = "succeeded"
+    result = run("submit", str(job), "--follow")
+    assert result.code == 0, result.err
+    assert result.out.endswith("epoch 1\nepoch 2\n")
+    assert "mnist: queued — Waiting for the scheduler." in result.err
+    assert "mnist: admitted" in result.err
+    assert "mnist: succeeded" in result.err
+    assert logged_in.find("GET", "/logs/")[-1].query["follow"] == ["1"]
+
+
+def test_submit_follow_of_a_failing_job_exits_1(run, logged_in, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("name: mnist\ncommand: x\n")
+    logged_in.statuses[1] = ["running", "running", "failed"]
+    logged_in.log_chunks[1] = ["Traceback: boom\n"]
+    result = run("submit", str(job), "-f")
+    assert result.code == 1
+    assert "Traceback: boom" in result.out  # the job's own output, not ours
+    assert "error: mnist failed" in result.err
+
+
+# -- ls / get / events ---------------------------------------------------------------------------
+
+
+def test_ls_table_has_a_row_per_workload(run, logged_in):
+    logged_in.add_workload(name="mnist", status="running", replicas=2,
+                           resources={"gpu": 1.0, "cpu": 4.0, "memory_mb": 8192})
+    logged_in.add_workload(kind="notebook", name="lab", status="queued",
+                           pending_reason="Quota 'vision/local' is full (gpu 4/4).")
+    result = run("ls")
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    header = next(line for line in lines if "NAME" in line)
+    for column in ("ID", "KIND", "STATUS", "REPLICAS", "GPU", "PRIORITY", "AGE", "REASON"):
+        assert column in header
+    mnist = next(line for line in lines if "mnist" in line)
+    assert mnist.split()[:7] == ["1", "mnist", "training", "running", "2", "1", "P3"]
+    lab = next(line for line in lines if " lab " in line)
+    assert "notebook" in lab and "queued" in lab and "Quota 'vision/local' is full" in lab
+    assert lines.index(lab) < lines.index(mnist)  # newest first
+
+
+def test_ls_passes_filters_and_says_when_nothing_matches(run, logged_in):
+    result = run("ls", "--kind", "notebook", "--status", "running", "--status", "queued")
+    assert result.code == 0
+    assert "No workloads in project vision match these filters." in result.out
+    query = logged_in.find("GET", "/workloads/")[-1].query
+    assert query["kind"] == ["notebook"] and query["status"] == ["running", "queued"]
+
+
+def test_ls_shows_the_newest_and_all_shows_everything(run, logged_in):
+    logged_in.page_size = 10
+    for i in range(60):
+        logged_in.add_workload(name=f"job-{i}")
+    result = run("ls")
+    assert "job-59" in result.out and "job-9 " not in result.out
+    assert "Showing 50 of 60 workloads; use --all" in result.err
+    result = run("ls", "--all")
+    assert "job-0 " in result.out and "Showing" not in result.err
+
+
+def test_ls_json(run, logged_in):
+    logged_in.add_workload(name="mnist")
+    data = json.loads(run("ls", "--json").out)
+    assert [w["name"] for w in data] == ["mnist"]
+
+
+def test_get_resolves_the_name_and_shows_the_details(run, logged_in):
+    logged_in.add_workload(name="other")
+    logged_in.add_workload(
+        name="mnist", status="failed", exit_code=3, status_reason="Error",
+        status_message="replica 0 exited with code 3",
+        spec={"command": ["python", "train.py"]},
+        conditions=[{"type": "Admitted", "status": "True", "reason": "QuotaReserved",
+                     "message": "fits", "time": "2026-01-01T00:00:00Z"}],
+        placement=[{"replica": 0, "node": "node-a"}],
+    )
+    result = run("get", "mnist")
+    assert result.code == 0, result.err
+    assert logged_in.find("GET", "/workloads/")[-1].query["name"] == ["mnist"]
+    assert logged_in.requests[-1].path == "/api/v1/projects/vision/training-jobs/2/"
+    out = result.out
+    for expected in ("mnist", "failed (Error)", "replica 0 exited with code 3", "Exit code",
+                     "python train.py", "node=node-a", "QuotaReserved"):
+        assert expected in out
+
+
+def test_get_by_id(run, logged_in):
+    logged_in.add_workload(kind="deployment", name="api")
+    result = run("get", "1", "--json")
+    assert json.loads(result.out)["name"] == "api"
+    assert logged_in.requests[-1].path == "/api/v1/projects/vision/deployments/1/"
+
+
+def test_get_unknown_name(run, logged_in):
+    assert_clean_error(run("get", "ghost"), "error: no workload named 'ghost' in project 'vision'")
+
+
+def test_events_table(run, logged_in):
+    w = logged_in.add_workload(name="mnist")
+    logged_in.events[w["id"]] = [
+        {"id": 1, "time": "2026-01-01T00:00:00Z", "type": "Normal", "reason": "Submitted",
+         "message": "by alice", "from_status": "", "to_status": "queued"},
+        {"id": 2, "time": "2026-01-01T00:00:05Z", "type": "Normal", "reason": "Admitted",
+         "message": "fits in quota", "from_status": "queued", "to_status": "admitted"},
+    ]
+    result = run("events", "mnist")
+    assert result.code == 0, result.err
+    assert logged_in.requests[-1].path == "/api/v1/projects/vision/training-jobs/1/events/"
+    admitted = next(line for line in result.out.splitlines() if "Admitted" in line)
+    assert "queued → admitted" in admitted and "fits in quota" in admitted
+
+
+# -- logs / stop / delete ------------------------------------------------------------------------
+
+
+def test_logs_tail_and_replica(run, logged_in):
+    w = logged_in.add_workload(name="mnist", status="running", replicas=2)
+    logged_in.log_chunks[w["id"]] = ["one\n", "two\n", "three\n"]
+    result = run("logs", "mnist", "--tail", "2", "--replica", "1")
+    assert result.code == 0 and result.out == "two\nthree\n"
+    query = logged_in.requests[-1].query
+    assert query["tail"] == ["2"] and query["replica"] == ["1"] and "follow" not in query
+
+
+def test_logs_follow_streams_until_the_end(run, logged_in):
+    w = logged_in.add_workload(name="mnist", status="running")
+    gate = threading.Event()
+    logged_in.log_chunks[w["id"]] = ["step 1\n", gate, "step 2\n"]
+    written = []
+    original = cli.App.write_raw
+
+    def spy(app, text):
+        written.append(text)
+        if text == "step 1\n":
+            gate.set()  # the server sends the rest only after we printed the first chunk
+        original(app, text)
+
+    cli.App.write_raw = spy
+    try:
+        result = run("logs", "mnist", "-f")
+    finally:
+        cli.App.write_raw = original
+    assert result.code == 0, result.err
+    assert result.out == "step 1\nstep 2\n"
+    assert written[0] == "step 1\n" and logged_in.gate_results == [True]
+    assert logged_in.requests[-1].query["follow"] == ["1"]
+
+
+def test_logs_follow_of_a_queued_job_waits_for_it_to_start(run, logged_in):
+    w = logged_in.add_workload(name="mnist", status="queued", pending_reason="No GPU free.")
+    logged_in.statuses[w["id"]] = ["queued", "running"]
+    logged_in.log_chunks[w["id"]] = ["hello\n"]
+    result = run("logs", "mnist", "-f")
+    assert result.code == 0
+    assert "mnist: queued — No GPU free." in result.err
+    assert result.out == "hello\n"
+
+
+def test_stop_by_name(run, logged_in):
+    logged_in.add_workload(name="mnist", status="running")
+    result = run("stop", "mnist")
+    assert result.code == 0
+    assert logged_in.requests[-1].method == "POST"
+    assert logged_in.requests[-1].path == "/api/v1/projects/vision/training-jobs/1/stop/"
+    assert "Stopping training mnist (id 1): stopping" in result.out
+
+
+def test_stop_of_a_finished_job_is_409(run, logged_in):
+    logged_in.add_workload(name="mnist", status="succeeded")
+    assert_clean_error(run("stop", "mnist"), "error (409): The workload has already succeeded.")
+
+
+def test_delete_by_name(run, logged_in):
+    logged_in.add_workload(kind="notebook", name="lab", status="stopped")
+    result = run("delete", "lab")
+    assert result.code == 0
+    assert logged_in.requests[-1].method == "DELETE"
+    assert logged_in.requests[-1].path == "/api/v1/projects/vision/notebooks/1/"
+    assert "Deleted notebook lab (id 1)." in result.out
+
+
+def test_delete_of_a_running_job_is_409(run, logged_in):
+    logged_in.add_workload(name="mnist", status="running")
+    assert_clean_error(run("delete", "mnist"),
+                       "error (409): Only finished workloads can be deleted; stop it first.")
