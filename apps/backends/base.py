@@ -1,0 +1,109 @@
+"""The interface every execution backend implements, and how a workload finds its backend.
+
+A backend only realises and observes replicas (processes, pods); it never writes workload
+status. The services in `apps.backends.services` decide what an observation means.
+"""
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from apps.workloads.models import Workload
+
+
+class BackendUnavailable(Exception):
+    """The workload's cluster uses a backend this installation cannot drive."""
+
+
+class LaunchError(Exception):
+    """Replicas could not be started at all (bad working directory, no free port, ...)."""
+
+
+RUNNING = "running"
+EXITED = "exited"
+LOST = "lost"  # gone, and nobody recorded how it ended
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    replica: int
+    phase: str  # RUNNING | EXITED | LOST
+    exit_code: int | None = None  # 128 + N when killed by signal N
+    signal: int | None = None
+    finished_at: float | None = None  # epoch seconds, when known
+    pid: int | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.phase == RUNNING
+
+    @property
+    def failed(self) -> bool:
+        return self.phase == LOST or (self.phase == EXITED and self.exit_code != 0)
+
+    def describe(self) -> str:
+        """'Replica 1 exited with code 3.' and the like, for events and status messages."""
+        if self.phase == RUNNING:
+            return f"Replica {self.replica} is running."
+        if self.phase == LOST:
+            return f"Replica {self.replica} disappeared without an exit code (its supervisor was killed)."
+        if self.signal:
+            return f"Replica {self.replica} was killed by signal {self.signal} (exit code {self.exit_code})."
+        return f"Replica {self.replica} exited with code {self.exit_code}."
+
+
+class Backend(ABC):
+    """Realise, signal, observe and read the logs of a workload's replicas."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def launch(self, workload: Workload, *, attempt: int) -> dict:
+        """Start every replica of `attempt`; return the bookkeeping to store in workload.runtime.
+
+        Raises LaunchError when nothing could be started (whatever was started is cleaned up).
+        """
+
+    @abstractmethod
+    def signal(self, workload: Workload, *, force: bool = False) -> int:
+        """Ask every live replica to exit (SIGTERM), or make it (force: SIGKILL). Returns how many."""
+
+    @abstractmethod
+    def observe(self, workload: Workload) -> list[ReplicaState]:
+        """The state of each replica of the workload's current attempt (per workload.runtime)."""
+
+    @abstractmethod
+    def logs(self, workload: Workload, *, replica: int, attempt: int, tail: int | None = None) -> str:
+        """The captured output of one replica of one attempt ('' when there is none)."""
+
+
+# backend name -> dotted path of its class. The Kubernetes backend is a later issue: until its
+# module exists, workloads on a Kubernetes cluster fail with BackendUnavailable.
+BACKENDS: dict[str, str] = {
+    "local": "apps.backends.local.backend.LocalBackend",
+    "kubernetes": "apps.backends.kubernetes.backend.KubernetesBackend",
+}
+_instances: dict[str, Backend] = {}
+
+
+def backend_named(name: str) -> Backend:
+    if name in _instances:
+        return _instances[name]
+    path = BACKENDS.get(name)
+    if path is None:
+        raise BackendUnavailable(f"Unknown backend '{name}'.")
+    module_name, _, class_name = path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise BackendUnavailable(f"The {name} backend is not available in this installation ({exc}).") from exc
+    _instances[name] = cls()
+    return _instances[name]
+
+
+def backend_for(workload: Workload) -> Backend:
+    """The backend of the cluster the workload's pool belongs to."""
+    return backend_named(workload.pool.cluster.backend)

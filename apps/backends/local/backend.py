@@ -1,0 +1,312 @@
+"""The local backend: every replica is a real OS process on this machine.
+
+Each replica runs under `shim.py` in a session of its own (start_new_session), so it survives
+a crash of the Cairn process that started it. Processes are identified by pid *and* start time
+(psutil), so a pid the kernel has handed to some other process is never taken for ours. The
+shim records the exit code in a file, so an exit that happened while Cairn was down is known.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import signal as signals
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psutil
+from django.conf import settings
+
+from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, ReplicaState
+
+from . import env as replica_env_lib
+from .logs import read_log
+from .paths import attempt_dir, replica_exit_path, replica_log_path, replica_record_path, work_dir
+
+if TYPE_CHECKING:
+    from apps.workloads.models import Workload
+
+logger = logging.getLogger(__name__)
+
+SHIM = str(Path(__file__).resolve().with_name("shim.py"))
+_CREATE_TIME_TOLERANCE = 0.05  # seconds; psutil start times of one process agree far closer
+
+# Shims this process started. Polled so they do not linger as zombies after they exit.
+_children: dict[int, subprocess.Popen] = {}
+_children_lock = threading.Lock()
+
+
+def _reap() -> None:
+    with _children_lock:
+        for pid, proc in list(_children.items()):
+            if proc.poll() is not None:
+                del _children[pid]
+
+
+# -- process identity --------------------------------------------------------------------------
+
+def process_identity() -> dict:
+    """Who this Cairn process is, in a form another process can check is still alive."""
+    me = psutil.Process()
+    return {"pid": me.pid, "create_time": me.create_time(), "host": socket.gethostname()}
+
+
+def find_process(pid: int | None, create_time: float | None) -> psutil.Process | None:
+    """The live (non-zombie) process with this pid *and* start time, or None."""
+    if not pid or create_time is None:
+        return None
+    _reap()
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - create_time) > _CREATE_TIME_TOLERANCE:
+            return None  # the pid was reused by someone else
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return proc
+    except psutil.Error:
+        return None
+
+
+def identity_alive(identity: dict | None) -> bool:
+    if not identity:
+        return False
+    if identity.get("host") not in (None, socket.gethostname()):
+        return False
+    return find_process(identity.get("pid"), identity.get("create_time")) is not None
+
+
+def free_port(taken: set[int] | None = None) -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now (and not in `taken`)."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if not taken or port not in taken:
+            if taken is not None:
+                taken.add(port)
+            return port
+    raise LaunchError("No free TCP port on 127.0.0.1.")
+
+
+def _signal_replica(record: dict, sig: int) -> bool:
+    """SIGTERM goes to the shim (which forwards it); SIGKILL to the replica's whole process group."""
+    proc = find_process(record.get("pid"), record.get("create_time"))
+    if proc is None:
+        return False
+    try:
+        if sig == signals.SIGKILL and os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, sig)
+        else:
+            os.kill(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _kill_stragglers(*, workload_id: int, attempt: int, replica: int, pgid: int) -> int:
+    """Kill what is left of a replica whose shim vanished: processes of its group tagged as it."""
+    tags = {"CAIRN_WORKLOAD_ID": str(workload_id), "CAIRN_ATTEMPT": str(attempt), "CAIRN_REPLICA": str(replica)}
+    killed = 0
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == os.getpid() or os.getpgid(proc.pid) != pgid:
+                continue
+            environ = proc.environ()
+            if all(environ.get(k) == v for k, v in tags.items()):
+                proc.kill()
+                killed += 1
+        except (psutil.Error, OSError):
+            continue
+    return killed
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+class LocalBackend(Backend):
+    name = "local"
+
+    # -- launch ----------------------------------------------------------------------------------
+
+    def launch(self, workload: Workload, *, attempt: int) -> dict:
+        wid = workload.pk
+        directory = attempt_dir(wid, attempt)
+        directory.mkdir(parents=True, exist_ok=True)
+        self._kill_leftovers(wid, attempt)
+
+        spec = workload.spec or {}
+        cwd = self._working_dir(workload)
+        ports: set[int] = set()
+        master_port = free_port(ports)
+        token = secrets.token_urlsafe(24) if workload.kind == "notebook" else None
+        node_gpus = self._node_gpu_count(workload)
+        base_env = replica_env_lib.inherited_env()
+        runtime: dict = {
+            "backend": self.name,
+            "attempt": attempt,
+            "master_port": master_port,
+            "replicas": [],
+            "alive": True,
+        }
+        endpoints = []
+        try:
+            for replica in range(workload.replicas):
+                port = free_port(ports) if workload.kind in ("notebook", "deployment") else None
+                placement = self._placement(workload, replica)
+                reserved = replica_env_lib.reserved_env(
+                    workload_id=wid, workload_name=workload.name, kind=workload.kind,
+                    project=workload.project.slug, api_url=settings.CAIRN["PUBLIC_URL"], attempt=attempt,
+                    replica=replica, replicas=workload.replicas, master_port=master_port,
+                    gpus=replica_env_lib.replica_gpus(
+                        replica=replica, gpu_milli=workload.gpu_milli, placement=placement, node_gpu_count=node_gpus
+                    ),
+                    port=port,
+                )
+                env, ignored = replica_env_lib.replica_env(base=base_env, user=spec.get("env"), reserved=reserved)
+                if ignored:
+                    runtime["ignored_env"] = ignored
+                argv = self._command(workload, env=env, port=port, token=token, cwd=cwd, attempt=attempt)
+                record = self._spawn(workload_id=wid, attempt=attempt, replica=replica, argv=argv, env=env, cwd=cwd)
+                if port is not None:
+                    record["port"] = port
+                    endpoints.append(f"http://127.0.0.1:{port}/")
+                runtime["replicas"].append(record)
+        except (OSError, LaunchError) as exc:
+            for record in runtime["replicas"]:
+                _signal_replica(record, signals.SIGKILL)
+            raise LaunchError(str(exc)) from exc
+
+        if workload.kind == "notebook":
+            runtime.update(url=endpoints[0], token=token)
+        elif workload.kind == "deployment":
+            runtime.update(url=endpoints[0], endpoints=endpoints)
+        return runtime
+
+    def _working_dir(self, workload: Workload) -> Path:
+        requested = (workload.spec or {}).get("working_dir")
+        if requested:
+            path = Path(requested).expanduser()
+            if not path.is_dir():
+                raise LaunchError(f"Working directory '{requested}' does not exist on this machine.")
+            return path
+        path = work_dir(workload.pk)  # kept across attempts, so checkpoints written there survive restarts
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @staticmethod
+    def _placement(workload: Workload, replica: int) -> dict | None:
+        for entry in workload.placement or []:
+            if isinstance(entry, dict) and entry.get("replica") == replica:
+                return entry
+        return None
+
+    @staticmethod
+    def _node_gpu_count(workload: Workload) -> int:
+        if workload.gpu_milli <= 0:
+            return 0
+        from apps.clusters.models import Node
+
+        names = {e.get("node") for e in workload.placement or [] if isinstance(e, dict)}
+        counts = Node.objects.filter(cluster_id=workload.pool.cluster_id, name__in=names).values_list("gpu_count", flat=True)
+        return max(counts, default=0)
+
+    def _command(
+        self, workload: Workload, *, env: dict, port: int | None, token: str | None, cwd: Path, attempt: int
+    ) -> list[str]:
+        spec = workload.spec or {}
+        if workload.kind == "notebook":
+            env.setdefault("JUPYTER_RUNTIME_DIR", str(attempt_dir(workload.pk, attempt) / "jupyter-runtime"))
+            argv = [
+                sys.executable, "-m", "jupyterlab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
+                "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={cwd}",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            ]
+            if os.geteuid() == 0:  # replicas run as Cairn's user; Jupyter refuses root unless told
+                argv.append("--allow-root")
+            return argv
+        command = spec.get("command")
+        if isinstance(command, str) and command.strip():
+            return ["/bin/sh", "-c", command]  # a command line: let the shell expand $PORT and friends
+        if not command or not isinstance(command, list):
+            raise LaunchError(f"The {workload.kind} spec has no command to run.")
+        return replica_env_lib.expand_command(command, env)
+
+    def _spawn(self, *, workload_id: int, attempt: int, replica: int, argv: list[str], env: dict, cwd: Path) -> dict:
+        exit_path = replica_exit_path(workload_id, attempt, replica)
+        exit_path.unlink(missing_ok=True)
+        with open(replica_log_path(workload_id, attempt, replica), "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", SHIM, str(exit_path), "--", *argv],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                start_new_session=True, close_fds=True,
+            )
+        with _children_lock:
+            _children[proc.pid] = proc
+        try:
+            create_time = psutil.Process(proc.pid).create_time()
+        except psutil.Error:  # already gone and reaped: it will be seen as exited or lost
+            create_time = 0.0
+        record = {"replica": replica, "pid": proc.pid, "create_time": create_time}
+        _write_json(replica_record_path(workload_id, attempt, replica), record)
+        logger.info("local backend: workload %s attempt %s replica %s started as pid %s: %s",
+                    workload_id, attempt, replica, proc.pid, argv)
+        return record
+
+    def _kill_leftovers(self, workload_id: int, attempt: int) -> None:
+        """Kill replicas of this attempt launched before, whose bookkeeping never got committed."""
+        for path in attempt_dir(workload_id, attempt).glob("replica-*.json"):
+            record = _read_json(path)
+            if record and _signal_replica(record, signals.SIGKILL):
+                logger.warning("local backend: killed leftover %s (pid %s)", path, record.get("pid"))
+
+    # -- observe and signal --------------------------------------------------------------------------
+
+    def observe(self, workload: Workload) -> list[ReplicaState]:
+        runtime = workload.runtime or {}
+        attempt = runtime.get("attempt")
+        return [self._observe_replica(workload.pk, attempt, record) for record in runtime.get("replicas", [])]
+
+    def _observe_replica(self, workload_id: int, attempt: int, record: dict) -> ReplicaState:
+        replica = record["replica"]
+        # Alive first, then the exit file: the other order could call a replica that exits in
+        # between "lost".
+        if find_process(record.get("pid"), record.get("create_time")) is not None:
+            return ReplicaState(replica=replica, phase=RUNNING, pid=record.get("pid"))
+        result = _read_json(replica_exit_path(workload_id, attempt, replica))
+        if result is not None:
+            return ReplicaState(
+                replica=replica, phase=EXITED, exit_code=int(result.get("exit_code", 1)),
+                signal=result.get("signal"), finished_at=result.get("finished_at"), pid=record.get("pid"),
+            )
+        if record.get("pid"):
+            _kill_stragglers(workload_id=workload_id, attempt=attempt, replica=replica, pgid=record["pid"])
+        return ReplicaState(replica=replica, phase=LOST, pid=record.get("pid"))
+
+    def signal(self, workload: Workload, *, force: bool = False) -> int:
+        sig = signals.SIGKILL if force else signals.SIGTERM
+        return sum(_signal_replica(record, sig) for record in (workload.runtime or {}).get("replicas", []))
+
+    # -- logs ----------------------------------------------------------------------------------------
+
+    def log_path(self, workload: Workload, *, replica: int, attempt: int) -> Path:
+        return replica_log_path(workload.pk, attempt, replica)
+
+    def logs(self, workload: Workload, *, replica: int, attempt: int, tail: int | None = None) -> str:
+        return read_log(self.log_path(workload, replica=replica, attempt=attempt), tail=tail)

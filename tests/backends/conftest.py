@@ -1,0 +1,26 @@
+"""Fixtures for local-backend tests. Teardown kills every replica process a test started (found by
+the test's own data directory, which appears in each shim's argv)."""
+import textwrap
+
+import pytest
+
+from tests.backends.helpers import kill_processes_mentioning
+
+
+@pytest.fixture(autouse=True)
+def _kill_replicas(_isolated_data_dir, settings):
+    yield
+    kill_processes_mentioning(str(settings.CAIRN_DATA_DIR))
+
+
+@pytest.fixture
+def script(tmp_path):
+    """script("python source") -> path of a file holding it (dedented)."""
+    counter = iter(range(1000))
+
+    def write(source: str) -> str:
+        path = tmp_path / f"script_{next(counter)}.py"
+        path.write_text(textwrap.dedent(source))
+        return str(path)
+
+    return write
