@@ -1,0 +1,164 @@
+"""Replicas outlive the Cairn process that started them, and a new reconciler takes them over.
+
+Real `manage.py run_reconciler` processes run against the test database; one is killed with
+SIGKILL while jobs run, and a replica is killed while no reconciler is running at all.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import psutil
+import pytest
+from django.conf import settings as django_settings
+
+from apps.backends.local.paths import replica_exit_path
+from apps.workloads.choices import WorkloadStatus
+from tests.backends.helpers import admitted, wait_for
+
+S = WorkloadStatus
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MANAGE = str(Path(django_settings.BASE_DIR) / "manage.py")
+
+WAIT_FOR_GO = """
+    import os, sys, time
+    go = sys.argv[1]
+    print("attempt", os.environ["CAIRN_ATTEMPT"], "waiting", flush=True)
+    deadline = time.time() + 60
+    while not os.path.exists(go):
+        if time.time() > deadline:
+            sys.exit(9)
+        time.sleep(0.05)
+    print("done", flush=True)
+"""
+
+
+def _database_url() -> str:
+    db = django_settings.DATABASES["default"]
+    credentials = quote(db["USER"] or "", safe="")
+    if db.get("PASSWORD"):
+        credentials += ":" + quote(db["PASSWORD"], safe="")
+    return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture
+def start_reconciler(settings, tmp_path):
+    started: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        env = {
+            **os.environ,
+            "DATABASE_URL": _database_url(),
+            "CAIRN_MODE": "server",
+            "CAIRN_DATA_DIR": str(settings.CAIRN_DATA_DIR),
+            "CAIRN_RECONCILER_INTERVAL": "0.1",
+            "CAIRN_STOP_GRACE_SECONDS": "2",
+        }
+        log = open(tmp_path / f"reconciler-{len(started)}.log", "wb")
+        proc = subprocess.Popen(
+            [sys.executable, MANAGE, "run_reconciler"], env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=django_settings.BASE_DIR,
+        )
+        log.close()
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def _child(shim_pid: int) -> psutil.Process:
+    children = psutil.Process(shim_pid).children()
+    assert len(children) == 1
+    return children[0]
+
+
+def _status(workload) -> str:
+    workload.refresh_from_db()
+    return workload.status
+
+
+def test_replicas_survive_a_killed_reconciler_and_are_adopted_by_the_next(script, tmp_path, start_reconciler):
+    go = tmp_path / "go"
+    wait_script = script(WAIT_FOR_GO)
+    sleeper = script("""
+        import time
+        print("sleeping", flush=True)
+        time.sleep(60)
+    """)
+    adopted = admitted(name="adopted", spec={"command": ["python", wait_script, str(go)], "env": {}})
+    exited = admitted(name="exited", spec={"command": ["python", sleeper], "env": {}})
+    lost = admitted(name="lost", spec={"command": ["python", wait_script, str(go)], "env": {}}, max_restarts=1)
+    workloads = (adopted, exited, lost)
+
+    # 1. The first reconciler finds them ADMITTED (their dispatch never came) and launches them.
+    first = start_reconciler()
+    wait_for(lambda: all(_status(w) == S.RUNNING for w in workloads), what="all three to run")
+    shims = {w.name: w.runtime["replicas"][0]["pid"] for w in workloads}
+    assert all(w.runtime["owner"]["pid"] == first.pid for w in workloads)
+    children = {name: wait_for(lambda pid=pid: psutil.Process(pid).children(), what="the command") [0]
+                for name, pid in shims.items()}
+
+    # 2. kill -9 the reconciler: the replicas keep running.
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    time.sleep(0.3)
+    assert all(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+               for pid in shims.values())
+
+    # 3. While no reconciler runs: one command dies (its shim records the exit code), and one
+    #    replica dies together with its shim (nothing records anything).
+    children["exited"].send_signal(signal.SIGKILL)
+    wait_for(lambda: replica_exit_path(exited.pk, 1, 0).exists(), what="the exit file")
+    os.killpg(shims["lost"], signal.SIGKILL)
+    wait_for(lambda: not children["lost"].is_running() or children["lost"].status() == psutil.STATUS_ZOMBIE,
+             what="the lost replica to die")
+    assert not replica_exit_path(lost.pk, 1, 0).exists()
+
+    # 4. A new reconciler adopts the survivor and sorts out the other two.
+    second = start_reconciler()
+    wait_for(lambda: adopted.events.filter(reason="Adopted").exists(), what="the Adopted event")
+    wait_for(lambda: _status(exited) == S.FAILED, what="the exited job to fail")
+    assert exited.exit_code == 137  # SIGKILL, read from the exit file written while nobody watched
+    assert "killed by signal 9" in exited.status_message
+    wait_for(lambda: lost.events.filter(reason="Restarting").exists(), what="the lost replica to restart")
+    lost.refresh_from_db()
+    assert lost.status == S.RUNNING and lost.attempt == 2
+    assert "disappeared without an exit code" in lost.events.get(reason="Restarting").message
+
+    go.touch()
+    wait_for(lambda: _status(adopted) == S.SUCCEEDED and _status(lost) == S.SUCCEEDED, what="both to succeed")
+    assert adopted.attempt == 1 and adopted.runtime["replicas"][0]["pid"] == shims["adopted"]  # same process
+    assert adopted.runtime["owner"]["pid"] == second.pid
+    assert adopted.events.filter(reason="Adopted").count() == 1
+
+    # SIGTERM stops the reconciler cleanly.
+    second.send_signal(signal.SIGTERM)
+    assert second.wait(10) == 0
+
+
+def test_lost_replica_without_restarts_left_marks_the_workload_lost(script):
+    from apps.backends.services import reconcile_once, workload_dispatch
+
+    path = script("""
+        import time
+        print("sleeping", flush=True)
+        time.sleep(60)
+    """)
+    workload = admitted(spec={"command": ["python", path], "env": {}})
+    workload_dispatch(workload_id=workload.pk)
+    workload.refresh_from_db()
+    shim = workload.runtime["replicas"][0]["pid"]
+    wait_for(lambda: psutil.Process(shim).children(), what="the command")
+    os.killpg(shim, signal.SIGKILL)
+    wait_for(lambda: (reconcile_once() or True) and _status(workload) == S.LOST, what="LOST")
+    assert workload.status_reason == "ReplicaLost"
+    assert "Replica 0 disappeared" in workload.status_message

@@ -1,0 +1,66 @@
+"""Notebooks run JupyterLab, deployments their serving command; both reachable, both stoppable."""
+import urllib.error
+import urllib.request
+
+import pytest
+
+from apps.backends.services import workload_dispatch
+from apps.backends.tasks import workload_stop_task
+from apps.workloads.choices import WorkloadStatus
+from apps.workloads.services import workload_stop
+from tests.backends.helpers import admitted, gone, reconcile_until, replica_processes, wait_for
+
+S = WorkloadStatus
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _get(url: str, headers: dict | None = None) -> int | None:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None  # not listening yet
+
+
+def _stop(workload):
+    processes = replica_processes(workload)
+    assert processes
+    workload_stop(workload=workload)
+    workload_stop_task.run(workload_id=workload.pk)
+    reconcile_until(workload, S.STOPPED, timeout=20)
+    assert gone(processes)
+
+
+def test_notebook_runs_jupyterlab_reachable_with_its_token():
+    workload = admitted(kind="notebook", spec={"env": {}}, cpu_milli=1000)
+    workload_dispatch(workload_id=workload.pk)
+    workload.refresh_from_db()
+    assert workload.status == S.RUNNING
+    url, token = workload.runtime["url"], workload.runtime["token"]
+    assert url.startswith("http://127.0.0.1:") and len(token) >= 20
+
+    status = wait_for(
+        lambda: _get(url + "api/status", {"Authorization": f"token {token}"}) == 200 or None,
+        timeout=60, interval=0.25, what="JupyterLab to answer",
+    )
+    assert status
+    assert _get(url + "api/status") == 403  # the token is required
+    reconcile_until(workload, S.RUNNING)  # still running as far as the reconciler can see
+    _stop(workload)
+
+
+def test_deployment_serves_on_its_port_and_stops():
+    command = ["python", "-m", "http.server", "$(PORT)", "--bind", "127.0.0.1"]
+    workload = admitted(kind="deployment", replicas=2, spec={"command": command, "port": 8000, "env": {}})
+    workload_dispatch(workload_id=workload.pk)
+    workload.refresh_from_db()
+    endpoints = workload.runtime["endpoints"]
+    assert len(endpoints) == 2 and workload.runtime["url"] == endpoints[0]
+    assert endpoints[0] != endpoints[1]
+    for endpoint in endpoints:
+        wait_for(lambda endpoint=endpoint: _get(endpoint) == 200, what=f"{endpoint} to serve")
+    _stop(workload)
+    assert _get(endpoints[0]) is None

@@ -1,0 +1,50 @@
+"""A clean Ctrl-C of the embedded server takes its replicas down and requeues their workloads."""
+import time
+
+import pytest
+
+from apps.backends.selectors import workload_log_read
+from apps.backends.services import local_backend_shutdown, workload_dispatch
+from apps.workloads.choices import WorkloadStatus
+from apps.workloads.services import workload_stop
+from tests.backends.helpers import admitted, gone, replica_processes, wait_for
+
+S = WorkloadStatus
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_shutdown_terminates_owned_replicas_and_requeues_their_workloads(script):
+    polite = script("""
+        import time
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    stubborn = script("""
+        import signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    running = admitted(name="polite", spec={"command": ["python", polite], "env": {}})
+    ignoring = admitted(name="stubborn", spec={"command": ["python", stubborn], "env": {}})
+    stopping = admitted(name="stopping", spec={"command": ["python", polite], "env": {}})
+    workloads = (running, ignoring, stopping)
+    for workload in workloads:
+        workload_dispatch(workload_id=workload.pk)
+        workload.refresh_from_db()
+        wait_for(lambda w=workload: "ready" in workload_log_read(workload=w), what="ready")
+    workload_stop(workload=stopping)
+    processes = [p for w in workloads for p in replica_processes(w)]
+    assert len(processes) == 6
+
+    started = time.monotonic()
+    assert local_backend_shutdown(grace_seconds=1.0) == 3
+    assert 1.0 <= time.monotonic() - started < 8
+    assert gone(processes)
+    for workload in workloads:
+        workload.refresh_from_db()
+        assert workload.runtime["alive"] is False
+    assert running.status == ignoring.status == S.QUEUED
+    assert running.status_reason == "BackendShutdown"
+    assert stopping.status == S.STOPPED
