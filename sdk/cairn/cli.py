@@ -15,6 +15,7 @@ import argparse
 import getpass
 import json
 import os
+import shlex
 import socket
 import sys
 import time
@@ -129,7 +130,9 @@ def format_resources(resources: Any) -> str:
 
 def format_command(command: Any) -> str:
     if isinstance(command, list):
-        return " ".join(str(part) for part in command)
+        if len(command) == 3 and command[1] == "-c" and str(command[0]).endswith("sh"):
+            return str(command[2])  # a string command the server wrapped in `sh -c`
+        return shlex.join(str(part) for part in command)
     return format_number(command)
 
 
@@ -155,6 +158,11 @@ def flatten_errors(errors: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
                 yield from flatten_errors(value, f"{prefix}[{index}]")
     elif errors not in (None, ""):
         yield prefix, str(errors)
+
+
+def add_row(table: Table, *cells: Any) -> None:
+    """Cells are shown as they are: a job name or message with [brackets] is not markup."""
+    table.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in cells))
 
 
 def workload_label(w: dict) -> str:
@@ -309,8 +317,8 @@ def cmd_projects(app: App) -> int:
     table.add_column("DESCRIPTION", overflow="ellipsis", max_width=60)
     for p in projects:
         default = "*" if p.get("slug") == app.settings.project else ""
-        table.add_row(default, p.get("slug", ""), p.get("name", ""), p.get("role") or "-",
-                      p.get("description") or "")
+        add_row(table, default, p.get("slug", ""), p.get("name", ""), p.get("role") or "-",
+                p.get("description") or "")
     app.out.print(table)
     return EXIT_OK
 
@@ -368,7 +376,8 @@ def cmd_ls(app: App) -> int:
     table.add_column("REASON", overflow="fold")
     for w in rows:
         resources = w.get("resources") or {}
-        table.add_row(
+        add_row(
+            table,
             str(w.get("id", "")),
             w.get("name") or "-",
             w.get("kind") or "-",
@@ -401,7 +410,7 @@ def cmd_get(app: App) -> int:
 
     def row(label: str, value: Any) -> None:
         if value not in (None, "", [], {}):
-            grid.add_row(label, value if isinstance(value, Text) else format_number(value))
+            add_row(grid, label, value if isinstance(value, Text) else format_number(value))
 
     status = status_text(w.get("status"))
     if w.get("status_reason"):
@@ -421,6 +430,7 @@ def cmd_get(app: App) -> int:
         priority = f"{priority}, {'preemptible' if w['preemptible'] else 'not preemptible'}"
     row("Priority", priority)
     row("Replicas", w.get("replicas"))
+    row("GPU model", w.get("gpu_model"))
     row("Resources", f"{format_resources(w.get('resources'))} per replica"
         if w.get("resources") else None)
     row("Command", format_command(spec.get("command")) if spec.get("command") else None)
@@ -448,9 +458,9 @@ def cmd_get(app: App) -> int:
             table.add_column(column, no_wrap=column != "MESSAGE")
         for c in conditions:
             c = c if isinstance(c, dict) else {"message": str(c)}
-            table.add_row(str(c.get("type", "")), str(c.get("status", "")),
-                          str(c.get("reason") or ""), str(c.get("message") or ""),
-                          format_time(c.get("time") or c.get("last_transition_time")))
+            changed = c.get("time") or c.get("lastTransitionTime") or c.get("last_transition_time")
+            add_row(table, c.get("type", ""), c.get("status", ""), c.get("reason") or "",
+                    c.get("message") or "", format_time(changed))
         app.out.print(table)
     return EXIT_OK
 
@@ -514,9 +524,9 @@ def cmd_events(app: App) -> int:
         if e.get("to_status"):
             transition.append_text(status_text(e["to_status"]))
         event_type = str(e.get("type") or "")
-        table.add_row(format_time(e.get("time")),
-                      Text(event_type, style="yellow" if event_type.lower() == "warning" else ""),
-                      str(e.get("reason") or ""), transition, str(e.get("message") or ""))
+        add_row(table, format_time(e.get("time")),
+                Text(event_type, style="yellow" if event_type.lower() == "warning" else ""),
+                e.get("reason") or "", transition, e.get("message") or "")
     app.out.print(table)
     return EXIT_OK
 

@@ -424,3 +424,11 @@ def test_delete_of_a_running_job_is_409(run, logged_in):
     logged_in.add_workload(name="mnist", status="running")
     assert_clean_error(run("delete", "mnist"),
                        "error (409): Only finished workloads can be deleted; stop it first.")
+
+
+def test_brackets_in_names_and_messages_are_shown_as_they_are(run, logged_in):
+    logged_in.add_workload(name="sweep", status_message="bad value [lr] in [bold]config[/bold]",
+                           status="failed", spec={"command": ["python", "-c", "print([1])"]})
+    out = run("ls").out + run("get", "sweep").out
+    assert "bad value [lr] in [bold]config[/bold]" in out
+    assert "python -c 'print([1])'" in out
