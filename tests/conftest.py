@@ -14,6 +14,12 @@ from tests.factories import (
 
 
 @pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Real hashing costs ~0.3 s per user; tests need correctness, not brute-force resistance."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def _isolated_data_dir(settings, tmp_path):
     """Replica logs and pid files of each test go to its own directory."""
     settings.CAIRN_DATA_DIR = tmp_path / "cairn-data"

@@ -13,10 +13,11 @@ class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = User
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
-    password = factory.PostGenerationMethodCall("set_password", "pw-for-tests-123")
+    password = factory.django.Password("pw-for-tests-123")
 
 
 class ProjectFactory(factory.django.DjangoModelFactory):

@@ -177,6 +177,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Projects, resource pools, quotas and workloads (training jobs, notebooks, deployments) on GPU clusters.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "ENUM_NAME_OVERRIDES": {
