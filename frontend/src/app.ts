@@ -287,13 +287,15 @@ export class Dashboard {
 
   private onLive(message: LiveMessage): void {
     if (message.type === "workload.status") {
-      const workload = this.workloads.find((w) => w.id === message.workload);
-      if (workload) {
-        // Show the new status at once; the refetch brings the other fields.
-        workload.status = message.status;
-        if (message.reason) workload.status_reason = message.reason;
+      const index = this.workloads.findIndex((w) => w.id === message.workload);
+      if (index >= 0) {
+        // Show the new status at once (a new object: the detail panel compares old and new);
+        // the refetch brings the other fields.
+        const old = this.workloads[index]!;
+        const updated = { ...old, status: message.status, status_reason: message.reason ?? old.status_reason };
+        this.workloads[index] = updated;
         this.renderList();
-        if (this.detail?.id === workload.id) this.detail.update({ ...workload });
+        if (this.detail?.id === updated.id) this.detail.update(updated);
       }
       this.refreshSoon(400);
     } else if (message.type === "workload.event") {

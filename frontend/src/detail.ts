@@ -134,13 +134,17 @@ export class WorkloadDetail {
     rows.push(["Priority", w.priority]);
     rows.push(["Replicas", String(w.replicas)]);
     rows.push(["Per replica", resources(w.resources)]);
-    rows.push(["Attempt", w.restarts ? `${w.attempt} (${w.restarts} restarts)` : String(w.attempt)]);
+    const restarts = w.restarts === 1 ? "1 restart" : `${w.restarts} restarts`;
+    rows.push(["Attempt", w.restarts ? `${w.attempt} (${restarts})` : String(w.attempt)]);
     rows.push(["Created", `${timestamp(w.created_at)} (${age(w.created_at)} ago)`]);
     if (w.started_at) rows.push(["Started", timestamp(w.started_at)]);
     if (w.finished_at) rows.push(["Finished", timestamp(w.finished_at)]);
     const url = w.runtime?.url;
     if (typeof url === "string" && /^(https?:\/\/|\/)/.test(url)) {
-      rows.push(["Open", h("a", { href: url, target: "_blank", rel: "noopener" }, url)]);
+      // A notebook's URL needs its token to log in; the token stays out of the visible text.
+      const token = w.runtime?.token;
+      const href = typeof token === "string" && token ? `${url}?token=${encodeURIComponent(token)}` : url;
+      rows.push(["Open", h("a", { href, target: "_blank", rel: "noopener noreferrer" }, url)]);
     }
     fill(this.facts, ...rows.flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
 
