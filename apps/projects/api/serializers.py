@@ -16,6 +16,10 @@ class ProjectSerializer(StrictModelSerializer):
 
     def get_role(self, obj) -> str | None:
         roles = self.context.get("roles", {})
+        if obj.pk not in roles and "request" in self.context:  # e.g. a project created by this request
+            from ..selectors import membership_role
+
+            return membership_role(user=self.context["request"].user, project=obj)
         return roles.get(obj.pk)
 
 

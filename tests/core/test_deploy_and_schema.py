@@ -1,0 +1,55 @@
+import os
+import subprocess
+import sys
+
+import yaml
+
+from tests.processes import ROOT
+
+
+def test_check_deploy_with_production_settings_prints_no_warnings():
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.production",
+           "SECRET_KEY": "a-long-random-production-secret-key-0123456789-abcdefghijklmnop",
+           "ALLOWED_HOSTS": "cairn.example.org", "DATABASE_URL": "postgres://cairn@127.0.0.1:5432/cairn"}
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout
+
+
+def test_production_settings_refuse_to_start_without_a_secret_key():
+    env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings.production"
+    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode != 0 and "SECRET_KEY" in result.stderr
+
+
+def test_openapi_schema_is_valid_and_every_operation_is_typed(alice, client_for):
+    response = client_for(alice).get("/api/schema/")
+    assert response.status_code == 200
+    schema = yaml.safe_load(response.content)
+    assert schema["openapi"].startswith("3.")
+    operations = [(path, method, op) for path, item in schema["paths"].items() for method, op in item.items()]
+    assert len(operations) > 30
+    for path, method, op in operations:
+        success = [code for code in op["responses"] if code.startswith("2")]
+        assert success, f"{method.upper()} {path} has no success response"
+        for code in success:
+            if code != "204":
+                assert op["responses"][code].get("content"), f"{method.upper()} {path} {code} has no body type"
+        if method in ("post", "patch") and not path.endswith(("/stop/",)):
+            assert op.get("requestBody"), f"{method.upper()} {path} has no request type"
+    assert "/api/v1/projects/{project}/training-jobs/{id}/logs/" in schema["paths"]
+
+
+def test_schema_generation_has_no_warnings():
+    result = subprocess.run([sys.executable, "manage.py", "spectacular", "--validate", "--fail-on-warn",
+                             "--file", os.devnull], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_interactive_docs_page(alice, client):
+    client.force_login(alice)
+    response = client.get("/api/docs/")
+    assert response.status_code == 200 and b"swagger" in response.content.lower()
