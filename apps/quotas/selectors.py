@@ -20,18 +20,35 @@ def budget_period_start(period: str, now: datetime) -> datetime:
     return day.replace(day=1)
 
 
-def usage_gpu_seconds(*, project_id: int, pool_id: int, since: datetime, now: datetime) -> float:
-    """Allocated GPU-seconds of a project in a pool since `since` (open records count up to now)."""
+def _gpu_seconds(records, *, project_id: int, pool_id: int, since: datetime, now: datetime) -> float:
     total = 0.0
-    records = UsageRecord.objects.filter(project_id=project_id, pool_id=pool_id, gpu_milli__gt=0).filter(
-        Q(ended_at__isnull=True) | Q(ended_at__gt=since)
-    )
-    for gpu_milli, started_at, ended_at in records.values_list("gpu_milli", "started_at", "ended_at"):
+    for rec_project, rec_pool, gpu_milli, started_at, ended_at in records:
+        if (rec_project, rec_pool) != (project_id, pool_id):
+            continue
         start = max(started_at, since)
         end = ended_at or now
         if end > start:
             total += gpu_milli / 1000 * (end - start).total_seconds()
     return total
+
+
+def _usage_rows(pairs: set[tuple[int, int]], since: datetime):
+    """GPU ledger rows of these (project, pool) pairs overlapping [since, now), in one query."""
+    if not pairs:
+        return []
+    return list(
+        UsageRecord.objects.filter(
+            project_id__in={p for p, _ in pairs}, pool_id__in={q for _, q in pairs}, gpu_milli__gt=0
+        )
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=since))
+        .values_list("project_id", "pool_id", "gpu_milli", "started_at", "ended_at")
+    )
+
+
+def usage_gpu_seconds(*, project_id: int, pool_id: int, since: datetime, now: datetime) -> float:
+    """Allocated GPU-seconds of a project in a pool since `since` (open records count up to now)."""
+    rows = _usage_rows({(project_id, pool_id)}, since)
+    return _gpu_seconds(rows, project_id=project_id, pool_id=pool_id, since=since, now=now)
 
 
 def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None) -> dict[int, dict]:
@@ -54,11 +71,14 @@ def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None) -> dict
         )
         for row in rows:
             allocated[(row["project_id"], row["pool_id"])] = row
+    starts = {q.pk: budget_period_start(q.budget_period, now) for q in quotas}
+    ledger = _usage_rows(pairs, min(starts.values())) if starts else []
     result = {}
     for quota in quotas:
         row = allocated.get((quota.project_id, quota.pool_id), {})
-        since = budget_period_start(quota.budget_period, now)
-        gpu_hours = usage_gpu_seconds(project_id=quota.project_id, pool_id=quota.pool_id, since=since, now=now) / 3600
+        since = starts[quota.pk]
+        gpu_hours = _gpu_seconds(ledger, project_id=quota.project_id, pool_id=quota.pool_id, since=since,
+                                 now=now) / 3600
         result[quota.pk] = {
             "allocated_gpu_milli": row.get("gpu") or 0,
             "allocated_cpu_milli": row.get("cpu") or 0,

@@ -83,11 +83,6 @@ def test_quota_changelist_shows_usage_beside_each_quota(staff_client, busy_proje
     assert "100 GPU-h / month" in html
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="apps.quotas.selectors.quota_usage still runs usage_gpu_seconds() once per quota (N+1); "
-    "remove this marker once it reads the usage ledger in one query for the whole batch",
-)
 def test_quota_changelist_makes_no_query_per_quota(staff_client, django_assert_max_num_queries, pool):
     for i in range(8):
         project = ProjectFactory(slug=f"team-{i}")

@@ -129,3 +129,11 @@ def test_notebook_and_deployment_defaults(client):
                              format="json").json()
     assert deployment["kind"] == "deployment" and deployment["replicas"] == 3 and deployment["spec"]["port"] == 8000
     assert client.post("/api/v1/projects/vision/deployments/", {}, format="json").status_code == 400
+
+
+def test_logs_answer_plain_text_clients(client, project, pool):
+    workload = WorkloadFactory(project=project, pool=pool, status="running")
+    response = client.get(f"{URL}{workload.pk}/logs/", HTTP_ACCEPT="text/plain")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
+    missing = client.get(f"{URL}{workload.pk}/logs/", {"replica": 5}, HTTP_ACCEPT="text/plain")
+    assert missing.status_code == 400 and b"this workload has 1" in missing.content

@@ -3,6 +3,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from apps.core.api.views import ProjectScopedViewSet
@@ -17,6 +18,19 @@ from .serializers import EventSerializer, LogQuerySerializer, WorkloadCreateSeri
 
 ERRORS = {400: DetailSerializer, 401: DetailSerializer, 403: DetailSerializer, 404: DetailSerializer,
           409: DetailSerializer}
+
+
+class PlainTextRenderer(BaseRenderer):
+    """Lets clients ask for logs with `Accept: text/plain` (errors then come as plain text too)."""
+
+    media_type = "text/plain"
+    format = "txt"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if isinstance(data, dict) and "detail" in data:
+            return f"{data['detail']}\n".encode()
+        return str(data).encode()
 
 
 class WorkloadReadViewSet(mixins.ListModelMixin, ProjectScopedViewSet):
@@ -88,7 +102,7 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
         responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR), **ERRORS},
         summary="Logs of one replica",
     )
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, PlainTextRenderer])
     def logs(self, request, project=None, pk=None):
         from apps.backends.selectors import workload_log_follow, workload_log_read
 
