@@ -32,7 +32,7 @@ def workload_log_follow(
     (None: from the beginning). Ends once the workload is terminal and the file is drained.
 
     With attempt None it follows the latest attempt: after a restart it carries on with the new
-    attempt's log. Checks the workload's status in the database when there is nothing new.
+    attempt's log; a given attempt ends once a later one has started. Checks the workload's status in the database when there is nothing new.
     """
     follow_latest = attempt is None
     current = workload.attempt if follow_latest else attempt
@@ -67,6 +67,9 @@ def workload_log_follow(
         if row is None:
             break
         status = row["status"]
+        if not follow_latest and row["attempt"] > current:
+            yield from _drain(read_more)  # the attempt asked for is over
+            break
         if follow_latest and row["attempt"] > current:
             # The replicas of the old attempt are gone before a new one starts: drain, switch.
             yield from _drain(read_more)

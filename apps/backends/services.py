@@ -33,6 +33,7 @@ from apps.workloads.services import workload_event_record, workload_transition
 
 from .base import LOST, Backend, BackendUnavailable, LaunchError, ReplicaState, backend_for, backend_named
 from .local.backend import identity_alive, process_identity
+from .loops import reconciler_wakeup
 
 logger = logging.getLogger(__name__)
 S = WorkloadStatus
@@ -178,8 +179,6 @@ def workload_stop_signal(*, workload_id: int) -> int:
         signalled = backend.signal(workload)
         if runtime.get("term_sent_at") is None:
             _save_runtime(workload, {**runtime, "term_sent_at": time.time()})
-    from .loops import reconciler_wakeup
-
     reconciler_wakeup.set()
     return signalled
 
@@ -269,6 +268,8 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
     failure = runtime.get("failure")
     acted = False
     if failure is None:
+        if not states and workload.replicas == 0:
+            return False  # nothing asked to run, nothing to watch
         if not states:
             failure = {"replica": None, "phase": LOST, "exit_code": None,
                        "message": "No replica of this attempt is known to the backend."}

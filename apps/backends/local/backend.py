@@ -194,9 +194,9 @@ class LocalBackend(Backend):
             raise LaunchError(str(exc)) from exc
 
         if workload.kind == "notebook":
-            runtime.update(url=endpoints[0], token=token)
+            runtime.update(url=endpoints[0] if endpoints else "", token=token)
         elif workload.kind == "deployment":
-            runtime.update(url=endpoints[0], endpoints=endpoints)
+            runtime.update(url=endpoints[0] if endpoints else "", endpoints=endpoints)
         return runtime
 
     def _working_dir(self, workload: Workload) -> Path:
