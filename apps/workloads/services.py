@@ -147,7 +147,7 @@ def workload_submit(
                 project=project, kind=kind, name=name, pool=pool, spec=spec, created_by=created_by,
                 priority=priority, preemptible=preemptible, replicas=replicas, gpu_milli=gpu_milli,
                 cpu_milli=cpu_milli, memory_mb=memory_mb, gpu_model=gpu_model, max_restarts=max_restarts,
-                status=S.QUEUED,
+                status=S.QUEUED, status_reason="Submitted", status_message="Waiting for the scheduler.",
                 conditions=_updated_conditions(
                     [], status=S.QUEUED, reason="Submitted", message="Waiting for the scheduler.", now=timezone.now()
                 ),
