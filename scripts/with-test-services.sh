@@ -60,4 +60,6 @@ if [ -z "${REDIS_URL:-}" ]; then
 fi
 
 export CAIRN_MODE=server
+# Threads started by tests (websocket consumers, races) must not keep connections open past a test.
+export DB_CONN_MAX_AGE=${DB_CONN_MAX_AGE:-0}
 "$@"
