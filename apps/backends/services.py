@@ -163,8 +163,8 @@ def _previous_replicas_gone(workload: Workload, backend: Backend) -> bool:
 
 def workload_stop_signal(*, workload_id: int) -> int:
     """SIGTERM every live replica of a STOPPING workload (or of one no longer active that still
-    has replicas, e.g. requeued). The reconciler escalates to SIGKILL after the grace period and
-    records STOPPED. Returns how many replicas were signalled."""
+    has replicas, e.g. requeued), once: redeliveries do nothing. The reconciler escalates to
+    SIGKILL after the grace period and records STOPPED. Returns how many replicas were signalled."""
     with transaction.atomic():
         workload = _locked(workload_id)
         if workload is None:
@@ -176,9 +176,10 @@ def workload_stop_signal(*, workload_id: int) -> int:
             backend = backend_for(workload)
         except BackendUnavailable:
             return 0
+        if runtime.get("term_sent_at") is not None:
+            return 0  # already asked (a redelivery): a second SIGTERM could cut a checkpoint short
         signalled = backend.signal(workload)
-        if runtime.get("term_sent_at") is None:
-            _save_runtime(workload, {**runtime, "term_sent_at": time.time()})
+        _save_runtime(workload, {**runtime, "term_sent_at": time.time()})
     reconciler_wakeup.set()
     return signalled
 

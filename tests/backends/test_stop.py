@@ -62,6 +62,7 @@ def test_a_replica_ignoring_sigterm_is_killed_after_the_grace_period(script, set
     workload_stop(workload=workload)
     signalled_at = time.monotonic()
     assert workload_stop_signal(workload_id=workload.pk) == 1
+    assert workload_stop_signal(workload_id=workload.pk) == 0  # a redelivery does not signal twice
     time.sleep(0.5)
     reconcile_until(workload, S.STOPPING)
     assert not gone(processes)  # SIGTERM was ignored and the grace period is not over
