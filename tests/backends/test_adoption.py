@@ -162,3 +162,27 @@ def test_lost_replica_without_restarts_left_marks_the_workload_lost(script):
     wait_for(lambda: (reconcile_once() or True) and _status(workload) == S.LOST, what="LOST")
     assert workload.status_reason == "ReplicaLost"
     assert "Replica 0 disappeared" in workload.status_message
+
+
+def test_a_reused_pid_is_never_taken_for_a_replica(tmp_path):
+    """A record whose pid now belongs to another process (other start time) is not ours: it is
+    neither observed as running nor signalled."""
+    from apps.backends.base import LOST
+    from apps.backends.local.backend import LocalBackend
+
+    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        started = psutil.Process(stranger.pid).create_time()
+        workload = admitted()
+        workload.runtime = {"attempt": 1, "alive": True,
+                            "replicas": [{"replica": 0, "pid": stranger.pid, "create_time": started - 100}]}
+        backend = LocalBackend()
+        assert [s.phase for s in backend.observe(workload)] == [LOST]
+        assert backend.signal(workload, force=True) == 0
+        time.sleep(0.1)
+        assert stranger.poll() is None  # still alive, untouched
+        workload.runtime["replicas"][0]["create_time"] = started
+        assert backend.observe(workload)[0].alive  # the same pid with its real start time is
+    finally:
+        stranger.kill()
+        stranger.wait()
