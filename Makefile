@@ -1,12 +1,13 @@
 # Cairn: `make run` starts the embedded mode, `make test` runs the whole suite.
 SHELL := /bin/bash
-PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do command -v $$p >/dev/null && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' && { echo $$p; break; }; done)
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do command -v $$p >/dev/null && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 FRONTEND_STAMP := frontend/dist/.built
 FRONTEND_SOURCES := $(shell find frontend/src -type f 2>/dev/null) frontend/package.json frontend/package-lock.json frontend/index.html frontend/vite.config.ts frontend/tsconfig.json
-PYTEST_ARGS ?=
+# Parallel by default (pytest-xdist); e.g. `make test PYTEST_ARGS="-n 0 -x tests/workloads"`.
+PYTEST_ARGS ?= -n auto
 
 .PHONY: run test venv frontend lint clean bench
 
@@ -29,6 +30,7 @@ run: venv frontend
 	$(BIN)/python manage.py run_embedded
 
 test: venv frontend
+	$(BIN)/ruff check .
 	scripts/with-test-services.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: venv

@@ -133,7 +133,7 @@ def test_outsider_sees_no_trace_of_other_projects(world, client_for, project):
     slugs = [p["slug"] for p in client.get("/api/v1/projects/").json()["results"]]
     assert slugs == ["charlies"]
     job = world["training_running"]
-    for path in [f"/api/v1/projects/charlies/training-jobs/{job}/", f"/api/v1/projects/charlies/workloads/?name=job-0",
+    for path in [f"/api/v1/projects/charlies/training-jobs/{job}/", "/api/v1/projects/charlies/workloads/?name=job-0",
                  f"/api/v1/projects/charlies/training-jobs/{job}/logs/"]:
         response = client.get(path)
         assert response.status_code in (200, 404)

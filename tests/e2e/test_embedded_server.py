@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from apps.workloads.models import Workload
-from tests.factories import MembershipFactory, NodeFactory, ProjectFactory, QuotaFactory, UserFactory
+from tests.factories import MembershipFactory, ProjectFactory, QuotaFactory, UserFactory
 from tests.processes import ROOT, cairn_env, manage, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -112,7 +112,7 @@ def test_a_silent_server_times_out():
     with socket.socket() as listener:  # accepts connections (backlog) but never answers
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
-        url = "http://127.0.0.1:%d" % listener.getsockname()[1]
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         with pytest.raises(CairnConnectionError, match="timed out"):
             Client(url, TOKEN, timeout=0.2, retries=0).me()
 

@@ -11,9 +11,9 @@ from apps.core.errors import ServiceError
 from apps.core.serializers import DetailSerializer
 from apps.projects.choices import Action
 
+from ..filters import WorkloadFilter
 from ..models import Workload
 from ..services import workload_delete, workload_stop, workload_submit, workload_validate_pool
-from ..filters import WorkloadFilter
 from .serializers import EventSerializer, LogQuerySerializer, WorkloadCreateSerializer, WorkloadSerializer
 
 ERRORS = {400: DetailSerializer, 401: DetailSerializer, 403: DetailSerializer, 404: DetailSerializer,
