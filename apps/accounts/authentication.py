@@ -3,6 +3,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from .models import TOKEN_PREFIX, ApiToken
+from .selectors import api_token_find
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -22,9 +23,8 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         token = parts[1]
         if not token.startswith(TOKEN_PREFIX) or token.count("_") < 2:
             raise exceptions.AuthenticationFailed("Malformed API token.")
-        prefix, _, secret = token[len(TOKEN_PREFIX):].partition("_")
-        api_token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
-        if api_token is None or not api_token.matches(secret):
+        api_token = api_token_find(token)
+        if api_token is None:
             raise exceptions.AuthenticationFailed("Invalid API token.")
         if api_token.revoked_at is not None:
             raise exceptions.AuthenticationFailed("This API token has been revoked.")

@@ -1,12 +1,22 @@
 from .models import TOKEN_PREFIX, ApiToken, User
 
 
-def user_from_token(token: str) -> User | None:
-    """The active user behind a full API token string, or None."""
+def api_token_find(token: str) -> ApiToken | None:
+    """The ApiToken whose prefix and secret match the full token string, active or not."""
     if not token.startswith(TOKEN_PREFIX):
         return None
     prefix, _, secret = token[len(TOKEN_PREFIX):].partition("_")
-    api_token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
-    if api_token is None or not api_token.matches(secret) or not api_token.is_active:
+    if not prefix or not secret:
         return None
-    return api_token.user if api_token.user.is_active else None
+    api_token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
+    if api_token is None or not api_token.matches(secret):
+        return None
+    return api_token
+
+
+def user_from_token(token: str) -> User | None:
+    """The active user behind an active full API token string, or None."""
+    api_token = api_token_find(token)
+    if api_token is None or not api_token.is_active or not api_token.user.is_active:
+        return None
+    return api_token.user
