@@ -1,0 +1,466 @@
+"""Pure manifest builders: a workload as plain data -> the Kubernetes objects Cairn creates.
+
+No ORM, no I/O, no `kubernetes` import: every function here takes dataclasses and dicts and
+returns dicts ready to send. Unit-tested directly and validated against the Kubernetes JSON
+schemas (kubernetes-validate) in tests/backends/kubernetes/test_manifests.py.
+
+What each kind becomes (all in the project's namespace, all labelled cairn.dev/project and
+cairn.dev/workload, names derived from the workload id):
+- training:   Job `cairn-<id>-<attempt>` (Indexed, one pod per replica, rank = completion index)
+              + headless Service `cairn-<id>` (stable pod DNS for MASTER_ADDR)
+              + Volcano PodGroup `cairn-<id>-<attempt>` when the cluster runs Volcano.
+- notebook:   Secret `cairn-<id>` (the Jupyter token) + PVC `cairn-<id>-home` + StatefulSet
+              `cairn-<id>` + Service `cairn-<id>`.
+- deployment: Deployment `cairn-<id>` + Service `cairn-<id>` + HorizontalPodAutoscaler (v2).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+LABEL_PROJECT = "cairn.dev/project"
+LABEL_WORKLOAD = "cairn.dev/workload"
+LABEL_KIND = "cairn.dev/kind"
+LABEL_ATTEMPT = "cairn.dev/attempt"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY = "cairn"
+MANAGED_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+MASTER_PORT = 29500
+NOTEBOOK_PORT = 8888
+NOTEBOOK_HOME = "/home/cairn"
+CONTAINER = "main"
+RUN_AS_USER = 1000
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """How a cluster wants its objects: from settings.CAIRN_KUBERNETES and Cluster.config."""
+
+    namespace_prefix: str = "cairn-"
+    gpu_resource: str = "nvidia.com/gpu"
+    # Fractional GPUs (0 < gpu < 1): resource name -> "one" (1), "percent" (of one GPU), "milli".
+    shared_gpu_resources: dict[str, str] = field(default_factory=lambda: {"nvidia.com/gpu": "one"})
+    gpu_product_label: str = "nvidia.com/gpu.product"
+    tolerations: tuple[dict, ...] = ()
+    volcano: bool = False
+    volcano_queue: str = "default"
+    kueue_queue: str = ""
+    default_image: str = "python:3.12-slim"
+    notebook_image: str = "quay.io/jupyter/base-notebook:latest"
+    notebook_storage: str = "10Gi"
+    storage_class: str = ""
+    api_url: str = "http://cairn.cairn-system.svc:8000"
+    image_pull_secrets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkloadView:
+    """What the builders read about a workload (copied out of the ORM row by the backend)."""
+
+    id: int
+    kind: str  # training | notebook | deployment
+    name: str
+    project: str  # the project slug
+    attempt: int
+    replicas: int
+    gpu_milli: int
+    cpu_milli: int
+    memory_mb: int
+    spec: dict
+    gpu_model: str = ""
+    pool_node_selector: dict[str, str] = field(default_factory=dict)
+    placement_nodes: tuple[str, ...] = ()
+    notebook_token: str = ""
+
+
+# -- names and labels ----------------------------------------------------------------------------
+
+def object_name(workload_id: int) -> str:
+    return f"cairn-{workload_id}"
+
+
+def job_name(workload_id: int, attempt: int) -> str:
+    return f"cairn-{workload_id}-{attempt}"
+
+
+def home_claim_name(workload_id: int) -> str:
+    return f"cairn-{workload_id}-home"
+
+
+def namespace_for(project: str, options: ClusterOptions) -> str:
+    """One namespace per project: `<prefix><slug>` (slugs are DNS labels of at most 40 chars)."""
+    return f"{options.namespace_prefix}{project}"[:63].rstrip("-")
+
+
+def workload_labels(view: WorkloadView) -> dict[str, str]:
+    return {
+        LABEL_MANAGED_BY: MANAGED_BY,
+        LABEL_PROJECT: view.project,
+        LABEL_WORKLOAD: str(view.id),
+        LABEL_KIND: view.kind,
+    }
+
+
+def selector_labels(view: WorkloadView) -> dict[str, str]:
+    return {LABEL_WORKLOAD: str(view.id)}
+
+
+def _meta(view: WorkloadView, name: str, options: ClusterOptions, **extra_labels: str) -> dict:
+    return {
+        "name": name,
+        "namespace": namespace_for(view.project, options),
+        "labels": {**workload_labels(view), **extra_labels},
+    }
+
+
+def namespace_manifest(project: str, options: ClusterOptions) -> dict:
+    """The project's namespace, enforcing Pod Security "restricted"."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": namespace_for(project, options),
+            "labels": {
+                LABEL_MANAGED_BY: MANAGED_BY,
+                LABEL_PROJECT: project,
+                "pod-security.kubernetes.io/enforce": "restricted",
+                "pod-security.kubernetes.io/enforce-version": "latest",
+            },
+        },
+    }
+
+
+# -- pod pieces ----------------------------------------------------------------------------------
+
+def resources(view: WorkloadView, options: ClusterOptions) -> dict:
+    """Requests = limits (Guaranteed QoS for CPU/memory); GPUs whole or through sharing resources."""
+    amounts: dict[str, str | int] = {"cpu": f"{view.cpu_milli}m", "memory": f"{view.memory_mb}Mi"}
+    if view.gpu_milli >= 1000:
+        amounts[options.gpu_resource] = str(math.ceil(view.gpu_milli / 1000))
+    elif view.gpu_milli > 0:
+        for name, unit in options.shared_gpu_resources.items():
+            if unit == "percent":
+                amounts[name] = str(max(1, math.ceil(view.gpu_milli / 10)))
+            elif unit == "milli":
+                amounts[name] = str(view.gpu_milli)
+            else:
+                amounts[name] = "1"
+    limits = {k: str(v) for k, v in amounts.items()}
+    # Extended resources (GPUs) may only be given in limits (requests default to them).
+    requests = {k: v for k, v in limits.items() if k in ("cpu", "memory")}
+    return {"requests": requests, "limits": limits}
+
+
+def container_security_context() -> dict:
+    """Pod Security "restricted": non-root, no privilege escalation, no capabilities, RuntimeDefault."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pod_security_context() -> dict:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_USER,
+        "runAsGroup": RUN_AS_USER,
+        "fsGroup": RUN_AS_USER,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def node_affinity(view: WorkloadView, options: ClusterOptions) -> dict | None:
+    """Required node affinity: the GPU model asked for, and the nodes Cairn's scheduler placed it on."""
+    expressions = []
+    if view.gpu_model:
+        expressions.append({"key": options.gpu_product_label, "operator": "In", "values": [view.gpu_model]})
+    nodes = sorted(set(view.placement_nodes))
+    if nodes:
+        expressions.append({"key": HOSTNAME_LABEL, "operator": "In", "values": nodes})
+    if not expressions:
+        return None
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": expressions}],
+    }}}
+
+
+def tolerations(view: WorkloadView, options: ClusterOptions) -> list[dict]:
+    result = [dict(t) for t in options.tolerations]
+    if view.gpu_milli > 0:
+        result.append({"key": options.gpu_resource, "operator": "Exists", "effect": "NoSchedule"})
+    return result
+
+
+def _env_list(values: dict[str, str]) -> list[dict]:
+    return [{"name": k, "value": str(v)} for k, v in values.items()]
+
+
+def _field_env(name: str, path: str) -> dict:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def cairn_env(view: WorkloadView, options: ClusterOptions) -> dict[str, str]:
+    """What the `cairn` SDK reads inside the replica."""
+    return {
+        "CAIRN_API_URL": options.api_url,
+        "CAIRN_PROJECT": view.project,
+        "CAIRN_WORKLOAD_ID": str(view.id),
+        "CAIRN_WORKLOAD_NAME": view.name,
+        "CAIRN_KIND": view.kind,
+        "CAIRN_ATTEMPT": str(view.attempt),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def user_env(view: WorkloadView, reserved: set[str]) -> dict[str, str]:
+    """The spec's env minus keys Cairn sets (the API refuses them; older rows are filtered here)."""
+    env = view.spec.get("env") or {}
+    return {str(k): str(v) for k, v in env.items() if k not in reserved and not str(k).startswith("CAIRN_")}
+
+
+def pod_spec(view: WorkloadView, options: ClusterOptions, *, container: dict, restart_policy: str,
+             volumes: list[dict] | None = None, **extra) -> dict:
+    container = {
+        "name": CONTAINER,
+        "image": view.spec.get("image") or options.default_image,
+        "imagePullPolicy": "IfNotPresent",
+        "resources": resources(view, options),
+        "securityContext": container_security_context(),
+        **container,
+    }
+    spec: dict = {
+        "restartPolicy": restart_policy,
+        "securityContext": pod_security_context(),
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "containers": [container],
+        **extra,
+    }
+    node_selector = dict(view.pool_node_selector or {})
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    affinity = node_affinity(view, options)
+    if affinity:
+        spec["affinity"] = affinity
+    tol = tolerations(view, options)
+    if tol:
+        spec["tolerations"] = tol
+    if volumes:
+        spec["volumes"] = volumes
+    if options.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": n} for n in options.image_pull_secrets]
+    return spec
+
+
+# -- training ------------------------------------------------------------------------------------
+
+TRAINING_RESERVED = frozenset({
+    "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "NODE_RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+    "NNODES", "NPROC_PER_NODE", "CUDA_VISIBLE_DEVICES", "PORT",
+})
+
+
+def training_env(view: WorkloadView, options: ClusterOptions) -> list[dict]:
+    """torchrun / Megatron-style launcher env. One pod per replica ("node"); rank = completion index.
+
+    WORLD_SIZE and RANK count pods (one process per pod, as locally). A launcher inside the pod
+    (torchrun --nnodes=$NNODES --nproc_per_node=$NPROC_PER_NODE --node_rank=$NODE_RANK
+    --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT) uses the NNODES / NPROC_PER_NODE pair.
+    """
+    service = object_name(view.id)
+    fixed = {
+        **user_env(view, set(TRAINING_RESERVED)),
+        **cairn_env(view, options),
+        # Pod DNS of index 0: <job>-0.<headless service> (the Job sets hostname and subdomain).
+        "MASTER_ADDR": f"{job_name(view.id, view.attempt)}-0.{service}",
+        "MASTER_PORT": str(MASTER_PORT),
+        "WORLD_SIZE": str(view.replicas),
+        "NNODES": str(view.replicas),
+        "NPROC_PER_NODE": str(max(1, view.gpu_milli // 1000)),
+        "LOCAL_RANK": "0",
+        "LOCAL_WORLD_SIZE": "1",
+    }
+    index_path = f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"
+    return _env_list(fixed) + [
+        _field_env("RANK", index_path),
+        _field_env("NODE_RANK", index_path),
+        _field_env("CAIRN_REPLICA", index_path),
+    ]
+
+
+def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict]:
+    """Headless Service, (PodGroup,) Indexed Job — in creation order."""
+    name = job_name(view.id, view.attempt)
+    service = object_name(view.id)
+    attempt_label = {LABEL_ATTEMPT: str(view.attempt)}
+    container: dict = {"env": training_env(view, options), "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}]}
+    if view.spec.get("command"):
+        container["command"] = list(view.spec["command"])
+    working_dir = view.spec.get("working_dir")
+    if isinstance(working_dir, str) and working_dir.startswith("/"):
+        container["workingDir"] = working_dir
+    extra: dict = {"subdomain": service}
+    pod_annotations: dict[str, str] = {}
+    objects: list[dict] = [{
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(view, service, options),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,  # ranks must resolve before any pod is "ready"
+            "selector": selector_labels(view),
+            "ports": [{"name": "rendezvous", "port": MASTER_PORT, "targetPort": MASTER_PORT}],
+        },
+    }]
+    if options.volcano:
+        extra["schedulerName"] = "volcano"
+        pod_annotations[VOLCANO_GROUP_ANNOTATION] = name
+        objects.append(podgroup_manifest(view, options))
+    job_labels = dict(attempt_label)
+    if options.kueue_queue:
+        job_labels[KUEUE_QUEUE_LABEL] = options.kueue_queue
+    template_meta: dict = {"labels": {**workload_labels(view), **attempt_label}}
+    if pod_annotations:
+        template_meta["annotations"] = pod_annotations
+    job_spec: dict = {
+        "completionMode": "Indexed",
+        "completions": view.replicas,
+        "parallelism": view.replicas,
+        "backoffLimit": 0,  # a failed replica fails the attempt (gang); Cairn decides on restarts
+        "template": {
+            "metadata": template_meta,
+            "spec": pod_spec(view, options, container=container, restart_policy="Never", **extra),
+        },
+    }
+    if options.kueue_queue:
+        job_spec["suspend"] = True  # Kueue admits (unsuspends) it
+    objects.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(view, name, options, **job_labels),
+                    "spec": job_spec})
+    return objects
+
+
+def podgroup_manifest(view: WorkloadView, options: ClusterOptions) -> dict:
+    """Volcano gang: the pods of one attempt are bound all together or not at all."""
+    per_replica = resources(view, options)["limits"]
+    total: dict[str, str] = {
+        "cpu": f"{view.cpu_milli * view.replicas}m",
+        "memory": f"{view.memory_mb * view.replicas}Mi",
+    }
+    for name, value in per_replica.items():
+        if name not in ("cpu", "memory"):
+            total[name] = str(int(value) * view.replicas)
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": _meta(view, job_name(view.id, view.attempt), options, **{LABEL_ATTEMPT: str(view.attempt)}),
+        "spec": {"minMember": view.replicas, "minResources": total, "queue": options.volcano_queue},
+    }
+
+
+# -- notebook ------------------------------------------------------------------------------------
+
+def notebook_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict]:
+    """Secret (token), PVC (home), Service, StatefulSet — in creation order."""
+    name = object_name(view.id)
+    claim = home_claim_name(view.id)
+    pvc_spec: dict = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": options.notebook_storage}}}
+    if options.storage_class:
+        pvc_spec["storageClassName"] = options.storage_class
+    command = [
+        "jupyter", "lab", "--no-browser", "--ip=0.0.0.0", f"--port={NOTEBOOK_PORT}",
+        "--ServerApp.token=$(JUPYTER_TOKEN)", f"--ServerApp.root_dir={NOTEBOOK_HOME}",
+        f"--ServerApp.base_url=/notebooks/{view.id}/",
+    ]
+    env = _env_list({**user_env(view, {"HOME", "JUPYTER_TOKEN", "PORT"}), **cairn_env(view, options),
+                     "HOME": NOTEBOOK_HOME, "CAIRN_REPLICA": "0"})
+    env.append({"name": "JUPYTER_TOKEN", "valueFrom": {"secretKeyRef": {"name": name, "key": "token"}}})
+    container = {
+        "image": view.spec.get("image") or options.notebook_image,
+        "command": command,
+        "env": env,
+        "workingDir": NOTEBOOK_HOME,
+        "ports": [{"name": "http", "containerPort": NOTEBOOK_PORT}],
+        "volumeMounts": [{"name": "home", "mountPath": NOTEBOOK_HOME}],
+        "readinessProbe": {"tcpSocket": {"port": NOTEBOOK_PORT}, "periodSeconds": 5},
+    }
+    volumes = [{"name": "home", "persistentVolumeClaim": {"claimName": claim}}]
+    return [
+        {"apiVersion": "v1", "kind": "Secret", "metadata": _meta(view, name, options), "type": "Opaque",
+         "stringData": {"token": view.notebook_token}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(view, claim, options), "spec": pvc_spec},
+        {"apiVersion": "v1", "kind": "Service", "metadata": _meta(view, name, options), "spec": {
+            "selector": selector_labels(view),
+            "ports": [{"name": "http", "port": NOTEBOOK_PORT, "targetPort": NOTEBOOK_PORT}],
+        }},
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _meta(view, name, options), "spec": {
+            "replicas": 1,
+            "serviceName": name,
+            "selector": {"matchLabels": selector_labels(view)},
+            "template": {
+                "metadata": {"labels": workload_labels(view)},
+                "spec": pod_spec(view, options, container=container, restart_policy="Always", volumes=volumes),
+            },
+        }},
+    ]
+
+
+# -- deployment ----------------------------------------------------------------------------------
+
+def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict]:
+    """Service, Deployment, HorizontalPodAutoscaler (autoscaling/v2) — in creation order.
+
+    The HPA scales between `replicas` (what Cairn's quota admitted) and spec `max_replicas`
+    (default: the same, i.e. autoscaling off until an admin allows more).
+    """
+    name = object_name(view.id)
+    port = int(view.spec.get("port") or 8000)
+    env = _env_list({**user_env(view, {"PORT"}), **cairn_env(view, options), "PORT": str(port)})
+    env.append(_field_env("CAIRN_REPLICA", "metadata.name"))
+    container: dict = {
+        "env": env,
+        "ports": [{"name": "http", "containerPort": port}],
+        "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 5},
+    }
+    if view.spec.get("command"):
+        container["command"] = list(view.spec["command"])
+    max_replicas = max(view.replicas, int(view.spec.get("max_replicas") or view.replicas), 1)
+    return [
+        {"apiVersion": "v1", "kind": "Service", "metadata": _meta(view, name, options), "spec": {
+            "selector": selector_labels(view),
+            "ports": [{"name": "http", "port": 80, "targetPort": port}],
+        }},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(view, name, options), "spec": {
+            "replicas": view.replicas,
+            "selector": {"matchLabels": selector_labels(view)},
+            "template": {
+                "metadata": {"labels": workload_labels(view)},
+                "spec": pod_spec(view, options, container=container, restart_policy="Always"),
+            },
+        }},
+        {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": _meta(view, name, options),
+         "spec": {
+             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+             "minReplicas": max(1, view.replicas),
+             "maxReplicas": max_replicas,
+             "metrics": [{"type": "Resource", "resource": {
+                 "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}],
+         }},
+    ]
+
+
+def workload_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict]:
+    """Every object of the workload's current attempt, in the order to create them."""
+    builders = {"training": training_manifests, "notebook": notebook_manifests, "deployment": deployment_manifests}
+    try:
+        builder = builders[view.kind]
+    except KeyError:
+        raise ValueError(f"Unknown workload kind '{view.kind}'.") from None
+    return builder(view, options)

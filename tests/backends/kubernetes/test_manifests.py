@@ -1,0 +1,255 @@
+"""The manifest builders are pure: no cluster, no database. Every object they produce is
+validated against the Kubernetes JSON schemas that kubernetes-validate ships in its wheel
+(so this works offline), in strict mode (unknown fields are errors)."""
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+
+from apps.backends.kubernetes.manifests import (
+    ClusterOptions,
+    WorkloadView,
+    namespace_manifest,
+    workload_manifests,
+)
+
+K8S_VERSION = "1.37.0"
+
+# Volcano's PodGroup is a CRD, not in the Kubernetes schemas: check the fields we rely on.
+VOLCANO_PODGROUP_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "scheduling.volcano.sh/v1beta1"},
+        "kind": {"const": "PodGroup"},
+        "spec": {
+            "type": "object",
+            "required": ["minMember"],
+            "additionalProperties": False,
+            "properties": {
+                "minMember": {"type": "integer", "minimum": 1},
+                "queue": {"type": "string"},
+                "minResources": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+        },
+    },
+}
+
+
+def view(**overrides) -> WorkloadView:
+    fields = dict(
+        id=42, kind="training", name="resnet", project="vision", attempt=1, replicas=4, gpu_milli=8000,
+        cpu_milli=4000, memory_mb=32768, spec={"command": ["python", "train.py"], "env": {"LR": "0.1"}},
+    )
+    fields.update(overrides)
+    return WorkloadView(**fields)
+
+
+def validate(manifest: dict) -> None:
+    if manifest["apiVersion"].startswith("scheduling.volcano.sh/"):
+        jsonschema.validate(manifest, VOLCANO_PODGROUP_SCHEMA)
+        return
+    kubernetes_validate.validate(manifest, K8S_VERSION, strict=True)
+
+
+def by_kind(manifests: list[dict]) -> dict[str, dict]:
+    return {m["kind"]: m for m in manifests}
+
+
+def pod_template(manifests: list[dict]) -> dict:
+    for m in manifests:
+        if m["kind"] in ("Job", "StatefulSet", "Deployment"):
+            return m["spec"]["template"]
+    raise AssertionError("no pod template")
+
+
+def env_of(container: dict) -> dict:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+VARIANTS = {
+    "training-gpu": view(),
+    "training-cpu-one-replica": view(replicas=1, gpu_milli=0, spec={"command": ["/bin/sh", "-c", "echo hi"]}),
+    "training-fractional": view(gpu_milli=250, replicas=1),
+    "training-placed-model": view(gpu_model="NVIDIA-A100-SXM4-80GB", placement_nodes=("gpu-1", "gpu-2"),
+                                  pool_node_selector={"pool": "a100"}),
+    "training-image-only": view(spec={"image": "ghcr.io/acme/train:1.2", "working_dir": "/workspace"}),
+    "notebook": view(kind="notebook", replicas=1, gpu_milli=1000, spec={"env": {}}, notebook_token="t0k"),
+    "notebook-image": view(kind="notebook", replicas=1, gpu_milli=0, spec={"image": "jupyter/scipy", "env": {}}),
+    "deployment": view(kind="deployment", replicas=2, gpu_milli=500,
+                       spec={"command": ["python", "-m", "http.server", "$(PORT)"], "port": 9000, "env": {}}),
+    "deployment-autoscaled": view(kind="deployment", replicas=1, gpu_milli=0,
+                                  spec={"command": ["serve"], "port": 8000, "max_replicas": 5, "env": {}}),
+}
+OPTIONS = {
+    "default": ClusterOptions(),
+    "volcano": ClusterOptions(volcano=True, volcano_queue="research"),
+    "kueue": ClusterOptions(kueue_queue="team-a"),
+    "hami": ClusterOptions(shared_gpu_resources={"nvidia.com/gpu": "one", "nvidia.com/gpucores": "percent",
+                                                 "nvidia.com/gpumem-percentage": "percent"},
+                           tolerations=({"key": "dedicated", "operator": "Equal", "value": "ml",
+                                         "effect": "NoSchedule"},),
+                           storage_class="fast", image_pull_secrets=("regcred",)),
+}
+
+
+def test_kubernetes_validate_ships_its_schemas_for_offline_use():
+    schemas = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / f"v{K8S_VERSION}-local-strict"
+    assert (schemas / "job-batch-v1.json").is_file()
+
+
+@pytest.mark.parametrize("options_name", OPTIONS)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_manifest_validates_against_the_kubernetes_schemas(variant, options_name):
+    manifests = workload_manifests(VARIANTS[variant], OPTIONS[options_name])
+    assert manifests
+    for manifest in manifests:
+        validate(manifest)
+
+
+def test_namespace_enforces_restricted_pod_security():
+    ns = namespace_manifest("vision", ClusterOptions())
+    validate(ns)
+    assert ns["metadata"]["name"] == "cairn-vision"
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_a_broken_manifest_is_caught_by_the_validator():
+    """The validation really checks something: a typo'd field fails in strict mode."""
+    job = by_kind(workload_manifests(view(), ClusterOptions()))["Job"]
+    job["spec"]["completionsMode"] = "Indexed"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        validate(job)
+
+
+def test_training_is_an_indexed_job_with_a_headless_service():
+    objs = by_kind(workload_manifests(view(), ClusterOptions()))
+    assert set(objs) == {"Job", "Service"}
+    job, svc = objs["Job"], objs["Service"]
+    assert job["metadata"]["name"] == "cairn-42-1"
+    assert job["metadata"]["namespace"] == svc["metadata"]["namespace"] == "cairn-vision"
+    assert job["spec"]["completionMode"] == "Indexed"
+    assert job["spec"]["completions"] == job["spec"]["parallelism"] == 4
+    assert job["spec"]["backoffLimit"] == 0
+    assert svc["metadata"]["name"] == "cairn-42"
+    assert svc["spec"]["clusterIP"] == "None"
+    assert svc["spec"]["publishNotReadyAddresses"] is True
+    assert job["spec"]["template"]["spec"]["subdomain"] == "cairn-42"
+    for obj in (job, svc, job["spec"]["template"]):
+        assert obj["metadata"]["labels"]["cairn.dev/project"] == "vision"
+        assert obj["metadata"]["labels"]["cairn.dev/workload"] == "42"
+
+
+def test_training_env_suits_torchrun_and_megatron_launchers():
+    template = pod_template(workload_manifests(view(), ClusterOptions()))
+    env = env_of(template["spec"]["containers"][0])
+    assert env["MASTER_ADDR"] == "cairn-42-1-0.cairn-42"
+    assert env["MASTER_PORT"] == "29500"
+    assert env["WORLD_SIZE"] == "4"
+    assert env["NNODES"] == "4"
+    assert env["NPROC_PER_NODE"] == "8"
+    index = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
+    assert env["RANK"] == env["NODE_RANK"] == env["CAIRN_REPLICA"] == index
+    assert env["LR"] == "0.1"
+    assert env["CAIRN_WORKLOAD_ID"] == "42"
+    assert template["spec"]["containers"][0]["command"] == ["python", "train.py"]
+
+
+def test_reserved_env_keys_in_an_old_spec_cannot_override_the_launcher_env():
+    template = pod_template(workload_manifests(view(spec={"command": ["x"], "env": {"RANK": "9", "CAIRN_X": "1"}}),
+                                               ClusterOptions()))
+    names = [e["name"] for e in template["spec"]["containers"][0]["env"]]
+    assert names.count("RANK") == 1
+    assert "CAIRN_X" not in names
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_pods_satisfy_pod_security_restricted(variant):
+    spec = pod_template(workload_manifests(VARIANTS[variant], ClusterOptions()))["spec"]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert spec["automountServiceAccountToken"] is False
+    assert not any(key in spec for key in ("hostNetwork", "hostPID", "hostIPC"))
+    assert all("hostPath" not in volume for volume in spec.get("volumes", []))
+    for container in spec["containers"]:
+        ctx = container["securityContext"]
+        assert ctx["allowPrivilegeEscalation"] is False
+        assert ctx["privileged"] is False
+        assert ctx["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_whole_gpus_are_requested_as_nvidia_gpu_limits():
+    container = pod_template(workload_manifests(view(gpu_milli=2000), ClusterOptions()))["spec"]["containers"][0]
+    assert container["resources"]["limits"] == {"cpu": "4000m", "memory": "32768Mi", "nvidia.com/gpu": "2"}
+    assert container["resources"]["requests"] == {"cpu": "4000m", "memory": "32768Mi"}
+
+
+def test_fractional_gpus_use_the_configured_sharing_resources():
+    manifests = workload_manifests(view(gpu_milli=250, replicas=1), OPTIONS["hami"])
+    limits = pod_template(manifests)["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["nvidia.com/gpu"] == "1"
+    assert limits["nvidia.com/gpucores"] == "25"
+    assert limits["nvidia.com/gpumem-percentage"] == "25"
+    milli = ClusterOptions(shared_gpu_resources={"example.com/gpu-milli": "milli"})
+    limits = pod_template(workload_manifests(view(gpu_milli=250), milli))["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["example.com/gpu-milli"] == "250"
+    assert "nvidia.com/gpu" not in limits
+
+
+def test_placement_pool_and_gpu_model_become_node_selection_and_gpu_toleration():
+    spec = pod_template(workload_manifests(VARIANTS["training-placed-model"], OPTIONS["hami"]))["spec"]
+    assert spec["nodeSelector"] == {"pool": "a100"}
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [
+        {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-A100-SXM4-80GB"]},
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gpu-1", "gpu-2"]},
+    ]}]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    assert {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"} in spec["tolerations"]
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+
+
+def test_volcano_adds_a_podgroup_for_the_gang():
+    objs = by_kind(workload_manifests(view(), OPTIONS["volcano"]))
+    group = objs["PodGroup"]
+    assert group["metadata"]["name"] == "cairn-42-1"
+    assert group["spec"]["minMember"] == 4
+    assert group["spec"]["queue"] == "research"
+    assert group["spec"]["minResources"]["nvidia.com/gpu"] == "32"
+    template = objs["Job"]["spec"]["template"]
+    assert template["spec"]["schedulerName"] == "volcano"
+    assert template["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "cairn-42-1"
+
+
+def test_kueue_queue_label_and_suspended_job():
+    job = by_kind(workload_manifests(view(), OPTIONS["kueue"]))["Job"]
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
+    assert job["spec"]["suspend"] is True
+
+
+def test_notebook_is_a_statefulset_with_a_service_a_home_pvc_and_a_token_secret():
+    objs = by_kind(workload_manifests(VARIANTS["notebook"], OPTIONS["hami"]))
+    assert set(objs) == {"Secret", "PersistentVolumeClaim", "Service", "StatefulSet"}
+    assert objs["PersistentVolumeClaim"]["metadata"]["name"] == "cairn-42-home"
+    assert objs["PersistentVolumeClaim"]["spec"]["storageClassName"] == "fast"
+    sts = objs["StatefulSet"]
+    assert sts["spec"]["replicas"] == 1 and sts["spec"]["serviceName"] == "cairn-42"
+    pod = sts["spec"]["template"]["spec"]
+    assert pod["volumes"] == [{"name": "home", "persistentVolumeClaim": {"claimName": "cairn-42-home"}}]
+    env = env_of(pod["containers"][0])
+    assert env["JUPYTER_TOKEN"] == {"secretKeyRef": {"name": "cairn-42", "key": "token"}}
+    assert objs["Secret"]["stringData"] == {"token": "t0k"}
+
+
+def test_deployment_has_service_and_autoscaler_bounded_by_the_admitted_replicas():
+    objs = by_kind(workload_manifests(VARIANTS["deployment"], ClusterOptions()))
+    assert set(objs) == {"Service", "Deployment", "HorizontalPodAutoscaler"}
+    assert objs["Deployment"]["spec"]["replicas"] == 2
+    hpa = objs["HorizontalPodAutoscaler"]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cairn-42"}
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 2)
+    assert objs["Service"]["spec"]["ports"][0]["targetPort"] == 9000
+    scaled = by_kind(workload_manifests(VARIANTS["deployment-autoscaled"], ClusterOptions()))
+    assert scaled["HorizontalPodAutoscaler"]["spec"]["maxReplicas"] == 5
