@@ -257,6 +257,13 @@ def _reconcile_stopping(workload: Workload, backend: Backend, states: list[Repli
     message = "All replicas have exited."
     if runtime.get("kill_sent_at"):
         message = f"Replicas were killed after the {_grace_seconds():g}s grace period."
+    if runtime.get("preempted"):  # preempted (apps.workloads.services.workload_preempt): back to the queue
+        workload_transition(
+            workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.QUEUED, reason="Requeued",
+            message=f"Preempted: {message} Back in the queue after attempt {workload.attempt}.",
+            runtime={**runtime, "alive": False, "preempted": False}, placement=[],
+        )
+        return True
     workload_transition(
         workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED, reason="Stopped",
         message=message, runtime={**runtime, "alive": False},
@@ -391,7 +398,12 @@ def local_backend_shutdown(*, grace_seconds: float | None = None) -> int:
         try:
             workload.refresh_from_db(fields=["status", "runtime"])
             runtime = {**(workload.runtime or {}), "alive": False}
-            if workload.status == S.STOPPING:
+            if workload.status == S.STOPPING and runtime.get("preempted"):
+                workload_transition(
+                    workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.QUEUED, reason="Requeued",
+                    message="Preempted; back in the queue.", runtime={**runtime, "preempted": False}, placement=[],
+                )
+            elif workload.status == S.STOPPING:
                 workload_transition(
                     workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED, reason="Stopped",
                     message="Stopped while Cairn shut down.", runtime=runtime,

@@ -1,12 +1,36 @@
 """The scheduling policy: a pure function over plain data (no ORM, no I/O).
 
-This first policy admits pending workloads in priority order (P0 first), then submit order,
-when the project's quota in the pool and the pool's free capacity both allow; a gang of N
-replicas is placed all at once or not at all. The full scheduler (borrowing, budgets,
-preemption, topology, backfill) replaces it behind the same interface.
+`schedule(snapshot)` takes nodes, quotas, running and pending workloads and returns one decision
+per pending workload (`Admit` with a placement, or `Wait` with a reason, an optional estimated
+start and its queue position) plus `Preempt` decisions for running workloads that must make
+room. The same function runs in the service, in the unit tests and in the trace simulator.
+
+The semantics (docs/scheduling.md has the user-facing version):
+
+- Order: priority class (P0 first), then fair share (the project's dominant share of its
+  nominal quota in the pool, updated as the cycle admits), then submit time.
+- Quota per project and pool: `nominal` is guaranteed; projects of a pool form a cohort and may
+  borrow each other's unused nominal up to their `borrowing_limit`, while a `lending_limit`
+  keeps the rest of a lender's nominal private. GPU-hour budgets are checked at admission.
+- Gang: all replicas are placed at once or none is.
+- Placement: per-GPU accounting in milli-GPU; candidates come from best-fit buckets (fewest
+  whole free GPUs first) and the one that adds the least fragmentation for the current task mix
+  wins (the FGD idea); multi-replica workloads stay in the fewest topology domains.
+- Preemption: a higher priority preempts lower priorities of its own project; a project within
+  its nominal reclaims from borrowers; the victim set is minimal; non-preemptible workloads are
+  never chosen. Victims are stopped gracefully by the service and requeued.
+- Backfill: the first workload of a pool blocked by capacity gets a reservation (its future
+  placement is held), so later, smaller workloads fill around it without starving it.
 """
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+
+GPU = 1000  # milli-GPU in one GPU
 
 
 @dataclass(frozen=True)
@@ -15,29 +39,35 @@ class Resources:
     cpu_milli: int = 0
     memory_mb: int = 0
 
-    def __add__(self, other: "Resources") -> "Resources":
+    def __add__(self, other: Resources) -> Resources:
         return Resources(self.gpu_milli + other.gpu_milli, self.cpu_milli + other.cpu_milli,
                          self.memory_mb + other.memory_mb)
 
-    def __sub__(self, other: "Resources") -> "Resources":
+    def __sub__(self, other: Resources) -> Resources:
         return Resources(self.gpu_milli - other.gpu_milli, self.cpu_milli - other.cpu_milli,
                          self.memory_mb - other.memory_mb)
 
-    def times(self, n: int) -> "Resources":
+    def times(self, n: int) -> Resources:
         return Resources(self.gpu_milli * n, self.cpu_milli * n, self.memory_mb * n)
 
-    def fits_in(self, other: "Resources") -> bool:
+    def fits_in(self, other: Resources) -> bool:
         return (self.gpu_milli <= other.gpu_milli and self.cpu_milli <= other.cpu_milli
                 and self.memory_mb <= other.memory_mb)
+
+    def as_tuple(self) -> tuple[int, int, int]:
+        return (self.gpu_milli, self.cpu_milli, self.memory_mb)
 
 
 @dataclass
 class NodeState:
+    """A node's allocatable resources (what running workloads use is subtracted by the policy)."""
+
     name: str
     pool: str
-    free: Resources
+    allocatable: Resources  # gpu_milli = number of GPUs x 1000
     gpu_model: str = ""
     schedulable: bool = True
+    domains: tuple[str, ...] = ()  # topology domains, finest first (e.g. NVLink block, then rack)
 
 
 @dataclass
@@ -45,7 +75,11 @@ class QuotaState:
     project: str
     pool: str
     nominal: Resources
-    used: Resources = field(default_factory=Resources)
+    borrowing_limit_gpu_milli: int | None = None  # None: may borrow any unused nominal of the pool
+    lending_limit_gpu_milli: int | None = None  # None: all of its unused nominal may be lent
+    gpu_hour_budget: float | None = None  # per budget period; None: no budget
+    gpu_hours_used: float = 0.0  # this period, including running workloads up to now
+    budget_period: str = "month"
 
 
 @dataclass(frozen=True)
@@ -57,19 +91,49 @@ class PendingWorkload:
     submitted_at: datetime
     replicas: int
     per_replica: Resources
-    gpu_model: str = ""
+    gpu_model: str = ""  # allowed models, "|"-separated ("A100|H100"); empty: any
+    expected_seconds: float | None = None  # how long it will hold its resources, when known
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class RunningWorkload:
+    """A workload holding resources: admitted, running, or stopping (still holding until it exits)."""
+
+    id: int
+    project: str
+    pool: str
+    priority: int
+    per_replica: Resources
+    placement: tuple[dict, ...]  # {"replica", "node", "gpus": [indices]} per replica
+    preemptible: bool = True
+    admitted_at: datetime | None = None
+    expected_end: datetime | None = None  # when it is expected to release its resources
+    stopping: bool = False  # already stopping (or being preempted): not a victim candidate
 
 
 @dataclass(frozen=True)
 class Admit:
     workload_id: int
-    placement: list[dict]  # one {"replica": i, "node": name} per replica
+    placement: list[dict]  # one {"replica": i, "node": name, "gpus": [...]} per replica
 
 
 @dataclass(frozen=True)
 class Wait:
     workload_id: int
     reason: str
+    estimated_start: datetime | None = None
+    queue_position: int | None = None  # 1-based, within the pool, in the order the policy considers
+
+
+@dataclass(frozen=True)
+class Preempt:
+    workload_id: int  # the victim (a running workload)
+    preemptor_id: int
+    reason: str
+
+
+Decision = Admit | Wait | Preempt
 
 
 @dataclass
@@ -77,77 +141,699 @@ class Snapshot:
     nodes: list[NodeState]
     quotas: list[QuotaState]
     pending: list[PendingWorkload]
+    running: list[RunningWorkload] = field(default_factory=list)
+    now: datetime | None = None
+    # Shapes the placement keeps room for: (weight, per-replica resources). Default: the pending ones.
+    task_mix: list[tuple[float, Resources]] | None = None
+    reservations: bool = True  # backfill with a reservation for the head of each pool
+    preemption: bool = True
+    grace_seconds: float = 30.0  # how long a preempted workload takes to exit (for estimates)
 
 
-def _fmt(r: Resources) -> str:
-    return f"{r.gpu_milli / 1000:g} GPU, {r.cpu_milli / 1000:g} CPU, {r.memory_mb / 1024:g} GiB"
+# -- formatting ----------------------------------------------------------------------------------
+
+def _fmt(r: tuple[int, int, int] | Resources) -> str:
+    g, c, m = r.as_tuple() if isinstance(r, Resources) else r
+    return f"{g / 1000:g} GPU, {c / 1000:g} CPU, {m / 1024:g} GiB"
 
 
-def _quota_shortfall(quota: QuotaState, need: Resources) -> str | None:
-    available = quota.nominal - quota.used
-    checks = (
-        (need.gpu_milli, available.gpu_milli, quota.nominal.gpu_milli, 1000, "GPU"),
-        (need.cpu_milli, available.cpu_milli, quota.nominal.cpu_milli, 1000, "CPU"),
-        (need.memory_mb, available.memory_mb, quota.nominal.memory_mb, 1024, "GiB of memory"),
-    )
-    for needed, free, nominal, scale, unit in checks:
-        if needed > free:
-            return (f"quota: project '{quota.project}' has {max(free, 0) / scale:g} of {nominal / scale:g} {unit} "
-                    f"free on pool '{quota.pool}'; this workload needs {needed / scale:g}")
-    return None
+_UNITS = (("GPU", 1000), ("CPU", 1000), ("GiB of memory", 1024))
 
 
-def _place(workload: PendingWorkload, nodes: list[NodeState]) -> list[dict] | None:
-    """First fit of every replica, on a scratch copy of free capacity; None if the gang does not fit."""
-    free = {node.name: node.free for node in nodes}
-    placement = []
-    for replica in range(workload.replicas):
-        for node in nodes:
-            if workload.per_replica.fits_in(free[node.name]):
-                free[node.name] = free[node.name] - workload.per_replica
-                placement.append({"replica": replica, "node": node.name})
-                break
-        else:
+# -- quota: one cohort per pool ------------------------------------------------------------------
+
+class _Quota:
+    __slots__ = ("state", "nominal", "used", "lend", "borrow", "hours_left")
+
+    def __init__(self, state: QuotaState):
+        self.state = state
+        self.nominal = state.nominal.as_tuple()
+        self.used = [0, 0, 0]
+        inf = math.inf
+        lend = state.lending_limit_gpu_milli
+        self.lend = (min(lend, self.nominal[0]) if lend is not None else self.nominal[0], self.nominal[1],
+                     self.nominal[2])
+        borrow = state.borrowing_limit_gpu_milli
+        self.borrow = (borrow if borrow is not None else inf, inf, inf)
+        self.hours_left = None if state.gpu_hour_budget is None else state.gpu_hour_budget - state.gpu_hours_used
+
+    def draw(self, d: int, used: int) -> int:
+        """How much of the cohort's lendable pool this quota takes with `used` in dimension d."""
+        guaranteed = self.nominal[d] - self.lend[d]
+        own_lendable = min(self.lend[d], max(0, used - guaranteed))
+        return own_lendable + max(0, used - self.nominal[d])
+
+    def share(self) -> float:
+        best = 0.0
+        for d in range(3):
+            if self.used[d] > 0:
+                best = max(best, self.used[d] / self.nominal[d] if self.nominal[d] else math.inf)
+        return best
+
+    def borrowing(self) -> bool:
+        return any(self.used[d] > self.nominal[d] for d in range(3))
+
+
+class _Cohort:
+    """The quotas of one pool: nominal, borrowing and lending arithmetic, kept incrementally."""
+
+    def __init__(self, pool: str, quotas: Iterable[QuotaState]):
+        self.pool = pool
+        self.quotas = {q.project: _Quota(q) for q in quotas}
+        self.capacity = [sum(q.lend[d] for q in self.quotas.values()) for d in range(3)]
+        self.drawn = [0, 0, 0]
+
+    def add(self, project: str, r: tuple[int, int, int], sign: int = 1) -> None:
+        q = self.quotas.get(project)
+        if q is None:
+            return
+        for d in range(3):
+            before = q.draw(d, q.used[d])
+            q.used[d] += sign * r[d]
+            self.drawn[d] += q.draw(d, q.used[d]) - before
+
+    def within_nominal(self, project: str, need: tuple[int, int, int]) -> bool:
+        q = self.quotas.get(project)
+        return q is not None and all(q.used[d] + need[d] <= q.nominal[d] for d in range(3))
+
+    def check(self, project: str, need: tuple[int, int, int]) -> str | None:
+        """None if admitting `need` keeps the project within nominal + what it may borrow."""
+        q = self.quotas.get(project)
+        if q is None:
+            return f"quota: project '{project}' has no quota on pool '{self.pool}'"
+        for d, (unit, scale) in enumerate(_UNITS):
+            if need[d] == 0:
+                continue
+            after = q.used[d] + need[d]
+            limit = q.nominal[d] + q.borrow[d]
+            if after > limit:
+                return (f"quota: project '{project}' uses {q.used[d] / scale:g} {unit} on pool '{self.pool}' "
+                        f"(nominal {q.nominal[d] / scale:g}"
+                        + (f", may borrow {q.borrow[d] / scale:g}" if q.borrow[d] != math.inf else "")
+                        + f"); this workload needs {need[d] / scale:g}")
+            extra = q.draw(d, after) - q.draw(d, q.used[d])
+            free = self.capacity[d] - self.drawn[d]
+            if extra > free:
+                if after <= q.nominal[d]:
+                    return (f"quota: project '{project}' is within its nominal {q.nominal[d] / scale:g} {unit} on "
+                            f"pool '{self.pool}', but other projects have borrowed it; they are reclaimed from "
+                            f"borrowers when preemptible")
+                own_free = max(0, q.nominal[d] - q.used[d])
+                guaranteed_free = max(0, q.nominal[d] - q.lend[d] - q.used[d])
+                can_get = max(0, min(limit - q.used[d], guaranteed_free + max(free, 0)))
+                return (f"quota: project '{project}' has {own_free / scale:g} of its nominal {q.nominal[d] / scale:g} "
+                        f"{unit} free on pool '{self.pool}' and can borrow {max(0, can_get - own_free) / scale:g} more "
+                        f"from other projects; this workload needs {need[d] / scale:g}")
+        return None
+
+    def budget_check(self, project: str, w: PendingWorkload, need_gpu: int) -> str | None:
+        q = self.quotas.get(project)
+        if q is None or q.hours_left is None or need_gpu == 0:
             return None
-    for node in nodes:
-        node.free = free[node.name]
-    return placement
+        budget = q.state.gpu_hour_budget
+        needed = need_gpu / GPU * (w.expected_seconds or 0) / 3600
+        if q.hours_left <= 0 or needed > q.hours_left:
+            left = max(q.hours_left, 0)
+            detail = f"; this workload needs up to {needed:g}" if needed else ""
+            return (f"budget: project '{project}' has {left:.4g} of its {budget:g} GPU-hours left this "
+                    f"{q.state.budget_period} on pool '{self.pool}'{detail}")
+        return None
+
+    def charge_budget(self, project: str, w: PendingWorkload, need_gpu: int) -> None:
+        q = self.quotas.get(project)
+        if q is not None and q.hours_left is not None and w.expected_seconds:
+            q.hours_left -= need_gpu / GPU * w.expected_seconds / 3600
 
 
-def _capacity_reason(workload: PendingWorkload, nodes: list[NodeState]) -> str:
-    if not nodes:
-        constraint = f" with GPU model '{workload.gpu_model}'" if workload.gpu_model else ""
-        return f"capacity: pool '{workload.pool}' has no schedulable node{constraint}"
-    biggest = max((n.free for n in nodes), key=lambda r: (r.gpu_milli, r.cpu_milli, r.memory_mb))
-    return (f"capacity: pool '{workload.pool}' cannot fit {workload.replicas} replica(s) of "
-            f"{_fmt(workload.per_replica)} at once; the most free on one node is {_fmt(biggest)}")
+# -- nodes and placement -------------------------------------------------------------------------
+
+class _Node:
+    __slots__ = ("name", "model", "gpus", "cpu", "mem", "domains", "full", "partial", "idx", "ngpu")
+
+    def __init__(self, idx: int, state: NodeState):
+        self.idx = idx
+        self.name = state.name
+        self.model = state.gpu_model
+        self.ngpu = state.allocatable.gpu_milli // GPU
+        self.gpus = [GPU] * self.ngpu
+        self.cpu = state.allocatable.cpu_milli
+        self.mem = state.allocatable.memory_mb
+        self.domains = state.domains
+        self.full = self.ngpu
+        self.partial = False
+
+    def key(self) -> tuple:
+        return (tuple(sorted(self.gpus)), self.cpu, self.mem)
 
 
-def schedule(snapshot: Snapshot) -> list[Admit | Wait]:
-    """One scheduling cycle. Returns a decision for every pending workload."""
-    quotas = {(q.project, q.pool): q for q in snapshot.quotas}
-    nodes_by_pool: dict[str, list[NodeState]] = {}
-    for node in snapshot.nodes:
-        if node.schedulable:
-            nodes_by_pool.setdefault(node.pool, []).append(node)
-    decisions: list[Admit | Wait] = []
-    for workload in sorted(snapshot.pending, key=lambda w: (w.priority, w.submitted_at, w.id)):
-        quota = quotas.get((workload.project, workload.pool))
-        if quota is None:
-            decisions.append(Wait(workload.id, f"quota: project '{workload.project}' has no quota on pool "
-                                               f"'{workload.pool}'"))
-            continue
-        need = workload.per_replica.times(workload.replicas)
-        shortfall = _quota_shortfall(quota, need)
-        if shortfall:
-            decisions.append(Wait(workload.id, shortfall))
-            continue
-        candidates = [n for n in nodes_by_pool.get(workload.pool, [])
-                      if not workload.gpu_model or n.gpu_model == workload.gpu_model]
-        placement = _place(workload, candidates)
-        if placement is None:
-            decisions.append(Wait(workload.id, _capacity_reason(workload, candidates)))
-            continue
-        quota.used = quota.used + need
-        decisions.append(Admit(workload.id, placement))
-    return decisions
+def _whole(g: int) -> int:
+    return -(-g // GPU)
+
+
+class _Pool:
+    """Mutable free-capacity view of one pool's schedulable nodes, indexed for best-fit lookups."""
+
+    CANDIDATES = 6  # nodes scored per replica
+
+    def __init__(self, name: str, nodes: list[NodeState], mix: list[tuple[float, tuple[int, int, int]]]):
+        self.name = name
+        self.nodes = [_Node(i, n) for i, n in enumerate(nodes)]
+        self.by_name = {n.name: n for n in self.nodes}
+        self.max_gpus = max((n.ngpu for n in self.nodes), default=0)
+        # buckets[k]: nodes with exactly k whole free GPUs; partial: nodes with a partly used GPU.
+        self.buckets: list[dict[int, _Node]] = [{} for _ in range(self.max_gpus + 1)]
+        self.partial: dict[int, _Node] = {}
+        for n in self.nodes:
+            self.buckets[n.full][n.idx] = n
+        self.mix = mix
+        self._frag_memo: dict[tuple, float] = {}
+        self.models = {n.model for n in self.nodes}
+
+    # bookkeeping
+    def _reindex(self, n: _Node) -> None:
+        full = sum(1 for g in n.gpus if g == GPU)
+        partial = any(0 < g < GPU for g in n.gpus)
+        if full != n.full:
+            del self.buckets[n.full][n.idx]
+            self.buckets[full][n.idx] = n
+            n.full = full
+        if partial != n.partial:
+            if partial:
+                self.partial[n.idx] = n
+            else:
+                self.partial.pop(n.idx, None)
+            n.partial = partial
+
+    def take(self, n: _Node, gpus: list[int], g: int, c: int, m: int, sign: int = 1) -> None:
+        per_gpu = g if g < GPU else GPU
+        for i in gpus:
+            n.gpus[i] -= sign * per_gpu
+        n.cpu -= sign * c
+        n.mem -= sign * m
+        self._reindex(n)
+
+    # fragmentation (the FGD measure): free GPU milli that tasks of the mix could not use
+    def frag(self, n: _Node) -> float:
+        key = n.key()
+        value = self._frag_memo.get(key)
+        if value is not None:
+            return value
+        total_free = sum(n.gpus)
+        value = 0.0
+        if total_free:
+            for weight, (g, c, m) in self.mix:
+                if c > n.cpu or m > n.mem:
+                    value += weight * total_free
+                elif g == 0:
+                    continue
+                elif g < GPU:
+                    value += weight * sum(x for x in n.gpus if x < g)
+                else:
+                    k = _whole(g)
+                    if sum(1 for x in n.gpus if x == GPU) >= k:
+                        value += weight * sum(x for x in n.gpus if x < GPU)
+                    else:
+                        value += weight * total_free
+        if len(self._frag_memo) > 200_000:
+            self._frag_memo.clear()
+        self._frag_memo[key] = value
+        return value
+
+    def _gpus_for(self, n: _Node, g: int) -> list[int] | None:
+        """GPU indices a replica of `g` milli would take on n (best fit for a fraction), or None."""
+        if g == 0:
+            return []
+        if g >= GPU:
+            k = _whole(g)
+            free = [i for i, x in enumerate(n.gpus) if x == GPU]
+            return free[:k] if len(free) >= k else None
+        best = None
+        for i, x in enumerate(n.gpus):
+            if x >= g and (best is None or x < n.gpus[best]):
+                best = i
+        return None if best is None else [best]
+
+    def _candidates(self, shape: tuple[int, int, int], models: frozenset[str] | None,
+                    allowed: set[int] | None) -> list[_Node]:
+        g, c, m = shape
+        out: list[_Node] = []
+        limit = self.CANDIDATES
+
+        def consider(nodes: Iterable[_Node]) -> bool:
+            for n in nodes:
+                if allowed is not None and n.idx not in allowed:
+                    continue
+                if models is not None and n.model not in models:
+                    continue
+                if n.cpu < c or n.mem < m:
+                    continue
+                if 0 < g < GPU and n.full == 0 and max(n.gpus, default=0) < g:
+                    continue
+                out.append(n)
+                if len(out) >= limit:
+                    return True
+            return False
+
+        if 0 < g < GPU and consider(self.partial.values()):
+            return out
+        first = _whole(g) if g else 0
+        for k in range(max(first, 1 if 0 < g < GPU else 0), self.max_gpus + 1):
+            if consider(self.buckets[k].values()):
+                return out
+            if out and g >= GPU:
+                return out  # best fit: stay in the smallest bucket that has candidates
+        return out
+
+    def place_one(self, shape: tuple[int, int, int], models: frozenset[str] | None,
+                  allowed: set[int] | None = None) -> tuple[_Node, list[int]] | None:
+        g, c, m = shape
+        best = None
+        for n in self._candidates(shape, models, allowed):
+            gpus = self._gpus_for(n, g)
+            if gpus is None:
+                continue
+            if not self.mix or len(self.nodes) == 1:
+                return n, gpus
+            before = self.frag(n)
+            self.take(n, gpus, g, c, m)
+            delta = self.frag(n) - before
+            self.take(n, gpus, g, c, m, sign=-1)
+            score = (delta, n.cpu - c, n.idx)
+            if best is None or score < best[0]:
+                best = (score, n, gpus)
+        return None if best is None else (best[1], best[2])
+
+    def capacity_for(self, n: _Node, shape: tuple[int, int, int]) -> int:
+        """How many replicas of `shape` fit on n right now."""
+        g, c, m = shape
+        count = min(n.cpu // c if c else 10**6, n.mem // m if m else 10**6)
+        if g == 0:
+            return count
+        if g >= GPU:
+            return min(count, n.full // _whole(g))
+        return min(count, sum(x // g for x in n.gpus))
+
+    def place_gang(self, shape: tuple[int, int, int], replicas: int,
+                   models: frozenset[str] | None) -> list[tuple[_Node, list[int]]] | None:
+        """Place every replica (applied to the state) or nothing (state unchanged)."""
+        if replicas > 1 and any(n.domains for n in self.nodes):
+            groups = self._domain_groups(shape, replicas, models)
+            if groups is not None:
+                for allowed in groups:
+                    done = self._place_seq(shape, replicas, models, allowed)
+                    if done is not None:
+                        return done
+                return None
+        return self._place_seq(shape, replicas, models, None)
+
+    def _place_seq(self, shape, replicas, models, allowed) -> list[tuple[_Node, list[int]]] | None:
+        g, c, m = shape
+        done: list[tuple[_Node, list[int]]] = []
+        for _ in range(replicas):
+            found = self.place_one(shape, models, allowed)
+            if found is None:
+                for n, gpus in done:
+                    self.take(n, gpus, g, c, m, sign=-1)
+                return None
+            self.take(found[0], found[1], g, c, m)
+            done.append(found)
+        return done
+
+    def _domain_groups(self, shape, replicas, models) -> list[set[int]] | None:
+        """Node sets to try, fewest topology domains first: the tightest single domain at the
+        finest level that can hold the whole gang, then coarser levels, then the fewest domains."""
+        levels = max(len(n.domains) for n in self.nodes)
+        tries: list[set[int]] = []
+        for level in range(levels):
+            capacity: dict[str, int] = {}
+            members: dict[str, set[int]] = {}
+            for n in self.nodes:
+                if models is not None and n.model not in models or len(n.domains) <= level:
+                    continue
+                fit = self.capacity_for(n, shape)
+                if fit:
+                    dom = n.domains[level]
+                    capacity[dom] = capacity.get(dom, 0) + fit
+                    members.setdefault(dom, set()).add(n.idx)
+            fitting = sorted((cap, dom) for dom, cap in capacity.items() if cap >= replicas)
+            if fitting:
+                tries.extend(members[dom] for _, dom in fitting[:2])
+                return tries
+            if level == levels - 1 and capacity:
+                # No single domain: take the biggest domains until the gang fits.
+                chosen: set[int] = set()
+                total = 0
+                for cap, dom in sorted(((cap, dom) for dom, cap in capacity.items()), reverse=True):
+                    chosen |= members[dom]
+                    total += cap
+                    if total >= replicas:
+                        break
+                tries.append(chosen)
+        return tries or None
+
+    def free_summary(self, models: frozenset[str] | None) -> tuple[int, tuple[int, int, int]]:
+        most = (0, 0, 0)
+        count = 0
+        for n in self.nodes:
+            if models is not None and n.model not in models:
+                continue
+            count += 1
+            here = (sum(n.gpus), n.cpu, n.mem)
+            if here > most:
+                most = here
+        return count, most
+
+
+# -- the cycle -----------------------------------------------------------------------------------
+
+def _models(w: PendingWorkload) -> frozenset[str] | None:
+    return frozenset(m for m in w.gpu_model.split("|") if m) if w.gpu_model else None
+
+
+def _placement(done: list[tuple[_Node, list[int]]]) -> list[dict]:
+    return [{"replica": i, "node": n.name, "gpus": list(gpus)} for i, (n, gpus) in enumerate(done)]
+
+
+class _Cycle:
+    def __init__(self, snapshot: Snapshot):
+        self.snap = snapshot
+        self.now = snapshot.now
+        nodes_by_pool: dict[str, list[NodeState]] = {}
+        for node in snapshot.nodes:
+            if node.schedulable:
+                nodes_by_pool.setdefault(node.pool, []).append(node)
+        mix = self._mix(snapshot)
+        pools = {w.pool for w in snapshot.pending} | set(nodes_by_pool)
+        self.pools = {p: _Pool(p, nodes_by_pool.get(p, []), mix.get(p, [])) for p in pools}
+        quotas_by_pool: dict[str, list[QuotaState]] = {}
+        for q in snapshot.quotas:
+            quotas_by_pool.setdefault(q.pool, []).append(q)
+        self.cohorts = {p: _Cohort(p, quotas_by_pool.get(p, [])) for p in pools | set(quotas_by_pool)}
+        self.running = {r.id: r for r in snapshot.running}
+        self.allocs: dict[int, list[tuple[_Node, list[int]]]] = {}
+        for r in snapshot.running:
+            self._occupy_running(r)
+        self.victims: set[int] = set()
+        self.reserved_pools: set[str] = set()
+        self.failed: set[tuple] = set()
+
+    @staticmethod
+    def _mix(snapshot: Snapshot) -> dict[str, list[tuple[float, tuple[int, int, int]]]]:
+        counts: dict[str, dict[tuple[int, int, int], float]] = {}
+        if snapshot.task_mix is not None:
+            shapes = {}
+            for weight, r in snapshot.task_mix:
+                shapes[r.as_tuple()] = shapes.get(r.as_tuple(), 0) + weight
+            pools = {n.pool for n in snapshot.nodes}
+            for p in pools:
+                counts[p] = shapes
+        else:
+            for w in snapshot.pending:
+                shape = w.per_replica.as_tuple()
+                if shape[0]:
+                    pool = counts.setdefault(w.pool, {})
+                    pool[shape] = pool.get(shape, 0) + w.replicas
+        out = {}
+        for p, shapes in counts.items():
+            top = sorted(shapes.items(), key=lambda kv: -kv[1])[:8]
+            total = sum(v for _, v in top) or 1
+            out[p] = [(v / total, s) for s, v in top]
+        return out
+
+    def _occupy_running(self, r: RunningWorkload) -> None:
+        cohort = self.cohorts.setdefault(r.pool, _Cohort(r.pool, []))
+        shape = r.per_replica.as_tuple()
+        cohort.add(r.project, tuple(x * len(r.placement) for x in shape))
+        pool = self.pools.get(r.pool)
+        if pool is None:
+            return
+        g, c, m = shape
+        done = []
+        for entry in r.placement:
+            n = pool.by_name.get(entry.get("node"))
+            if n is None:
+                continue
+            gpus = entry.get("gpus")
+            if gpus is None or any(not isinstance(i, int) or i >= n.ngpu or i < 0 for i in gpus):
+                gpus = pool._gpus_for(n, g) if g else []
+                if gpus is None:  # over-committed already (capacity shrank): take what is left
+                    gpus = []
+            pool.take(n, list(gpus), g, c, m)
+            done.append((n, list(gpus)))
+        self.allocs[r.id] = done
+
+    def _release_running(self, r: RunningWorkload, sign: int = -1) -> None:
+        """Give back (sign=-1) or take again (sign=1) what a running workload holds."""
+        shape = r.per_replica.as_tuple()
+        self.cohorts[r.pool].add(r.project, tuple(x * len(r.placement) for x in shape), sign=sign)
+        pool = self.pools.get(r.pool)
+        if pool is None:
+            return
+        for n, gpus in self.allocs.get(r.id, []):
+            pool.take(n, gpus, *shape, sign=sign)
+
+    # ordering: priority, then fair share, then submit time (dynamic: shares change as we admit)
+    def _order(self) -> Iterable[PendingWorkload]:
+        queues: dict[tuple[int, str, str], list[PendingWorkload]] = {}
+        for w in self.snap.pending:
+            queues.setdefault((w.priority, w.pool, w.project), []).append(w)
+        heap = []
+        for key, items in queues.items():
+            items.sort(key=lambda w: (w.submitted_at, w.id), reverse=True)
+            heap.append(self._entry(key, items[-1]))
+        heapq.heapify(heap)
+        while heap:
+            _, _, _, _, key = heapq.heappop(heap)
+            items = queues[key]
+            w = items.pop()
+            yield w
+            if items:
+                heapq.heappush(heap, self._entry(key, items[-1]))
+
+    def _entry(self, key, w: PendingWorkload):
+        q = self.cohorts[w.pool].quotas.get(w.project) if w.pool in self.cohorts else None
+        share = q.share() if q is not None else math.inf
+        return (key[0], share, w.submitted_at, w.id, key)
+
+    def run(self) -> list[Decision]:
+        decisions: list[Decision] = []
+        positions: dict[str, int] = {}
+        for w in self._order():
+            decision, preempts = self._decide(w)
+            decisions.extend(preempts)
+            if isinstance(decision, Wait):
+                positions[w.pool] = positions.get(w.pool, 0) + 1
+                decision = Wait(decision.workload_id, decision.reason, decision.estimated_start, positions[w.pool])
+            decisions.append(decision)
+        return decisions
+
+    def _decide(self, w: PendingWorkload) -> tuple[Admit | Wait, list[Preempt]]:
+        cohort = self.cohorts[w.pool]
+        pool = self.pools[w.pool]
+        shape = w.per_replica.as_tuple()
+        need = tuple(x * w.replicas for x in shape)
+        models = _models(w)
+        if models is not None and not (models & pool.models):
+            return Wait(w.id, f"constraint: pool '{w.pool}' has no schedulable node with GPU model "
+                              f"{' or '.join(sorted(models))}"), []
+        if not pool.nodes:
+            return Wait(w.id, f"capacity: pool '{w.pool}' has no schedulable node"), []
+        budget = cohort.budget_check(w.project, w, need[0])
+        if budget:
+            return Wait(w.id, budget), []
+        quota_reason = cohort.check(w.project, need)
+        if quota_reason is None:
+            done = self._try_place(pool, shape, w.replicas, models)
+            if done is not None:
+                cohort.add(w.project, need)
+                cohort.charge_budget(w.project, w, need[0])
+                return Admit(w.id, _placement(done)), []
+            reason = self._capacity_reason(w, pool, models, shape)
+        else:
+            reason = quota_reason
+        if self.snap.preemption:
+            found = self._preempt(w, cohort, pool, shape, need, models)
+            if found is not None:
+                return found
+        if quota_reason is None and self.snap.reservations and w.pool not in self.reserved_pools:
+            reserved = self._reserve(w, pool, shape, models)
+            if reserved is not None:
+                return reserved, []
+        return Wait(w.id, reason), []
+
+    def _try_place(self, pool: _Pool, shape, replicas, models):
+        # Capacity only shrinks during a cycle (victims keep theirs until they exit, holds only
+        # take), so a shape that failed once fails again: remember it.
+        key = (pool.name, shape, replicas, models)
+        if key in self.failed:
+            return None
+        done = pool.place_gang(shape, replicas, models)
+        if done is None:
+            self.failed.add(key)
+        return done
+
+    def _capacity_reason(self, w, pool: _Pool, models, shape) -> str:
+        count, most = pool.free_summary(models)
+        where = f" with GPU model {' or '.join(sorted(models))}" if models else ""
+        return (f"capacity: pool '{w.pool}' cannot fit {w.replicas} replica(s) of {_fmt(shape)} at once"
+                f"{where}; the most free on one node is {_fmt(most)}")
+
+    # -- preemption ------------------------------------------------------------------------------
+
+    def _fits(self, w, cohort: _Cohort, pool: _Pool, shape, need, models) -> bool:
+        if cohort.check(w.project, need) is not None:
+            return False
+        trial = pool.place_gang(shape, w.replicas, models)
+        if trial is None:
+            return False
+        self._undo(pool, trial, shape)
+        return True
+
+    def _preempt(self, w, cohort: _Cohort, pool: _Pool, shape, need, models):
+        in_nominal = cohort.within_nominal(w.project, need)
+        candidates = []
+        for r in self.running.values():
+            if r.pool != w.pool or r.stopping or not r.preemptible or r.id in self.victims:
+                continue
+            if r.project == w.project:
+                if r.priority > w.priority:
+                    candidates.append((1, -r.priority, -_ts(r.admitted_at), r.id, r))
+            elif in_nominal:
+                q = cohort.quotas.get(r.project)
+                if q is not None and q.borrowing():
+                    candidates.append((0, -r.priority, -_ts(r.admitted_at), r.id, r))
+        if not candidates:
+            return None
+        # Borrowers first, then the lowest priority, then the most recently admitted.
+        candidates.sort(key=lambda c: c[:4])
+        chosen: list[RunningWorkload] = []
+        fits = False
+        for *_, r in candidates:
+            if r.project != w.project and not cohort.quotas[r.project].borrowing():
+                continue  # no longer borrowing after earlier victims: reclaim stops at its nominal
+            self._release_running(r)
+            chosen.append(r)
+            if self._fits(w, cohort, pool, shape, need, models):
+                fits = True
+                break
+        if not fits:
+            for r in reversed(chosen):
+                self._release_running(r, sign=1)
+            return None
+        # Minimal set: give back every victim that turns out not to be needed.
+        for r in list(reversed(chosen)):
+            self._release_running(r, sign=1)
+            if self._fits(w, cohort, pool, shape, need, models):
+                chosen.remove(r)
+            else:
+                self._release_running(r)
+        for r in chosen:
+            self._release_running(r, sign=1)
+        self._plan_and_hold(w, pool, shape, models, chosen)
+        cohort.add(w.project, need)  # its quota is claimed: later workloads cannot take it
+        for r in chosen:
+            self.victims.add(r.id)
+        names = ", ".join(str(r.id) for r in chosen)
+        why = "quota reclaim" if any(r.project != w.project for r in chosen) else "higher priority"
+        preempts = [Preempt(r.id, w.id, f"Preempted by workload {w.id} ({why}, P{w.priority}).") for r in chosen]
+        eta = self.now + timedelta(seconds=self.snap.grace_seconds) if self.now else None
+        return Wait(w.id, f"preempting: waiting for {len(chosen)} preempted workload(s) ({names}) to exit",
+                    eta), preempts
+
+    def _undo(self, pool: _Pool, done, shape) -> None:
+        for n, gpus in done:
+            pool.take(n, gpus, *shape, sign=-1)
+
+    def _plan_and_hold(self, w, pool: _Pool, shape, models, released: list[RunningWorkload]) -> bool:
+        """Plan w's placement on the state where `released` have left, then keep free only what is
+        free both now and after that plan (per GPU, CPU and memory): the plan's share is held."""
+        for r in released:
+            self._release_running(r)
+        plan = pool.place_gang(shape, w.replicas, models)
+        touched = {n.idx: n for n, _ in plan or []}
+        for r in released:
+            touched.update((n.idx, n) for n, _ in self.allocs.get(r.id, []))
+        after = {i: (list(n.gpus), n.cpu, n.mem) for i, n in touched.items()}
+        if plan is not None:
+            self._undo(pool, plan, shape)
+        for r in reversed(released):
+            self._release_running(r, sign=1)
+        if plan is None:
+            return False
+        for i, n in touched.items():
+            gpus, cpu, mem = after[i]
+            n.gpus = [min(a, b) for a, b in zip(n.gpus, gpus, strict=True)]
+            n.cpu = min(n.cpu, cpu)
+            n.mem = min(n.mem, mem)
+            pool._reindex(n)
+        return True
+
+    # -- reservation (backfill) ------------------------------------------------------------------
+
+    def _reserve(self, w, pool: _Pool, shape, models) -> Wait | None:
+        """Hold, for the first capacity-blocked workload of the pool, the resources it will get
+        when running workloads end (earliest expected end first); smaller work backfills around."""
+        cohort = self.cohorts[w.pool]
+        need = tuple(x * w.replicas for x in shape)
+        pending_release = sorted(
+            (r for r in self.running.values() if r.pool == w.pool and r.id not in self.victims),
+            key=lambda r: (r.expected_end is None, r.expected_end or datetime.max, r.id),
+        )
+        released: list[RunningWorkload] = []
+        found = False
+        step = 1
+        i = 0
+        while i < len(pending_release):
+            batch = pending_release[i:i + step]
+            i += len(batch)
+            for r in batch:
+                self._release_running(r)
+            released.extend(batch)
+            trial = pool.place_gang(shape, w.replicas, models)
+            if trial is not None:
+                self._undo(pool, trial, shape)
+                found = True
+                break
+            step = min(step * 2, 64)
+        for r in reversed(released):
+            self._release_running(r, sign=1)
+        if not found:
+            return None
+        # Shrink the last batch to the exact workload whose end makes it fit.
+        while len(released) > 1:
+            last = released.pop()
+            for r in released:
+                self._release_running(r)
+            trial = pool.place_gang(shape, w.replicas, models)
+            if trial is not None:
+                self._undo(pool, trial, shape)
+            for r in reversed(released):
+                self._release_running(r, sign=1)
+            if trial is None:
+                released.append(last)
+                break
+        if not self._plan_and_hold(w, pool, shape, models, released):
+            return None
+        self.reserved_pools.add(w.pool)
+        cohort.add(w.project, need)
+        ends = [r.expected_end for r in released]
+        eta = max(ends) if ends and all(e is not None for e in ends) else None
+        when = f" (expected at {eta.isoformat(timespec='seconds')})" if eta else ""
+        return Wait(w.id, f"reserved: pool '{w.pool}' is full for {w.replicas} replica(s) of {_fmt(shape)}; "
+                          f"capacity is reserved for it as {len(released)} running workload(s) end{when}, "
+                          f"and smaller work backfills around it", eta)
+
+
+def _ts(t: datetime | None) -> float:
+    return t.timestamp() if t is not None else 0.0
+
+
+def schedule(snapshot: Snapshot) -> list[Decision]:
+    """One scheduling cycle: a decision for every pending workload, plus preemptions."""
+    return _Cycle(snapshot).run()
+
+
+__all__ = [
+    "Admit", "Decision", "NodeState", "PendingWorkload", "Preempt", "QuotaState", "Resources", "RunningWorkload",
+    "Snapshot", "Wait", "schedule", "timedelta",
+]

@@ -5,18 +5,33 @@ advisory lock (SQLite, used in embedded mode, serialises writers by itself).
 """
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.clusters.models import Node
 from apps.core.outbox import outbox_enqueue
 from apps.quotas.models import Quota
+from apps.quotas.selectors import quota_usage
 from apps.workloads.choices import ACTIVE, WorkloadStatus
 from apps.workloads.models import Workload
-from apps.workloads.services import workload_transition
+from apps.workloads.services import workload_preempt, workload_transition
 
-from .policy import Admit, NodeState, PendingWorkload, QuotaState, Resources, Snapshot, Wait, schedule
+from .policy import (
+    Admit,
+    NodeState,
+    PendingWorkload,
+    Preempt,
+    QuotaState,
+    Resources,
+    RunningWorkload,
+    Snapshot,
+    Wait,
+    schedule,
+)
 
 logger = logging.getLogger(__name__)
 SCHEDULER_LOCK_KEY = 0x43A1_0001  # arbitrary, constant: "the Cairn scheduler"
@@ -27,6 +42,7 @@ class CycleResult:
     ran: bool
     admitted: int = 0
     waiting: int = 0
+    preempted: int = 0
 
 
 def _try_leader_lock() -> bool:
@@ -37,70 +53,109 @@ def _try_leader_lock() -> bool:
         return bool(cursor.fetchone()[0])
 
 
-def scheduling_snapshot() -> Snapshot:
-    """Plain-data view of nodes, quotas and pending workloads, with current usage subtracted."""
-    nodes = {
-        n.pk: NodeState(
-            name=n.name, pool=n.pool.name, gpu_model=n.gpu_model,
+def _node_domains(node: Node) -> tuple[str, ...]:
+    """Topology domains of a node, finest first: the pool's `topology_keys` (listed finest first,
+    e.g. ["cairn.dev/nvlink-block", "topology.kubernetes.io/rack"]) read from its labels, then its
+    `topology_domain`."""
+    labels = node.labels or {}
+    domains = [f"{key}={labels[key]}" for key in (node.pool.topology_keys or []) if labels.get(key)]
+    if node.topology_domain:
+        domains.append(node.topology_domain)
+    return tuple(domains)
+
+
+def _placement_tuple(placement) -> tuple[dict, ...]:
+    return tuple(entry for entry in placement or [] if isinstance(entry, dict))
+
+
+def scheduling_snapshot(*, now=None) -> Snapshot:
+    """Plain-data view of nodes, quotas, active and queued workloads (a handful of queries)."""
+    now = now or timezone.now()
+    grace = timedelta(seconds=float(settings.CAIRN["STOP_GRACE_SECONDS"]))
+    nodes = [
+        NodeState(
+            name=n.name, pool=n.pool.name, gpu_model=n.gpu_model, domains=_node_domains(n),
             schedulable=n.schedulable and n.health in ("healthy", "degraded"),
-            free=Resources(n.gpu_count * 1000, n.cpu_milli_allocatable, n.memory_mb_allocatable),
+            allocatable=Resources(n.gpu_count * 1000, n.cpu_milli_allocatable, n.memory_mb_allocatable),
         )
         for n in Node.objects.filter(pool__isnull=False).select_related("pool")
-    }
-    by_name = {(state.pool, state.name): state for state in nodes.values()}
-    quotas = {
-        (q.project.slug, q.pool.name): QuotaState(
+    ]
+    quota_rows = list(Quota.objects.select_related("project", "pool"))
+    usage = quota_usage(quotas=quota_rows, now=now)
+    quotas = [
+        QuotaState(
             project=q.project.slug, pool=q.pool.name,
             nominal=Resources(q.nominal_gpu_milli, q.nominal_cpu_milli, q.nominal_memory_mb),
+            borrowing_limit_gpu_milli=q.borrowing_limit_gpu_milli, lending_limit_gpu_milli=q.lending_limit_gpu_milli,
+            gpu_hour_budget=None if q.gpu_hour_budget is None else float(q.gpu_hour_budget),
+            gpu_hours_used=usage[q.pk]["gpu_hours_this_period"], budget_period=q.budget_period,
         )
-        for q in Quota.objects.select_related("project", "pool")
-    }
-    active = Workload.objects.filter(status__in=ACTIVE).select_related("project", "pool")
-    for workload in active.only("project__slug", "pool__name", "placement", "gpu_milli", "cpu_milli", "memory_mb",
-                                "replicas"):
-        per_replica = Resources(workload.gpu_milli, workload.cpu_milli, workload.memory_mb)
-        quota = quotas.get((workload.project.slug, workload.pool.name))
-        if quota is not None:
-            quota.used = quota.used + per_replica.times(workload.replicas)
-        for entry in workload.placement or []:
-            node = by_name.get((workload.pool.name, entry.get("node")))
-            if node is not None:
-                node.free = node.free - per_replica
+        for q in quota_rows
+    ]
+    fields = ("id", "project__slug", "pool__name", "placement", "gpu_milli", "cpu_milli", "memory_mb", "replicas",
+              "priority", "preemptible", "admitted_at", "status", "stop_requested_at")
+    running = []
+    for w in Workload.objects.filter(status__in=ACTIVE).select_related("project", "pool").only(*fields):
+        stopping = w.status == WorkloadStatus.STOPPING
+        placement = _placement_tuple(w.placement)
+        running.append(RunningWorkload(
+            id=w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority,
+            per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), placement=placement,
+            preemptible=w.preemptible, admitted_at=w.admitted_at, stopping=stopping,
+            expected_end=(w.stop_requested_at or now) + grace if stopping else None,
+        ))
     pending = [
         PendingWorkload(
             id=w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority, submitted_at=w.created_at,
             replicas=w.replicas, per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), gpu_model=w.gpu_model,
+            name=w.name,
         )
         for w in Workload.objects.filter(status=WorkloadStatus.QUEUED).select_related("project", "pool")
     ]
-    return Snapshot(nodes=list(nodes.values()), quotas=list(quotas.values()), pending=pending)
+    return Snapshot(nodes=nodes, quotas=quotas, pending=pending, running=running, now=now,
+                    grace_seconds=grace.total_seconds())
+
+
+def _apply_wait(decision: Wait) -> None:
+    # Only write when something changed, so a steady queue costs no writes.
+    changed = (Q(pending_reason=decision.reason) & Q(queue_position=decision.queue_position)
+               & (Q(estimated_start=decision.estimated_start) if decision.estimated_start is not None
+                  else Q(estimated_start__isnull=True)))
+    Workload.objects.filter(pk=decision.workload_id, status=WorkloadStatus.QUEUED).exclude(changed).update(
+        pending_reason=decision.reason, queue_position=decision.queue_position,
+        estimated_start=decision.estimated_start,
+    )
 
 
 def scheduling_cycle() -> CycleResult:
-    """Run one cycle: admit what fits, record why the rest waits. Safe to call concurrently."""
+    """Run one cycle: admit what fits, preempt what must make room, record why the rest waits.
+
+    Safe to call concurrently: one leader at a time (advisory lock), and every status change is a
+    compare-and-set, so a workload stopped meanwhile is simply not admitted.
+    """
     with transaction.atomic():
         if not _try_leader_lock():
             return CycleResult(ran=False)
-        snapshot = scheduling_snapshot()
+        now = timezone.now()
+        snapshot = scheduling_snapshot(now=now)
         decisions = schedule(snapshot)
         result = CycleResult(ran=True)
-        now = timezone.now()
         for decision in decisions:
             if isinstance(decision, Admit):
                 admitted = workload_transition(
                     workload_id=decision.workload_id, from_statuses={WorkloadStatus.QUEUED},
                     to_status=WorkloadStatus.ADMITTED, reason="Admitted",
                     message="Placed on " + ", ".join(sorted({p["node"] for p in decision.placement})) + ".",
-                    placement=decision.placement, admitted_at=now,
+                    placement=decision.placement, admitted_at=now, estimated_start=None, queue_position=None,
                 )
                 if admitted is not None:
                     outbox_enqueue(topic="workload.dispatch", payload={"workload_id": decision.workload_id})
                     result.admitted += 1
+            elif isinstance(decision, Preempt):
+                if workload_preempt(workload_id=decision.workload_id, preemptor_id=decision.preemptor_id,
+                                    message=decision.reason) is not None:
+                    result.preempted += 1
             elif isinstance(decision, Wait):
                 result.waiting += 1
-                # Only write when the reason changed, so a steady queue costs no writes.
-                Workload.objects.filter(pk=decision.workload_id, status=WorkloadStatus.QUEUED).exclude(
-                    pending_reason=decision.reason
-                ).update(pending_reason=decision.reason)
+                _apply_wait(decision)
         return result
-

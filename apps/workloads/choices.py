@@ -29,7 +29,9 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     # ADMITTED -> QUEUED: requeued (preempted, or the backend could not start it yet).
     S.ADMITTED: frozenset({S.RUNNING, S.STOPPING, S.SUCCEEDED, S.FAILED, S.LOST, S.QUEUED}),
     S.RUNNING: frozenset({S.STOPPING, S.SUCCEEDED, S.FAILED, S.LOST, S.QUEUED, S.ADMITTED}),
-    S.STOPPING: frozenset({S.STOPPED, S.SUCCEEDED, S.FAILED, S.LOST}),
+    # STOPPING -> QUEUED: a preempted workload whose replicas have exited after their grace
+    # period goes back to the queue (it held its resources while stopping).
+    S.STOPPING: frozenset({S.STOPPED, S.SUCCEEDED, S.FAILED, S.LOST, S.QUEUED}),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset(),
     S.STOPPED: frozenset(),

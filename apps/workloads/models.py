@@ -34,6 +34,11 @@ class Workload(models.Model):
     status_reason = models.CharField(max_length=64, blank=True)
     status_message = models.TextField(blank=True)
     pending_reason = models.TextField(blank=True)
+    # Written by the scheduler for queued workloads: when it expects to start it (when it can
+    # tell) and its place in its pool's queue (1 = next).
+    estimated_start = models.DateTimeField(null=True, blank=True)
+    queue_position = models.PositiveIntegerField(null=True, blank=True)
+    preemptions = models.PositiveIntegerField(default=0)  # times it was preempted and requeued
     exit_code = models.IntegerField(null=True, blank=True)
     conditions = models.JSONField(default=list, blank=True)
     placement = models.JSONField(default=list, blank=True)  # one entry per replica: {"node": ..., ...}

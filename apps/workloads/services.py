@@ -170,6 +170,8 @@ def workload_stop(*, workload: Workload, user: User | None = None, reason: str =
         if workload.status in TERMINAL:
             raise ConflictError(f"Workload '{workload.name}' has already finished ({workload.status}).")
         if workload.status == S.STOPPING:
+            if (workload.runtime or {}).get("preempted"):
+                _workload_cancel_requeue(workload=workload, who=who)
             return workload
         if workload.status == S.QUEUED:
             done = workload_transition(
@@ -188,6 +190,39 @@ def workload_stop(*, workload: Workload, user: User | None = None, reason: str =
             return done
     workload.refresh_from_db()
     return workload
+
+
+def _workload_cancel_requeue(*, workload: Workload, who: str) -> None:
+    """A user stops a workload that is being preempted: it ends STOPPED instead of requeued."""
+    with transaction.atomic():
+        locked = Workload.objects.select_for_update().filter(pk=workload.pk, status=S.STOPPING).first()
+        if locked is None or not (locked.runtime or {}).get("preempted"):
+            return
+        runtime = {**locked.runtime, "preempted": False}
+        Workload.objects.filter(pk=locked.pk).update(runtime=runtime, updated_at=timezone.now())
+        workload.runtime = runtime
+        workload_event_record(workload=locked, reason="StopRequested",
+                              message=f"Stop requested{who} while it was being preempted; it will not be requeued.")
+
+
+def workload_preempt(*, workload_id: int, preemptor_id: int | None, message: str) -> Workload | None:
+    """Preempt an admitted or running workload: STOPPING now (SIGTERM, grace period to checkpoint),
+    then back to QUEUED with its attempt count once its replicas have exited (the backend's
+    reconciler sees `runtime["preempted"]`). It keeps its resources while stopping. Returns None
+    if it is no longer preemptible (finished, stopping, or marked non-preemptible)."""
+    with transaction.atomic():
+        workload = Workload.objects.select_for_update().filter(pk=workload_id).first()
+        if workload is None or not workload.preemptible or workload.status not in (S.ADMITTED, S.RUNNING):
+            return None
+        done = workload_transition(
+            workload_id=workload_id, from_statuses={S.ADMITTED, S.RUNNING}, to_status=S.STOPPING,
+            reason="Preempted", message=message, event_type=EventType.WARNING, stop_requested_at=timezone.now(),
+            runtime={**(workload.runtime or {}), "preempted": True, "preempted_by": preemptor_id},
+            preemptions=workload.preemptions + 1,
+        )
+        if done is not None:
+            outbox_enqueue(topic="workload.stop", payload={"workload_id": workload_id})
+        return done
 
 
 def workload_delete(*, workload: Workload) -> None:

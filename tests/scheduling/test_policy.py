@@ -5,8 +5,10 @@ from apps.scheduling.policy import (
     Admit,
     NodeState,
     PendingWorkload,
+    Preempt,
     QuotaState,
     Resources,
+    RunningWorkload,
     Snapshot,
     Wait,
     schedule,
@@ -15,79 +17,244 @@ from apps.scheduling.policy import (
 T0 = datetime(2026, 1, 1)
 
 
-def job(id, *, project="a", priority=3, replicas=1, gpu=0, cpu=1000, mem=1024, at=0, model=""):
+def job(id, *, project="a", priority=3, replicas=1, gpu=0, cpu=1000, mem=1024, at=0, model="", seconds=None):
     return PendingWorkload(id=id, project=project, pool="p", priority=priority, submitted_at=T0 + timedelta(seconds=at),
-                           replicas=replicas, per_replica=Resources(gpu, cpu, mem), gpu_model=model)
+                           replicas=replicas, per_replica=Resources(gpu, cpu, mem), gpu_model=model,
+                           expected_seconds=seconds)
 
 
-def node(name, gpus=8, cpu=64000, mem=512 * 1024, model="A100"):
-    return NodeState(name=name, pool="p", free=Resources(gpus * 1000, cpu, mem), gpu_model=model)
+def node(name, gpus=8, cpu=64000, mem=512 * 1024, model="A100", domains=()):
+    return NodeState(name=name, pool="p", allocatable=Resources(gpus * 1000, cpu, mem), gpu_model=model,
+                     domains=domains)
 
 
-def quota(project="a", gpus=16, cpu=1_000_000, mem=10**9, used=Resources()):
-    return QuotaState(project=project, pool="p", nominal=Resources(gpus * 1000, cpu, mem), used=used)
+def quota(project="a", gpus=16, cpu=1_000_000, mem=10**9, borrow=None, lend=None, budget=None, used_hours=0.0):
+    return QuotaState(project=project, pool="p", nominal=Resources(gpus * 1000, cpu, mem),
+                      borrowing_limit_gpu_milli=borrow, lending_limit_gpu_milli=lend, gpu_hour_budget=budget,
+                      gpu_hours_used=used_hours)
+
+
+def running(id, *, project="a", priority=3, gpu=1000, cpu=1000, mem=1024, nodes=("n1",), gpus=None,
+            preemptible=True, at=0, end=None, stopping=False):
+    placement = tuple({"replica": i, "node": n, **({"gpus": gpus[i]} if gpus else {})} for i, n in enumerate(nodes))
+    return RunningWorkload(id=id, project=project, pool="p", priority=priority, per_replica=Resources(gpu, cpu, mem),
+                           placement=placement, preemptible=preemptible, admitted_at=T0 + timedelta(seconds=at),
+                           expected_end=end, stopping=stopping)
 
 
 def by_id(decisions):
-    return {d.workload_id: d for d in decisions}
+    return {d.workload_id: d for d in decisions if not isinstance(d, Preempt)}
 
+
+def preempted(decisions):
+    return {d.workload_id for d in decisions if isinstance(d, Preempt)}
+
+
+def snap(nodes, quotas, pending, running=(), **kw):
+    return Snapshot(nodes=nodes, quotas=quotas, pending=pending, running=list(running), now=T0, **kw)
+
+
+# -- ordering ------------------------------------------------------------------------------------
 
 def test_priority_then_submit_order():
     pending = [job(1, priority=3, gpu=8000, at=0), job(2, priority=1, gpu=8000, at=5), job(3, priority=1, gpu=8000, at=9)]
-    decisions = by_id(schedule(Snapshot([node("n1")], [quota()], pending)))
+    decisions = by_id(schedule(snap([node("n1")], [quota()], pending, reservations=False)))
     assert isinstance(decisions[2], Admit)
     assert isinstance(decisions[1], Wait) and isinstance(decisions[3], Wait)
     assert "capacity" in decisions[1].reason
+    assert decisions[3].queue_position == 1 and decisions[1].queue_position == 2
 
+
+def test_fair_share_orders_projects_within_a_priority_class():
+    # b already uses half of its nominal; a uses nothing: a's later job goes first.
+    quotas = [quota("a", gpus=4), quota("b", gpus=4)]
+    run = [running(10, project="b", gpu=2000, nodes=("n1",))]
+    pending = [job(1, project="b", gpu=2000, at=0), job(2, project="a", gpu=2000, at=5)]
+    decisions = by_id(schedule(snap([node("n1", gpus=4)], quotas, pending, run, reservations=False)))
+    assert isinstance(decisions[2], Admit)
+    assert isinstance(decisions[1], Wait)
+
+
+def test_fair_share_alternates_projects_as_the_cycle_admits():
+    quotas = [quota("a", gpus=8), quota("b", gpus=8)]
+    pending = [job(i, project="a", gpu=1000, at=i) for i in range(1, 5)] + [
+        job(10 + i, project="b", gpu=1000, at=100 + i) for i in range(1, 5)]
+    decisions = by_id(schedule(snap([node("n1", gpus=4)], quotas, pending, reservations=False)))
+    admitted = {i for i, d in decisions.items() if isinstance(d, Admit)}
+    assert admitted == {1, 2, 11, 12}
+
+
+# -- quota: nominal, borrowing, lending, budgets -------------------------------------------------
 
 def test_quota_blocks_with_a_reason_naming_the_quota():
-    decisions = by_id(schedule(Snapshot([node("n1"), node("n2")], [quota(gpus=4)], [job(1, gpu=8000)])))
+    decisions = by_id(schedule(snap([node("n1")], [quota(gpus=1, borrow=0)], [job(1, gpu=2000)])))
     assert isinstance(decisions[1], Wait)
-    assert decisions[1].reason == "quota: project 'a' has 4 of 4 GPU free on pool 'p'; this workload needs 8"
+    assert decisions[1].reason.startswith("quota: project 'a' uses 0 GPU on pool 'p' (nominal 1, may borrow 0)")
 
 
-def test_quota_counts_running_usage_and_admissions_in_the_same_cycle():
-    pending = [job(1, gpu=2000), job(2, gpu=2000, at=1)]
-    decisions = by_id(schedule(Snapshot([node("n1")], [quota(gpus=5, used=Resources(2000, 0, 0))], pending)))
-    assert isinstance(decisions[1], Admit) and isinstance(decisions[2], Wait)
+def test_borrowing_uses_idle_nominal_of_other_projects_up_to_the_limit():
+    quotas = [quota("a", gpus=2, borrow=3000), quota("b", gpus=6)]
+    pending = [job(1, gpu=4000), job(2, gpu=1000, at=1), job(3, gpu=1000, at=2)]
+    decisions = by_id(schedule(snap([node("n1")], quotas, pending, reservations=False)))
+    assert isinstance(decisions[1], Admit) and isinstance(decisions[2], Admit)
+    assert isinstance(decisions[3], Wait) and "may borrow 3" in decisions[3].reason
+
+
+def test_lending_limit_keeps_part_of_a_nominal_private():
+    quotas = [quota("a", gpus=2), quota("b", gpus=6, lend=1000)]
+    pending = [job(1, gpu=3000), job(2, gpu=1000, at=1)]
+    decisions = by_id(schedule(snap([node("n1")], quotas, pending, reservations=False)))
+    assert isinstance(decisions[1], Admit)
+    assert isinstance(decisions[2], Wait)
+    assert "has 0 of its nominal 2 GPU free on pool 'p' and can borrow 0 more" in decisions[2].reason
 
 
 def test_no_quota_means_wait():
-    decisions = schedule(Snapshot([node("n1")], [], [job(1)]))
-    assert decisions == [Wait(1, "quota: project 'a' has no quota on pool 'p'")]
+    decisions = by_id(schedule(snap([node("n1")], [quota("other")], [job(1)])))
+    assert decisions[1].reason == "quota: project 'a' has no quota on pool 'p'"
 
+
+def test_gpu_hour_budget_is_enforced_at_admission():
+    quotas = [quota("a", budget=10, used_hours=9.5)]
+    pending = [job(1, gpu=1000, seconds=3600), job(2, gpu=1000, seconds=600, at=1), job(3, cpu=1000, at=2)]
+    decisions = by_id(schedule(snap([node("n1")], quotas, pending)))
+    assert isinstance(decisions[1], Wait)
+    assert decisions[1].reason.startswith("budget: project 'a' has 0.5 of its 10 GPU-hours left this month")
+    assert isinstance(decisions[2], Admit)  # 1/6 GPU-hour fits in what is left
+    assert isinstance(decisions[3], Admit)  # CPU-only work is not charged GPU-hours
+
+
+def test_exhausted_budget_blocks_jobs_of_unknown_length():
+    decisions = by_id(schedule(snap([node("n1")], [quota("a", budget=1, used_hours=1)], [job(1, gpu=1000)])))
+    assert "0 of its 1 GPU-hours left" in decisions[1].reason
+
+
+# -- gang and placement --------------------------------------------------------------------------
 
 def test_gang_is_all_or_nothing():
-    nodes = [node("n1", gpus=4), node("n2", gpus=2)]
-    decisions = by_id(schedule(Snapshot(nodes, [quota(gpus=100)], [job(1, replicas=4, gpu=2000)])))
-    assert isinstance(decisions[1], Wait)  # needs 4x2 GPUs, only 3 slots of 2 exist
-    assert nodes[0].free.gpu_milli == 4000 and nodes[1].free.gpu_milli == 2000  # nothing half-taken
-    decisions = by_id(schedule(Snapshot(nodes, [quota(gpus=100)], [job(2, replicas=3, gpu=2000)])))
-    assert isinstance(decisions[2], Admit)
-    assert [p["node"] for p in decisions[2].placement] == ["n1", "n1", "n2"]
-    assert [p["replica"] for p in decisions[2].placement] == [0, 1, 2]
+    nodes = [node("n1", gpus=4), node("n2", gpus=4)]
+    decisions = by_id(schedule(snap(nodes, [quota(gpus=100)], [job(1, replicas=3, gpu=4000)], reservations=False)))
+    assert isinstance(decisions[1], Wait) and "cannot fit 3 replica(s)" in decisions[1].reason
+    decisions = by_id(schedule(snap(nodes, [quota(gpus=100)], [job(1, replicas=2, gpu=4000)])))
+    assert sorted(p["node"] for p in decisions[1].placement) == ["n1", "n2"]
 
 
-def test_fractional_gpus_share_a_node():
-    decisions = schedule(Snapshot([node("n1", gpus=1)], [quota()], [job(i, gpu=250, at=i) for i in range(5)]))
-    assert [type(d).__name__ for d in decisions] == ["Admit"] * 4 + ["Wait"]
+def test_fractional_gpus_share_one_gpu_and_name_it():
+    pending = [job(1, gpu=500), job(2, gpu=500, at=1), job(3, gpu=300, at=2)]
+    decisions = by_id(schedule(snap([node("n1", gpus=2)], [quota()], pending)))
+    gpus = [decisions[i].placement[0]["gpus"] for i in (1, 2, 3)]
+    assert gpus[0] == gpus[1] and gpus[2] != gpus[0]  # two halves packed on one GPU, the third on the other
 
 
-def test_gpu_model_constraint():
-    nodes = [node("h", model="H100"), node("a", model="A100")]
-    decisions = by_id(schedule(Snapshot(nodes, [quota()], [job(1, gpu=1000, model="A100"), job(2, gpu=1000, model="B200")])))
-    assert decisions[1].placement == [{"replica": 0, "node": "a"}]
-    assert "no schedulable node with GPU model 'B200'" in decisions[2].reason
+def test_fraction_goes_to_a_partly_used_gpu_rather_than_breaking_a_whole_one():
+    run = [running(10, gpu=600, nodes=("n2",), gpus=[[0]])]
+    nodes = [node("n1", gpus=1), node("n2", gpus=2)]
+    decisions = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=400)], run)))
+    assert decisions[1].placement[0] == {"replica": 0, "node": "n2", "gpus": [0]}
+
+
+def test_whole_gpu_jobs_best_fit_so_big_nodes_stay_whole():
+    nodes = [node("big", gpus=8), node("small", gpus=2)]
+    pending = [job(1, gpu=2000), job(2, gpu=8000, at=1)]
+    decisions = by_id(schedule(snap(nodes, [quota(gpus=100)], pending)))
+    assert decisions[1].placement[0]["node"] == "small"
+    assert decisions[2].placement[0]["node"] == "big"
+
+
+def test_gpu_model_constraint_with_alternatives():
+    nodes = [node("n1", model="T4"), node("n2", model="A100")]
+    decisions = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=1000, model="H100|A100"), job(2, model="V100")])))
+    assert decisions[1].placement[0]["node"] == "n2"
+    assert decisions[2].reason == "constraint: pool 'p' has no schedulable node with GPU model V100"
 
 
 def test_unschedulable_nodes_are_skipped():
-    cordoned = node("n1")
-    cordoned.schedulable = False
-    decisions = schedule(Snapshot([cordoned], [quota()], [job(1)]))
-    assert isinstance(decisions[0], Wait) and "no schedulable node" in decisions[0].reason
+    nodes = [NodeState("n1", "p", Resources(8000, 64000, 10**6), "A100", schedulable=False), node("n2")]
+    decisions = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=1000)])))
+    assert decisions[1].placement[0]["node"] == "n2"
 
 
-def test_lower_priority_small_job_may_use_what_a_big_one_cannot():
-    pending = [job(1, priority=0, gpu=16000), job(2, priority=5, gpu=1000)]
-    decisions = by_id(schedule(Snapshot([node("n1")], [quota(gpus=32)], pending)))
-    assert isinstance(decisions[1], Wait) and isinstance(decisions[2], Admit)
+def test_gang_stays_in_one_topology_domain_when_one_can_hold_it():
+    nodes = [node(f"r{r}n{i}", gpus=8, domains=(f"rack{r}",)) for r in range(3) for i in range(4)]
+    run = [running(10, gpu=8000, nodes=("r0n0",)), running(11, gpu=8000, nodes=("r1n0",), project="b")]
+    quotas = [quota("a", gpus=100), quota("b", gpus=100)]
+    decisions = by_id(schedule(snap(nodes, quotas, [job(1, replicas=3, gpu=8000)], run)))
+    racks = {p["node"][:2] for p in decisions[1].placement}
+    assert len(racks) == 1
+    decisions = by_id(schedule(snap(nodes, quotas, [job(1, replicas=6, gpu=8000)], run)))
+    assert len({p["node"][:2] for p in decisions[1].placement}) == 2
+
+
+def test_gang_prefers_the_finest_domain_that_holds_it():
+    nodes = [node(f"b{b}n{i}", gpus=8, domains=(f"block{b}", "rack0")) for b in range(2) for i in range(2)]
+    run = [running(10, gpu=4000, nodes=("b0n0",), gpus=[[0, 1, 2, 3]])]
+    decisions = by_id(schedule(snap(nodes, [quota(gpus=100)], [job(1, replicas=2, gpu=8000)], run)))
+    assert {p["node"] for p in decisions[1].placement} == {"b1n0", "b1n1"}
+
+
+# -- preemption ----------------------------------------------------------------------------------
+
+def test_higher_priority_preempts_lower_priority_of_the_same_project_with_a_minimal_set():
+    run = [running(10, priority=4, gpu=4000, nodes=("n1",), at=1), running(11, priority=5, gpu=2000, nodes=("n1",), at=2),
+           running(12, priority=5, gpu=2000, nodes=("n1",), at=3)]
+    decisions = schedule(snap([node("n1")], [quota(gpus=8)], [job(1, priority=1, gpu=2000)], run))
+    assert preempted(decisions) == {12}  # one P5 job is enough; the most recent of them
+    wait = by_id(decisions)[1]
+    assert wait.reason.startswith("preempting: waiting for 1 preempted workload(s) (12)")
+    assert wait.estimated_start == T0 + timedelta(seconds=30)
+
+
+def test_same_priority_and_other_projects_within_their_nominal_are_not_preempted():
+    quotas = [quota("a", gpus=4), quota("b", gpus=4)]
+    run = [running(10, priority=3, gpu=4000, nodes=("n1",)), running(11, project="b", priority=5, gpu=4000,
+                                                                      nodes=("n1",))]
+    decisions = schedule(snap([node("n1")], quotas, [job(1, priority=3, gpu=1000)], run))
+    assert preempted(decisions) == set()
+
+
+def test_non_preemptible_workloads_are_never_victims():
+    run = [running(10, priority=5, gpu=8000, preemptible=False)]
+    decisions = schedule(snap([node("n1")], [quota(gpus=16)], [job(1, priority=0, gpu=1000)], run))
+    assert preempted(decisions) == set()
+    assert by_id(decisions)[1].reason.startswith("reserved")
+
+
+def test_a_project_reclaiming_its_nominal_preempts_only_borrowers():
+    quotas = [quota("a", gpus=4), quota("b", gpus=4)]
+    run = [running(10, project="a", gpu=6000, nodes=("n1",), priority=0),  # a borrows 2 of b's GPUs
+           running(11, project="b", gpu=2000, nodes=("n1",), priority=5)]
+    decisions = schedule(snap([node("n1")], quotas, [job(1, project="b", gpu=2000, priority=5)], run))
+    assert preempted(decisions) == {10}
+
+
+def test_stopping_workloads_are_not_preempted_twice():
+    run = [running(10, priority=5, gpu=8000, stopping=True, end=T0 + timedelta(seconds=20))]
+    decisions = schedule(snap([node("n1")], [quota(gpus=16)], [job(1, priority=0, gpu=8000)], run))
+    assert preempted(decisions) == set()
+    wait = by_id(decisions)[1]
+    assert wait.reason.startswith("reserved") and wait.estimated_start == T0 + timedelta(seconds=20)
+
+
+# -- backfill with a reservation -----------------------------------------------------------------
+
+def test_head_of_queue_gets_a_reservation_and_small_jobs_backfill_elsewhere():
+    nodes = [node("n1", gpus=4), node("n2", gpus=4)]
+    run = [running(10, project="b", gpu=2000, nodes=("n1",), gpus=[[0, 1]], end=T0 + timedelta(hours=1)),
+           running(11, project="b", gpu=3000, nodes=("n2",), gpus=[[0, 1, 2]], end=T0 + timedelta(hours=2))]
+    pending = [job(1, priority=1, gpu=4000), job(2, priority=3, gpu=1000, at=1), job(3, priority=3, gpu=2000, at=2)]
+    decisions = by_id(schedule(snap(nodes, [quota(gpus=100), quota("b", gpus=100)], pending, run)))
+    head = decisions[1]
+    assert isinstance(head, Wait) and head.reason.startswith("reserved")
+    assert head.estimated_start == T0 + timedelta(hours=1)  # n1 frees first
+    assert isinstance(decisions[2], Admit) and decisions[2].placement[0]["node"] == "n2"  # backfilled
+    assert isinstance(decisions[3], Wait)  # would take the 2 GPUs held for the head on n1
+
+
+def test_without_a_reservation_small_jobs_would_starve_the_big_one():
+    nodes = [node("n1", gpus=4)]
+    run = [running(10, project="b", gpu=2000, nodes=("n1",), gpus=[[0, 1]])]
+    pending = [job(1, priority=1, gpu=4000), job(2, priority=3, gpu=2000, at=1)]
+    quotas = [quota(gpus=100), quota("b", gpus=100)]
+    with_res = by_id(schedule(snap(nodes, quotas, pending, run)))
+    without = by_id(schedule(snap(nodes, quotas, pending, run, reservations=False)))
+    assert isinstance(with_res[2], Wait) and isinstance(without[2], Admit)

@@ -27,9 +27,9 @@ def test_cycle_admits_what_fits_and_explains_the_rest(setup):
     assert (result.admitted, result.waiting) == (1, 1)
     first.refresh_from_db()
     second.refresh_from_db()
-    assert first.status == "admitted" and first.placement == [{"replica": 0, "node": "n1"}]
+    assert first.status == "admitted" and first.placement == [{"replica": 0, "node": "n1", "gpus": [0, 1]}]
     assert first.admitted_at is not None and first.pending_reason == ""
-    assert second.status == "queued" and "has 1 of 3 GPU free" in second.pending_reason
+    assert second.status == "queued" and "has 1 of its nominal 3 GPU free on pool 'local' and can borrow 0 more" in second.pending_reason
     assert OutboxMessage.objects.filter(topic="workload.dispatch", payload={"workload_id": first.pk}).count() == 1
     assert UsageRecord.objects.filter(workload=first, ended_at__isnull=True, gpu_milli=2000).count() == 1
 
@@ -42,7 +42,8 @@ def test_running_workloads_hold_node_capacity(setup):
     waiting = WorkloadFactory(project=project, pool=pool, cpu_milli=4000)
     scheduling_cycle()
     waiting.refresh_from_db()
-    assert waiting.status == "queued" and waiting.pending_reason.startswith("capacity")
+    assert waiting.status == "queued" and waiting.pending_reason.startswith("reserved: pool")
+    assert waiting.queue_position == 1 and waiting.estimated_start is None  # the neighbour's end is unknown
 
 
 def test_a_second_scheduler_does_nothing_while_the_leader_holds_the_lock(setup, django_db_blocker):

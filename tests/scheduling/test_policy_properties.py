@@ -1,0 +1,163 @@
+"""Properties of the policy over random clusters, quotas and workloads (hypothesis).
+
+Each example schedules a first batch on an empty cluster (its admissions become the running
+workloads, so the starting state is one the scheduler itself produced), then a second batch,
+and checks the decisions of the second cycle.
+"""
+from datetime import datetime, timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from apps.scheduling.policy import (
+    Admit,
+    NodeState,
+    PendingWorkload,
+    Preempt,
+    QuotaState,
+    Resources,
+    RunningWorkload,
+    Snapshot,
+    Wait,
+    schedule,
+)
+
+T0 = datetime(2026, 1, 1)
+PROJECTS = ("a", "b", "c")
+
+nodes_st = st.lists(
+    st.tuples(st.sampled_from([0, 1, 2, 4, 8]), st.integers(2, 64), st.integers(4, 256), st.sampled_from("XY"),
+              st.integers(0, 2)),
+    min_size=1, max_size=6,
+)
+quota_st = st.tuples(st.integers(0, 16), st.one_of(st.none(), st.integers(0, 8)), st.one_of(st.none(), st.integers(0, 8)))
+work_st = st.lists(
+    st.tuples(st.sampled_from(PROJECTS), st.integers(0, 5), st.integers(1, 4),
+              st.sampled_from([0, 250, 500, 700, 1000, 2000, 4000, 8000]), st.integers(1, 16), st.integers(1, 64),
+              st.sampled_from(["", "X", "Y", "X|Y"]), st.booleans()),
+    max_size=14,
+)
+
+
+def build(nodes, quotas, first, second):
+    node_states = [
+        NodeState(name=f"n{i}", pool="p", allocatable=Resources(g * 1000, c * 1000, m * 1024), gpu_model=model,
+                  domains=(f"rack{d}",))
+        for i, (g, c, m, model, d) in enumerate(nodes)
+    ]
+    quota_states = [
+        QuotaState(project=p, pool="p", nominal=Resources(n * 1000, 10**7, 10**9),
+                   borrowing_limit_gpu_milli=None if b is None else b * 1000,
+                   lending_limit_gpu_milli=None if l_ is None else l_ * 1000)
+        for p, (n, b, l_) in zip(PROJECTS, quotas, strict=True)
+    ]
+
+    def pending(batch, offset):
+        return [
+            PendingWorkload(id=offset + i, project=p, pool="p", priority=prio, submitted_at=T0 + timedelta(seconds=i),
+                            replicas=r, per_replica=Resources(g, c * 1000, m * 1024), gpu_model=model)
+            for i, (p, prio, r, g, c, m, model, _) in enumerate(batch)
+        ]
+
+    first_pending = pending(first, 0)
+    meta = {w.id: spec for w, spec in zip(first_pending, first, strict=True)}
+    decisions = schedule(Snapshot(node_states, quota_states, first_pending, now=T0))
+    by_id = {w.id: w for w in first_pending}
+    running = [
+        RunningWorkload(id=d.workload_id, project=by_id[d.workload_id].project, pool="p",
+                        priority=by_id[d.workload_id].priority, per_replica=by_id[d.workload_id].per_replica,
+                        placement=tuple(d.placement), preemptible=meta[d.workload_id][7],
+                        admitted_at=T0 + timedelta(seconds=d.workload_id))
+        for d in decisions if isinstance(d, Admit)
+    ]
+    return node_states, quota_states, running, pending(second, 100)
+
+
+def check_state(node_states, quota_states, holders):
+    """holders: (project, per_replica, placement) of everything holding resources."""
+    alloc = {n.name: n.allocatable for n in node_states}
+    gpu_use: dict[tuple[str, int], int] = {}
+    node_use: dict[str, list[int]] = {}
+    used: dict[str, list[int]] = {q.project: [0, 0, 0] for q in quota_states}
+    for project, per, placement in holders:
+        for entry in placement:
+            use = node_use.setdefault(entry["node"], [0, 0, 0])
+            use[1] += per.cpu_milli
+            use[2] += per.memory_mb
+            for g in entry.get("gpus", []):
+                gpu_use[(entry["node"], g)] = gpu_use.get((entry["node"], g), 0) + min(per.gpu_milli, 1000)
+            assert len(entry.get("gpus", [])) == -(-per.gpu_milli // 1000)
+        for d, value in enumerate(per.as_tuple()):
+            used[project][d] += value * len(placement)
+    for name, (_, cpu, mem) in node_use.items():
+        assert cpu <= alloc[name].cpu_milli and mem <= alloc[name].memory_mb, f"node {name} over-committed"
+    for (name, g), milli in gpu_use.items():
+        assert g < alloc[name].gpu_milli // 1000 and milli <= 1000, f"GPU {g} of {name} over-committed"
+    for d in range(3):
+        borrowed = 0
+        lendable = 0
+        for q in quota_states:
+            nominal = q.nominal.as_tuple()[d]
+            lend = nominal if d or q.lending_limit_gpu_milli is None else min(q.lending_limit_gpu_milli, nominal)
+            limit = None if d or q.borrowing_limit_gpu_milli is None else q.borrowing_limit_gpu_milli
+            u = used[q.project][d]
+            if limit is not None:
+                assert u <= nominal + limit, f"{q.project} borrows beyond its limit"
+            borrowed += max(0, u - nominal)
+            lendable += min(lend, max(0, nominal - u))
+        assert borrowed <= lendable, "borrowed more than the others could lend"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes_st, st.tuples(quota_st, quota_st, quota_st), work_st, work_st)
+def test_invariants_hold_for_random_clusters(nodes, quotas, first, second):
+    node_states, quota_states, running, pending = build(nodes, quotas, first, second)
+    check_state(node_states, quota_states, [(r.project, r.per_replica, r.placement) for r in running])
+    decisions = schedule(Snapshot(node_states, quota_states, pending, running=running, now=T0))
+    by_id = {w.id: w for w in pending}
+    running_by_id = {r.id: r for r in running}
+    waits = [d for d in decisions if isinstance(d, Wait)]
+    admits = [d for d in decisions if isinstance(d, Admit)]
+    preempts = [d for d in decisions if isinstance(d, Preempt)]
+    assert {d.workload_id for d in waits + admits} == set(by_id)  # one decision per pending workload
+
+    # Gangs: all replicas or nothing.
+    for d in admits:
+        assert sorted(p["replica"] for p in d.placement) == list(range(by_id[d.workload_id].replicas))
+    # Nodes and quotas: running (victims still hold theirs until they exit) + admitted.
+    holders = [(r.project, r.per_replica, r.placement) for r in running]
+    holders += [(by_id[d.workload_id].project, by_id[d.workload_id].per_replica, d.placement) for d in admits]
+    check_state(node_states, quota_states, holders)
+    # Non-preemptible workloads are never preempted; a victim is lower priority in the same
+    # project, or another project's while that project borrows.
+    for p in preempts:
+        victim = running_by_id[p.workload_id]
+        assert victim.preemptible
+        preemptor = by_id[p.preemptor_id]
+        if victim.project == preemptor.project:
+            assert victim.priority > preemptor.priority
+
+    # The first waiting workload of the pool is not left behind lower-priority work of its
+    # project that it could preempt: even without all of that work, it would not fit.
+    preemptors = {p.preemptor_id for p in preempts}
+    first_wait = next((d for d in waits if d.queue_position == 1), None)
+    if first_wait is None or first_wait.workload_id in preemptors:
+        return
+    w = by_id[first_wait.workload_id]
+    if first_wait.reason.startswith(("budget", "constraint")):
+        return
+    lower = {r.id for r in running if r.project == w.project and r.priority > w.priority and r.preemptible}
+    lower |= {d.workload_id for d in admits if by_id[d.workload_id].project == w.project
+              and by_id[d.workload_id].priority > w.priority}
+    if not lower:
+        return
+    remaining = [r for r in running if r.id not in lower]
+    remaining += [
+        RunningWorkload(id=d.workload_id, project=by_id[d.workload_id].project, pool="p",
+                        priority=by_id[d.workload_id].priority, per_replica=by_id[d.workload_id].per_replica,
+                        placement=tuple(d.placement))
+        for d in admits if d.workload_id not in lower
+    ]
+    again = schedule(Snapshot(node_states, quota_states, [w], running=remaining, now=T0, preemption=False,
+                              reservations=False))
+    assert not isinstance(again[0], Admit), f"{w.id} could have preempted lower-priority work of its project"
