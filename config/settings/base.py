@@ -49,6 +49,8 @@ INSTALLED_APPS = [
     "apps.notebooks",
     "apps.deployments",
     "apps.backends",
+    "apps.tracking",
+    "apps.telemetry",
 ]
 
 MIDDLEWARE = [
@@ -183,6 +185,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "WorkloadStatusEnum": "apps.workloads.choices.WorkloadStatus",
         "RoleEnum": "apps.projects.choices.Role",
+        "RunStatusEnum": "apps.tracking.choices.RunStatus",
     },
 }
 

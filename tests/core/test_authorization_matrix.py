@@ -63,6 +63,18 @@ for route, kind, body in [
         Case("get", f"{P}/{route}/{{{kind}_running}}/logs/", "viewer"),
         Case("get", f"{P}/{route}/{{{kind}_running}}/events/", "viewer"),
     ]
+CASES += [  # tracking
+    Case("get", f"{P}/runs/", "viewer"),
+    Case("post", f"{P}/runs/", "member", {"name": "sweep"}),
+    Case("get", f"{P}/runs/{{run}}/", "viewer"),
+    Case("get", f"{P}/runs/{{run}}/series/?key=loss", "viewer"),
+    Case("get", f"{P}/runs/{{run}}/points/?key=loss", "viewer"),
+    Case("get", f"{P}/runs/{{run}}/export/", "viewer"),
+    Case("get", f"{P}/runs/compare/?runs={{run}}", "viewer"),
+    Case("post", f"{P}/runs/{{run}}/batches/", "member", {"points": [{"key": "loss", "step": 1, "value": 0.5}]}),
+    Case("post", f"{P}/runs/{{run}}/finish/", "member", {"status": "finished"}),
+    Case("delete", f"{P}/runs/{{run}}/", "member"),
+]
 
 
 @pytest.fixture
@@ -83,6 +95,9 @@ def world(project, pool, node):
     for kind in ("training", "notebook", "deployment"):
         ids[f"{kind}_running"] = WorkloadFactory(project=project, pool=pool, kind=kind, status="running").pk
         ids[f"{kind}_done"] = WorkloadFactory(project=project, pool=pool, kind=kind, status="succeeded").pk
+    from tests.tracking.factories import RunFactory
+
+    ids["run"] = RunFactory(project=project).pk
     return {"users": users, "running": ids["training_running"], **ids}
 
 

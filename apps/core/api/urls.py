@@ -8,6 +8,7 @@ from apps.deployments.api.views import DeploymentViewSet
 from apps.notebooks.api.views import NotebookViewSet
 from apps.projects.api.views import MembershipViewSet, ProjectViewSet
 from apps.quotas.api.views import QuotaViewSet
+from apps.tracking.api.views import RunViewSet
 from apps.training.api.views import TrainingJobViewSet
 from apps.workloads.api.views import WorkloadReadViewSet
 
@@ -25,6 +26,7 @@ project_router.register("workloads", WorkloadReadViewSet, basename="workload")
 project_router.register("training-jobs", TrainingJobViewSet, basename="training-job")
 project_router.register("notebooks", NotebookViewSet, basename="notebook")
 project_router.register("deployments", DeploymentViewSet, basename="deployment")
+project_router.register("runs", RunViewSet, basename="run")
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="me"),

@@ -1,0 +1,23 @@
+"""Tracking limits. Override any of them in settings.CAIRN (e.g. CAIRN["TRACKING_INGEST_RATE"])."""
+from django.conf import settings
+
+DEFAULTS = {
+    # Ingestion request bodies above this answer 413 (its own limit: batches are bigger than specs).
+    "TRACKING_INGEST_MAX_BYTES": 4 * 1024 * 1024,
+    "TRACKING_MAX_POINTS_PER_BATCH": 20_000,
+    "TRACKING_MAX_KEYS_PER_BATCH": 1_000,
+    "TRACKING_MAX_PARAMS_PER_BATCH": 1_000,
+    "TRACKING_PARAM_VALUE_MAX_LENGTH": 5_000,
+    # Ingestion requests per token (run token or API token) per second; above it, 429.
+    "TRACKING_INGEST_RATE_PER_SECOND": 50,
+    # Full-resolution reads: points per page.
+    "TRACKING_PAGE_MAX": 10_000,
+    # Live websockets: frames per second per subscription, and points buffered per subscription
+    # while a client is slow (older ones are dropped and the frame says how many).
+    "TRACKING_LIVE_MAX_FPS": 10,
+    "TRACKING_LIVE_BUFFER_POINTS": 10_000,
+}
+
+
+def setting(name: str):
+    return settings.CAIRN.get(name, DEFAULTS[name])

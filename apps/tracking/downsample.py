@@ -1,0 +1,121 @@
+"""Pure downsampling over step rollups. No ORM, no I/O: unit- and property-tested directly.
+
+Points of one series are aggregated at ingestion into blocks of 16**L steps (levels 1..5).
+Each aggregate keeps count, first, last, min and max *with their steps*. Two aggregates merge
+exactly, so a chart bucket built from whole blocks (plus the few raw points at the edges of
+the requested range) has exactly the extremes of the raw points inside it: spikes survive.
+
+An aggregate is a tuple:
+  (count, first_step, first_value, last_step, last_value, min_step, min_value, max_step, max_value)
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .choices import ROLLUP_BASE, ROLLUP_LEVELS
+
+Agg = tuple[int, int, float, int, float, int, float, int, float]
+
+
+def point_agg(step: int, value: float) -> Agg:
+    return (1, step, value, step, value, step, value, step, value)
+
+
+def merge(a: Agg | None, b: Agg) -> Agg:
+    """Combine two aggregates. Ties: first keeps the earlier one, last the later one, extremes the first seen."""
+    if a is None:
+        return b
+    first = (a[1], a[2]) if a[1] <= b[1] else (b[1], b[2])
+    last = (b[3], b[4]) if b[3] >= a[3] else (a[3], a[4])
+    low = (a[5], a[6]) if a[6] <= b[6] else (b[5], b[6])
+    high = (a[7], a[8]) if a[8] >= b[8] else (b[7], b[8])
+    return (a[0] + b[0], *first, *last, *low, *high)
+
+
+def rollups(points: Iterable[tuple[str, int, float]]) -> dict[tuple[str, int, int], Agg]:
+    """(key, level, bucket) -> aggregate of the given points, for every rollup level."""
+    out: dict[tuple[str, int, int], Agg] = {}
+    widths = [(level, ROLLUP_BASE**level) for level in ROLLUP_LEVELS]
+    for key, step, value in points:
+        agg = point_agg(step, value)
+        for level, width in widths:
+            slot = (key, level, step // width)
+            out[slot] = merge(out.get(slot), agg)
+    return out
+
+
+def cover(lo: int, hi: int, level: int) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
+    """Cover steps [lo, hi] with whole aligned blocks of levels <= `level` plus raw step ranges.
+
+    Returns ([(level, first_bucket, last_bucket), ...], [(raw_lo, raw_hi), ...]). Raw ranges
+    are shorter than 16 steps each and there are at most two of them."""
+    if lo > hi:
+        return [], []
+    if level == 0:
+        return [], [(lo, hi)]
+    width = ROLLUP_BASE**level
+    first = -(-lo // width)
+    last = (hi + 1) // width - 1
+    if first > last:
+        return cover(lo, hi, level - 1)
+    left_blocks, left_raw = cover(lo, first * width - 1, level - 1)
+    right_blocks, right_raw = cover((last + 1) * width, hi, level - 1)
+    return [*left_blocks, (level, first, last), *right_blocks], [*left_raw, *right_raw]
+
+
+@dataclass(frozen=True)
+class Plan:
+    lo: int
+    hi: int
+    width: int  # steps per output bucket; buckets are aligned to multiples of it
+    level: int  # finest... coarsest rollup level used (0 = raw points only)
+    blocks: list[tuple[int, int, int]]
+    raw: list[tuple[int, int]]
+
+
+def plan(lo: int, hi: int, max_points: int) -> Plan:
+    """How to answer a read of steps [lo, hi] with at most `max_points` points (>= 8)."""
+    buckets = max(1, max_points // 4 - 1)  # alignment can add one bucket; each bucket gives <= 4 points
+    span = hi - lo + 1
+    ideal = max(1, math.ceil(span / buckets))
+    level = 0
+    for candidate in ROLLUP_LEVELS:
+        if ROLLUP_BASE**candidate <= ideal:
+            level = candidate
+    block = ROLLUP_BASE**level
+    width = math.ceil(ideal / block) * block
+    blocks, raw = cover(lo, hi, level)
+    return Plan(lo=lo, hi=hi, width=width, level=level, blocks=blocks, raw=raw)
+
+
+def assemble(plan: Plan, aggs: Iterable[Agg]) -> list[dict]:
+    """Merge aggregates (rollup rows and single raw points) into the plan's output buckets."""
+    by_bucket: dict[int, Agg] = {}
+    for agg in aggs:
+        index = agg[1] // plan.width  # blocks never straddle a bucket boundary
+        by_bucket[index] = merge(by_bucket.get(index), agg)
+    out = []
+    for index in sorted(by_bucket):
+        agg = by_bucket[index]
+        out.append({
+            "start": max(index * plan.width, plan.lo),
+            "end": min((index + 1) * plan.width - 1, plan.hi),
+            "count": agg[0],
+            "first": [agg[1], agg[2]],
+            "last": [agg[3], agg[4]],
+            "min": [agg[5], agg[6]],
+            "max": [agg[7], agg[8]],
+        })
+    return out
+
+
+def bucket_points(buckets: list[dict]) -> list[list]:
+    """The distinct points of the buckets, by step: what a chart draws."""
+    seen: dict[tuple[int, float], None] = {}
+    for bucket in buckets:
+        for name in ("first", "min", "max", "last"):
+            step, value = bucket[name]
+            seen.setdefault((step, value), None)
+    return [[step, value] for step, value in sorted(seen, key=lambda p: p[0])]
