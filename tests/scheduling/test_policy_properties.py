@@ -108,7 +108,7 @@ def check_state(node_states, quota_states, holders):
         assert borrowed <= lendable, "borrowed more than the others could lend"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes_st, st.tuples(quota_st, quota_st, quota_st), work_st, work_st)
 def test_invariants_hold_for_random_clusters(nodes, quotas, first, second):
     node_states, quota_states, running, pending = build(nodes, quotas, first, second)

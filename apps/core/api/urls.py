@@ -8,6 +8,7 @@ from apps.deployments.api.views import DeploymentViewSet
 from apps.notebooks.api.views import NotebookViewSet
 from apps.projects.api.views import MembershipViewSet, ProjectViewSet
 from apps.quotas.api.views import QuotaViewSet
+from apps.scheduling.api.views import PoolQueueView
 from apps.tracking.api.views import RunViewSet
 from apps.training.api.views import TrainingJobViewSet
 from apps.workloads.api.views import WorkloadReadViewSet
@@ -31,6 +32,7 @@ project_router.register("runs", RunViewSet, basename="run")
 urlpatterns = [
     path("me/", MeView.as_view(), name="me"),
     path("auth/login/", LoginView.as_view(), name="login"),
+    path("pools/<str:pool>/queue/", PoolQueueView.as_view(), name="pool-queue"),
     path("", include(router.urls)),
     path("projects/<str:project>/", include(project_router.urls)),
 ]

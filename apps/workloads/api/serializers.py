@@ -1,6 +1,7 @@
 """Workload serializers: a shared base for the spec fields every kind has, one subclass per kind."""
 import re
 import secrets
+from datetime import datetime
 from decimal import Decimal
 
 from drf_spectacular.utils import extend_schema_field
@@ -8,7 +9,7 @@ from rest_framework import serializers
 
 from apps.core.serializers import StrictSerializer
 
-from ..choices import Kind, Priority
+from ..choices import Kind, Priority, WorkloadStatus
 from ..models import Workload, WorkloadEvent
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -192,17 +193,26 @@ class WorkloadSerializer(serializers.ModelSerializer):
     resources = serializers.SerializerMethodField()
     restarts = serializers.IntegerField(read_only=True)
     url = serializers.SerializerMethodField()
+    estimated_start = serializers.SerializerMethodField()
+    queue_position = serializers.SerializerMethodField()
 
     class Meta:
         model = Workload
         fields = ["id", "name", "kind", "project", "pool", "status", "status_reason", "status_message",
-                  "pending_reason", "exit_code", "priority", "preemptible", "replicas", "resources", "gpu_model",
+                  "pending_reason", "estimated_start", "queue_position", "preemptions", "exit_code", "priority",
+                  "preemptible", "replicas", "resources", "gpu_model",
                   "max_restarts", "attempt", "restarts", "spec", "conditions", "placement", "runtime", "created_by",
                   "created_at", "updated_at", "admitted_at", "started_at", "finished_at", "url"]
         read_only_fields = fields
 
     def get_resources(self, obj) -> WorkloadResourcesOutSerializer:
         return {"gpu": obj.gpu_milli / 1000, "cpu": obj.cpu_milli / 1000, "memory_mb": obj.memory_mb}
+
+    def get_estimated_start(self, obj) -> datetime | None:
+        return obj.estimated_start if obj.status == WorkloadStatus.QUEUED else None
+
+    def get_queue_position(self, obj) -> int | None:
+        return obj.queue_position if obj.status == WorkloadStatus.QUEUED else None
 
     def get_url(self, obj) -> str:
         route = KIND_ROUTES[obj.kind]
