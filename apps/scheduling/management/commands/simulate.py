@@ -1,0 +1,180 @@
+"""Replay a workload trace through the scheduling policy with simulated time.
+
+    manage.py simulate                                # alibaba-gpu-2023, Cairn vs strict FIFO
+    manage.py simulate --nodes 20 --chart sim.png     # a 20-node sample of the cluster, with a chart
+    manage.py simulate --from-db gpu-a100 --days 14 --quota vision=16:8   # try a quota change first
+
+See docs/scheduling.md.
+"""
+import json
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from apps.scheduling.policy import QuotaState, Resources
+from apps.scheduling.simulation import SimJob, chart, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate
+
+DEFAULT_TRACE_DIR = Path(settings.BASE_DIR).parent / "shared" / "data" / "traces" / "alibaba-gpu-2023"
+TASK_LISTS = {"default": "openb_pod_list_default.csv", "gpuspec33": "openb_pod_list_gpuspec33.csv"}
+METRICS = [
+    ("utilisation", "utilisation (allocated GPU-time / capacity-time, arrival window)", "{:.1%}"),
+    ("utilisation_makespan", "utilisation until the last job finished", "{:.1%}"),
+    ("allocation_rate", "GPU allocation rate while work waits", "{:.1%}"),
+    ("avg_queue_delay", "average queueing delay (s)", "{:,.0f}"),
+    ("p99_queue_delay", "p99 queueing delay (s)", "{:,.0f}"),
+    ("avg_jct", "average job completion time (s)", "{:,.0f}"),
+    ("preemptions", "preemptions", "{}"),
+    ("fairness", "fairness (Jain's index over projects)", "{:.3f}"),
+    ("finished", "jobs finished", "{}"),
+    ("cycles", "scheduling cycles", "{}"),
+]
+
+
+def _parse_quota(text: str) -> tuple[str, float, float | None, float | None]:
+    """PROJECT=NOMINAL[:BORROW[:LEND]] in GPUs ('-' or empty: no limit)."""
+    try:
+        project, numbers = text.split("=", 1)
+        parts = numbers.split(":")
+        values = [None if p in ("", "-") else float(p) for p in parts] + [None, None]
+        if values[0] is None or not project:
+            raise ValueError
+        return project, values[0], values[1], values[2]
+    except ValueError:
+        raise CommandError(f"--quota {text!r}: expected PROJECT=GPUS[:BORROW[:LEND]], e.g. vision=16:8") from None
+
+
+class Command(BaseCommand):
+    help = "Replay a trace (alibaba-gpu-2023, or this installation's own history) through the scheduler."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--trace-dir", default=str(DEFAULT_TRACE_DIR))
+        parser.add_argument("--tasks", default="default", help="default | gpuspec33 | a path to a pod list CSV")
+        parser.add_argument("--nodes-file", default="openb_node_list_gpu_node.csv")
+        parser.add_argument("--nodes", type=int, help="Use an evenly spread sample of this many nodes.")
+        parser.add_argument("--limit", type=int, help="Replay only the first N tasks.")
+        parser.add_argument("--time-scale", type=float, default=1.0,
+                            help="Compress arrivals by this factor (durations unchanged) to raise the load.")
+        parser.add_argument("--projects", type=int, default=8, help="Projects the trace's pods are spread over.")
+        parser.add_argument("--borrowing-limit", type=float, help="GPUs each project may borrow (default: any).")
+        parser.add_argument("--from-db", metavar="POOL",
+                            help="Nodes, quotas and the last --days of workloads of this pool, from the database.")
+        parser.add_argument("--days", type=float, default=7.0)
+        parser.add_argument("--quota", action="append", default=[], metavar="PROJECT=GPUS[:BORROW[:LEND]]",
+                            help="Override (or add) a project's quota for the simulation; repeatable.")
+        parser.add_argument("--policy", choices=["cairn", "fifo", "both"], default="both")
+        parser.add_argument("--cycle-interval", type=float, default=0.0, help="Simulated seconds between cycles.")
+        parser.add_argument("--grace", type=float, default=30.0, help="Grace period of preempted jobs (s).")
+        parser.add_argument("--unknown-durations", action="store_true",
+                            help="Do not tell the policy how long jobs run (no start estimates for reservations).")
+        parser.add_argument("--chart", help="Write a PNG chart here (needs matplotlib).")
+        parser.add_argument("--json", action="store_true", help="Print the metrics as JSON.")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, **opts):
+        if opts["from_db"]:
+            nodes, quotas, jobs = self._from_db(opts["from_db"], opts["days"])
+        else:
+            nodes, quotas, jobs = self._from_trace(opts)
+        if not jobs:
+            raise CommandError("No jobs to replay.")
+        if not nodes:
+            raise CommandError("No nodes to schedule on.")
+        pool = nodes[0].pool
+        quotas = self._override(quotas, opts["quota"], pool)
+        gpus = sum(n.allocatable.gpu_milli for n in nodes) / 1000
+        policies = ["fifo", "cairn"] if opts["policy"] == "both" else [opts["policy"]]
+        results = []
+        for policy in policies:
+            bar = None
+            if not opts["no_progress"]:
+                from tqdm import tqdm
+
+                bar = tqdm(total=len(jobs), desc=f"simulate {policy}", unit="job", file=sys.stderr)
+            try:
+                results.append(simulate(
+                    nodes=nodes, quotas=quotas, jobs=jobs, policy=policy, cycle_interval=opts["cycle_interval"],
+                    grace_seconds=opts["grace"], known_durations=not opts["unknown_durations"],
+                    progress=bar.update if bar else None,
+                ))
+            finally:
+                if bar:
+                    bar.close()
+        if opts["json"]:
+            self.stdout.write(json.dumps([r.as_dict() for r in results], indent=2))
+        else:
+            self.stdout.write(f"{len(jobs)} jobs, {len(nodes)} nodes, {gpus:g} GPUs, {len(quotas)} quotas\n")
+            header = f"{'':66}" + "".join(f"{r.policy:>14}" for r in results)
+            self.stdout.write(header)
+            for key, label, fmt in METRICS:
+                self.stdout.write(f"{label:66}" + "".join(f"{fmt.format(getattr(r, key)):>14}" for r in results))
+        if opts["chart"]:
+            try:
+                chart(results, opts["chart"], title=f"{len(jobs)} jobs on {gpus:g} GPUs")
+            except ImportError:
+                raise CommandError("--chart needs matplotlib (pip install -r requirements-dev.txt)") from None
+            self.stderr.write(f"chart written to {opts['chart']}")
+
+    def _from_trace(self, opts):
+        trace = Path(opts["trace_dir"])
+        tasks = Path(opts["tasks"]) if opts["tasks"] not in TASK_LISTS else trace / TASK_LISTS[opts["tasks"]]
+        nodes_file = trace / opts["nodes_file"]
+        for path in (tasks, nodes_file):
+            if not path.exists():
+                raise CommandError(f"{path} does not exist (set --trace-dir).")
+        nodes = load_alibaba_nodes(nodes_file, limit=opts["nodes"])
+        try:
+            jobs = load_alibaba_tasks(tasks, projects=opts["projects"], limit=opts["limit"],
+                                      time_scale=opts["time_scale"])
+        except KeyError as exc:
+            raise CommandError(f"{tasks} has no column {exc}: it is not a timed pod list.") from None
+        borrow = None if opts["borrowing_limit"] is None else int(opts["borrowing_limit"] * 1000)
+        quotas = equal_quotas(nodes, {j.project for j in jobs}, borrowing_limit_gpu_milli=borrow)
+        return nodes, quotas, jobs
+
+    def _from_db(self, pool_name: str, days: float):
+        from apps.clusters.models import ResourcePool
+        from apps.scheduling.services import scheduling_snapshot
+        from apps.workloads.models import Workload
+
+        pool = ResourcePool.objects.filter(name=pool_name).first()
+        if pool is None:
+            raise CommandError(f"Unknown resource pool '{pool_name}'.")
+        snapshot = scheduling_snapshot()
+        nodes = [n for n in snapshot.nodes if n.pool == pool_name]
+        quotas = [q for q in snapshot.quotas if q.pool == pool_name]
+        for q in quotas:  # a what-if starts from a fresh budget period
+            q.gpu_hours_used = 0.0
+        since = timezone.now() - timedelta(days=days)
+        rows = (Workload.objects.filter(pool=pool, created_at__gte=since, started_at__isnull=False)
+                .select_related("project").order_by("created_at"))
+        jobs = []
+        start = None
+        for w in rows:
+            start = start or w.created_at
+            end = w.finished_at or timezone.now()
+            jobs.append(SimJob(
+                id=w.pk, project=w.project.slug, arrival=(w.created_at - start).total_seconds(),
+                duration=max((end - w.started_at).total_seconds(), 1.0),
+                per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), replicas=w.replicas,
+                priority=w.priority, gpu_model=w.gpu_model, preemptible=w.preemptible, pool=pool_name,
+            ))
+        return nodes, quotas, jobs
+
+    @staticmethod
+    def _override(quotas: list[QuotaState], texts: list[str], pool: str) -> list[QuotaState]:
+        by_project = {q.project: q for q in quotas}
+        for text in texts:
+            project, nominal, borrow, lend = _parse_quota(text)
+            old = by_project.get(project)
+            base = old.nominal if old else Resources(0, 10**9, 10**12)
+            by_project[project] = QuotaState(
+                project=project, pool=pool, nominal=Resources(int(nominal * 1000), base.cpu_milli, base.memory_mb),
+                borrowing_limit_gpu_milli=None if borrow is None else int(borrow * 1000),
+                lending_limit_gpu_milli=None if lend is None else int(lend * 1000),
+                gpu_hour_budget=old.gpu_hour_budget if old else None,
+            )
+        return list(by_project.values())

@@ -1,0 +1,377 @@
+"""Trace-driven simulation of the scheduler: the same policy core, simulated time.
+
+Pure Python (no ORM, no I/O besides the trace loaders reading CSV files) so that
+`manage.py simulate`, bench/scheduler_*.py and tests share it.
+
+Model: jobs arrive at their trace time; a scheduling cycle runs whenever something happens
+(arrival, completion, a preempted job's exit), at most once per `cycle_interval` simulated
+seconds; an admitted job holds its resources for its duration. A preempted job keeps its
+resources for the grace period (it checkpoints), is then requeued and later resumes with the
+work it had left (checkpoint at SIGTERM).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import heapq
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from .policy import (
+    Admit,
+    NodeState,
+    PendingWorkload,
+    Preempt,
+    QuotaState,
+    Resources,
+    RunningWorkload,
+    Snapshot,
+    Wait,
+    _Cycle,
+    schedule,
+)
+
+EPOCH = datetime(2023, 1, 1)
+# Alibaba QoS classes -> Cairn priority classes (P0 highest). Best-effort work is preemptible.
+QOS_PRIORITY = {"Guaranteed": 1, "LS": 2, "Burstable": 3, "BE": 4}
+
+
+@dataclass(frozen=True)
+class SimJob:
+    id: int
+    project: str
+    arrival: float  # seconds since the start of the trace
+    duration: float
+    per_replica: Resources
+    replicas: int = 1
+    priority: int = 3
+    gpu_model: str = ""
+    preemptible: bool = True
+    pool: str = "sim"
+
+
+@dataclass
+class SimResult:
+    policy: str
+    jobs: int
+    finished: int
+    capacity_gpus: float
+    utilisation: float  # allocated GPU-time / capacity-time, from the first arrival to the last
+    utilisation_makespan: float  # same, until the last job finished
+    allocation_rate: float  # mean allocated share of the GPUs while work was waiting
+    avg_queue_delay: float
+    p99_queue_delay: float
+    avg_jct: float
+    preemptions: int
+    fairness: float  # Jain's index over projects of GPU-time used / GPU-time spent in the system
+    cycles: int
+    unfinished: int = 0
+    series: list[tuple[float, float, int]] = field(default_factory=list)  # (time, allocated GPUs, queued)
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "series"}
+
+
+# -- loaders -------------------------------------------------------------------------------------
+
+def load_alibaba_nodes(path: str | Path, *, pool: str = "sim", limit: int | None = None) -> list[NodeState]:
+    """openb_node_list_*.csv: sn, cpu_milli, memory_mib, gpu, model. `limit` takes an evenly spread
+    sample of that many nodes (keeping the mix of GPU models)."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if limit is not None and limit < len(rows):
+        step = len(rows) / limit
+        rows = [rows[int(i * step)] for i in range(limit)]
+    return [
+        NodeState(name=row["sn"], pool=pool, gpu_model=row.get("model") or "",
+                  allocatable=Resources(int(row["gpu"]) * 1000, int(row["cpu_milli"]), int(row["memory_mib"])))
+        for row in rows
+    ]
+
+
+def _project_of(name: str, projects: int) -> str:
+    return f"project-{int(hashlib.sha1(name.encode()).hexdigest(), 16) % projects:02d}"
+
+
+def alibaba_task_resources(row: dict) -> Resources:
+    """One pod of the trace as one replica: num_gpu > 1 means whole GPUs; 1 GPU may be a fraction."""
+    num_gpu = int(row["num_gpu"])
+    gpu_milli = int(row.get("gpu_milli") or 0)
+    gpu = num_gpu * 1000 if num_gpu > 1 else (gpu_milli if num_gpu == 1 else 0)
+    return Resources(gpu, int(row["cpu_milli"]), int(row["memory_mib"]))
+
+
+def load_alibaba_tasks(path: str | Path, *, projects: int = 8, pool: str = "sim", include_cpu_only: bool = False,
+                       limit: int | None = None, time_scale: float = 1.0) -> list[SimJob]:
+    """openb_pod_list_*.csv. Arrival = creation_time / time_scale, duration = deletion_time -
+    creation_time (pods never scheduled in the trace are skipped), qos -> priority, gpu_spec ->
+    allowed models. The trace has no projects: each pod goes to one of `projects` by a hash of
+    its name. time_scale > 1 compresses arrivals (not durations) to raise the load."""
+    jobs = []
+    with open(path, newline="") as f:
+        for i, row in enumerate(csv.DictReader(f)):
+            if not row.get("deletion_time") or not row.get("creation_time"):
+                continue
+            if row.get("scheduled_time", "0") == "":
+                continue
+            resources = alibaba_task_resources(row)
+            if resources.gpu_milli == 0 and not include_cpu_only:
+                continue
+            created = float(row["creation_time"])
+            duration = max(1.0, float(row["deletion_time"]) - created)
+            arrival = created / time_scale
+            qos = row.get("qos") or "LS"
+            jobs.append(SimJob(
+                id=i + 1, project=_project_of(row["name"], projects), arrival=arrival, duration=duration,
+                per_replica=resources, priority=QOS_PRIORITY.get(qos, 3), gpu_model=row.get("gpu_spec") or "",
+                preemptible=qos != "Guaranteed", pool=pool,
+            ))
+            if limit is not None and len(jobs) >= limit:
+                break
+    return jobs
+
+
+def equal_quotas(nodes: Iterable[NodeState], projects: Iterable[str], *, pool: str = "sim",
+                 borrowing_limit_gpu_milli: int | None = None) -> list[QuotaState]:
+    """Every project gets an equal share of the pool as nominal; borrowing as given (None: unlimited)."""
+    nodes = list(nodes)
+    projects = sorted(set(projects))
+    total = Resources(sum(n.allocatable.gpu_milli for n in nodes), sum(n.allocatable.cpu_milli for n in nodes),
+                      sum(n.allocatable.memory_mb for n in nodes))
+    n = max(len(projects), 1)
+    return [
+        QuotaState(project=p, pool=pool, nominal=Resources(total.gpu_milli // n, total.cpu_milli // n,
+                                                           total.memory_mb // n),
+                   borrowing_limit_gpu_milli=borrowing_limit_gpu_milli)
+        for p in projects
+    ]
+
+
+# -- baselines -----------------------------------------------------------------------------------
+
+def fifo_schedule(snapshot: Snapshot) -> list[Admit | Wait]:
+    """Strict FIFO (the baseline): submit order only, no priorities, fair share, preemption or
+    backfill; the first workload that does not fit blocks everyone behind it. Same quota
+    arithmetic and the same placement as Cairn, so only the queueing policy differs."""
+    cycle = _Cycle(snapshot)
+    decisions: list[Admit | Wait] = []
+    blocked = False
+    for position, w in enumerate(sorted(snapshot.pending, key=lambda w: (w.submitted_at, w.id)), start=1):
+        if blocked:
+            decisions.append(Wait(w.id, "fifo: behind the head of the queue", None, position))
+            continue
+        shape = w.per_replica.as_tuple()
+        need = tuple(x * w.replicas for x in shape)
+        cohort = cycle.cohorts[w.pool]
+        models = frozenset(m for m in w.gpu_model.split("|") if m) or None
+        done = None
+        if cohort.check(w.project, need) is None:
+            done = cycle.pools[w.pool].place_gang(shape, w.replicas, models)
+        if done is None:
+            blocked = True
+            decisions.append(Wait(w.id, "fifo: head of the queue does not fit", None, position))
+            continue
+        cohort.add(w.project, need)
+        decisions.append(Admit(w.id, [{"replica": i, "node": n.name, "gpus": g} for i, (n, g) in enumerate(done)]))
+    return decisions
+
+
+POLICIES: dict[str, Callable[[Snapshot], list]] = {"cairn": schedule, "fifo": fifo_schedule}
+
+
+# -- the simulator -------------------------------------------------------------------------------
+
+def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[SimJob], policy: str = "cairn",
+             cycle_interval: float = 0.0, grace_seconds: float = 30.0, known_durations: bool = True,
+             progress: Callable[[int], None] | None = None, series_points: int = 2000,
+             time_limit: float | None = None) -> SimResult:
+    """Replay `jobs` through the policy with simulated time; returns the metrics."""
+    decide = POLICIES[policy]
+    jobs = sorted(jobs, key=lambda j: (j.arrival, j.id))
+    by_id = {j.id: j for j in jobs}
+    capacity = sum(n.allocatable.gpu_milli for n in nodes if n.schedulable) / 1000
+    remaining = {j.id: j.duration for j in jobs}
+    first_start: dict[int, float] = {}
+    finish: dict[int, float] = {}
+    pending: dict[int, PendingWorkload] = {}
+    running: dict[int, tuple[RunningWorkload, float]] = {}  # id -> (state, start of this run)
+    events: list[tuple[float, int, int, int]] = []  # (time, kind, seq, job id); kind 0 end, 1 exit
+    seq = 0
+    next_arrival = 0
+    t = jobs[0].arrival if jobs else 0.0
+    start_time = t
+    last_arrival = jobs[-1].arrival if jobs else 0.0
+    allocated = 0.0  # GPUs held now
+    gpu_time = 0.0
+    gpu_time_window = 0.0
+    contention_time = 0.0
+    contention_alloc = 0.0
+    preemptions = 0
+    cycles = 0
+    last_cycle = -math.inf
+    cycle_due: float | None = None
+    series: list[tuple[float, float, int]] = []
+    sample_every = max((last_arrival - start_time) / max(series_points, 1), 1.0)
+    next_sample = start_time
+    done_count = 0
+
+    def gpus(w_per: Resources, replicas: int) -> float:
+        return w_per.gpu_milli * replicas / 1000
+
+    while True:
+        candidates = []
+        if next_arrival < len(jobs):
+            candidates.append(jobs[next_arrival].arrival)
+        if events:
+            candidates.append(events[0][0])
+        if cycle_due is not None:
+            candidates.append(cycle_due)
+        if not candidates:
+            break
+        now = min(candidates)
+        if time_limit is not None and now - start_time > time_limit:
+            break
+        # Account for the time that passed.
+        span = now - t
+        if span > 0:
+            gpu_time += allocated * span
+            window_end = min(now, last_arrival)
+            if window_end > t:
+                gpu_time_window += allocated * (window_end - t)
+            if pending:
+                contention_time += span
+                contention_alloc += allocated * span
+            while next_sample <= now and len(series) < series_points * 2:
+                series.append((next_sample - start_time, allocated, len(pending)))
+                next_sample += sample_every
+        t = now
+        changed = False
+        while next_arrival < len(jobs) and jobs[next_arrival].arrival <= t:
+            j = jobs[next_arrival]
+            next_arrival += 1
+            pending[j.id] = _pending(j, known_durations, remaining[j.id])
+            changed = True
+        while events and events[0][0] <= t:
+            _, kind, _, job_id = heapq.heappop(events)
+            state, started = running.pop(job_id)
+            allocated -= gpus(state.per_replica, len(state.placement))
+            changed = True
+            if kind == 0:
+                finish[job_id] = t
+                done_count += 1
+                if progress:
+                    progress(1)
+            else:  # a preempted job has exited: requeue it with the work it has left
+                pending[job_id] = _pending(by_id[job_id], known_durations, remaining[job_id])
+        if cycle_due is not None and cycle_due <= t:
+            cycle_due = None
+            changed = True
+        if not changed or not pending:
+            continue
+        if cycle_interval and t - last_cycle < cycle_interval:
+            cycle_due = last_cycle + cycle_interval
+            continue
+        last_cycle = t
+        cycles += 1
+        now_dt = EPOCH + timedelta(seconds=t)
+        snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=list(pending.values()),
+                            running=[state for state, _ in running.values()], now=now_dt,
+                            grace_seconds=grace_seconds)
+        for decision in decide(snapshot):
+            if isinstance(decision, Admit):
+                w = pending.pop(decision.workload_id)
+                j = by_id[w.id]
+                first_start.setdefault(w.id, t)
+                end = t + remaining[w.id]
+                state = RunningWorkload(
+                    id=w.id, project=w.project, pool=w.pool, priority=w.priority, per_replica=w.per_replica,
+                    placement=tuple(decision.placement), preemptible=j.preemptible, admitted_at=now_dt,
+                    expected_end=EPOCH + timedelta(seconds=end) if known_durations else None,
+                )
+                running[w.id] = (state, t)
+                allocated += gpus(w.per_replica, w.replicas)
+                seq += 1
+                heapq.heappush(events, (end, 0, seq, w.id))
+            elif isinstance(decision, Preempt):
+                victim, started = running[decision.workload_id]
+                preemptions += 1
+                remaining[victim.id] = max(remaining[victim.id] - (t - started), 1.0)
+                exit_at = t + min(grace_seconds, remaining[victim.id])
+                stopping = RunningWorkload(
+                    id=victim.id, project=victim.project, pool=victim.pool, priority=victim.priority,
+                    per_replica=victim.per_replica, placement=victim.placement, preemptible=victim.preemptible,
+                    admitted_at=victim.admitted_at, expected_end=EPOCH + timedelta(seconds=exit_at), stopping=True,
+                )
+                running[victim.id] = (stopping, exit_at)
+                # Replace its completion event by an exit event.
+                events = [e for e in events if e[3] != victim.id]
+                heapq.heapify(events)
+                seq += 1
+                heapq.heappush(events, (exit_at, 1, seq, victim.id))
+
+    delays = sorted(first_start[i] - by_id[i].arrival for i in first_start)
+    jcts = [finish[i] - by_id[i].arrival for i in finish]
+    makespan = (max(finish.values()) if finish else t) - start_time
+    window = max(last_arrival - start_time, 1e-9)
+    per_project: dict[str, list[float]] = {}
+    for i, end in finish.items():
+        j = by_id[i]
+        g = gpus(j.per_replica, j.replicas) or 1e-3
+        used, spent = per_project.setdefault(j.project, [0.0, 0.0])
+        per_project[j.project] = [used + g * j.duration, spent + g * (end - j.arrival)]
+    ratios = [used / spent for used, spent in per_project.values() if spent > 0]
+    fairness = (sum(ratios) ** 2 / (len(ratios) * sum(r * r for r in ratios))) if ratios else 1.0
+    return SimResult(
+        policy=policy, jobs=len(jobs), finished=len(finish), capacity_gpus=capacity,
+        utilisation=gpu_time_window / (capacity * window) if capacity else 0.0,
+        utilisation_makespan=gpu_time / (capacity * makespan) if capacity and makespan else 0.0,
+        allocation_rate=contention_alloc / (capacity * contention_time) if capacity and contention_time else 0.0,
+        avg_queue_delay=sum(delays) / len(delays) if delays else 0.0,
+        p99_queue_delay=delays[min(len(delays) - 1, int(0.99 * len(delays)))] if delays else 0.0,
+        avg_jct=sum(jcts) / len(jcts) if jcts else 0.0, preemptions=preemptions, fairness=fairness, cycles=cycles,
+        unfinished=len(jobs) - len(finish), series=series,
+    )
+
+
+def _pending(j: SimJob, known_durations: bool, left: float) -> PendingWorkload:
+    return PendingWorkload(
+        id=j.id, project=j.project, pool=j.pool, priority=j.priority, submitted_at=EPOCH + timedelta(seconds=j.arrival),
+        replicas=j.replicas, per_replica=j.per_replica, gpu_model=j.gpu_model,
+        expected_seconds=left if known_durations else None,
+    )
+
+
+def chart(results: list[SimResult], path: str | Path, *, title: str = "") -> None:
+    """A PNG with allocated GPUs and queue length over time for each policy (needs matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    for result in results:
+        xs = [s[0] / 3600 for s in result.series]
+        top.plot(xs, [s[1] for s in result.series], label=f"{result.policy} (util {result.utilisation:.1%})",
+                 linewidth=0.8)
+        bottom.plot(xs, [s[2] for s in result.series], label=result.policy, linewidth=0.8)
+    if results:
+        top.axhline(results[0].capacity_gpus, color="grey", linestyle=":", linewidth=0.8, label="capacity")
+    top.set_ylabel("allocated GPUs")
+    bottom.set_ylabel("queued workloads")
+    bottom.set_xlabel("simulated hours")
+    top.legend(loc="upper right", fontsize=8)
+    bottom.legend(loc="upper right", fontsize=8)
+    if title:
+        top.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+__all__ = [
+    "SimJob", "SimResult", "alibaba_task_resources", "chart", "equal_quotas", "fifo_schedule", "load_alibaba_nodes",
+    "load_alibaba_tasks", "simulate",
+]

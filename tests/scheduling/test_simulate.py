@@ -1,0 +1,91 @@
+"""`manage.py simulate`: the trace loaders, the simulator and the command."""
+import json
+from datetime import timedelta
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from apps.scheduling.policy import NodeState, Resources
+from apps.scheduling.simulation import SimJob, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate
+from tests.factories import NodeFactory, QuotaFactory, WorkloadFactory
+
+TRACE = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces" / "alibaba-gpu-2023"
+needs_trace = pytest.mark.skipif(not TRACE.exists(), reason="the alibaba-gpu-2023 trace is not on this machine")
+
+
+def _run(*args) -> list[dict]:
+    out = StringIO()
+    call_command("simulate", *args, "--json", "--no-progress", stdout=out, stderr=StringIO())
+    return json.loads(out.getvalue())
+
+
+def test_head_of_line_blocking_is_what_fifo_pays_for():
+    nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(4000, 64000, 10**6))]
+    jobs = [SimJob(id=1, project="a", arrival=0, duration=100, per_replica=Resources(2000, 1000, 1024)),
+            SimJob(id=2, project="a", arrival=1, duration=10, per_replica=Resources(4000, 1000, 1024)),
+            SimJob(id=3, project="b", arrival=2, duration=10, per_replica=Resources(1000, 1000, 1024))]
+    quotas = equal_quotas(nodes, ["a", "b"])
+    fifo = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="fifo")
+    cairn = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="cairn")
+    assert fifo.finished == cairn.finished == 3
+    assert fifo.avg_queue_delay == pytest.approx((0 + 99 + 108) / 3)  # job 3 waits behind job 2
+    assert cairn.avg_queue_delay == pytest.approx((0 + 99 + 0) / 3)  # job 3 backfills beside job 1
+    assert 0 < cairn.utilisation <= 1 and cairn.fairness <= 1
+
+
+def test_priority_preemption_in_simulation_requeues_and_finishes_everything():
+    nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(2000, 64000, 10**6))]
+    jobs = [SimJob(id=1, project="a", arrival=0, duration=100, per_replica=Resources(2000, 1000, 1024), priority=5),
+            SimJob(id=2, project="a", arrival=10, duration=10, per_replica=Resources(2000, 1000, 1024), priority=0)]
+    result = simulate(nodes=nodes, quotas=equal_quotas(nodes, ["a"]), jobs=jobs, grace_seconds=5)
+    assert result.preemptions == 1 and result.finished == 2
+    # Job 1 runs 0-10, checkpoints until 15; job 2 runs 15-25; job 1 resumes its last 90 s at 25.
+    assert result.avg_jct == pytest.approx((115 + 15) / 2)
+
+
+@needs_trace
+def test_loaders_read_the_alibaba_trace():
+    nodes = load_alibaba_nodes(TRACE / "openb_node_list_gpu_node.csv")
+    assert len(nodes) == 1213 and sum(n.allocatable.gpu_milli for n in nodes) == 6212 * 1000
+    jobs = load_alibaba_tasks(TRACE / "openb_pod_list_gpuspec33.csv", limit=2000)
+    assert any(0 < j.per_replica.gpu_milli < 1000 for j in jobs)
+    assert any(j.gpu_model and "|" in j.gpu_model for j in load_alibaba_tasks(TRACE / "openb_pod_list_gpuspec33.csv"))
+    assert {j.priority for j in jobs} <= {1, 2, 3, 4}
+
+
+@needs_trace
+def test_command_replays_the_trace_with_both_policies(tmp_path):
+    chart = tmp_path / "sim.png"
+    out = StringIO()
+    call_command("simulate", "--nodes", "10", "--limit", "300", "--no-progress", "--chart", str(chart),
+                 stdout=out, stderr=StringIO())
+    assert "average queueing delay" in out.getvalue() and chart.stat().st_size > 1000
+    results = _run("--nodes", "10", "--limit", "300", "--policy", "cairn")
+    assert results[0]["policy"] == "cairn" and results[0]["finished"] == 300
+
+
+def test_bad_quota_override_is_a_command_error(pool):
+    NodeFactory(pool=pool, name="n1", gpu_count=4, health="healthy")
+    WorkloadFactory(pool=pool, status="succeeded", started_at=timezone.now(), finished_at=timezone.now())
+    with pytest.raises(CommandError, match="PROJECT=GPUS"):
+        _run("--from-db", pool.name, "--quota", "vision")
+
+
+@pytest.mark.django_db
+def test_an_admin_tries_a_quota_change_on_the_pools_own_history(project, pool):
+    NodeFactory(pool=pool, name="n1", gpu_count=4, cpu_milli_allocatable=64000, memory_mb_allocatable=10**6,
+                health="healthy")
+    QuotaFactory(project=project, pool=pool, nominal_gpu_milli=2000, borrowing_limit_gpu_milli=0)
+    now = timezone.now()
+    for i in range(4):
+        WorkloadFactory(project=project, pool=pool, status="succeeded", gpu_milli=2000, name=f"j{i}",
+                        started_at=now - timedelta(hours=3), finished_at=now - timedelta(hours=2))
+    today = _run("--from-db", pool.name, "--policy", "cairn")[0]
+    bigger = _run("--from-db", pool.name, "--policy", "cairn", "--quota", f"{project.slug}=4")[0]
+    assert today["finished"] == bigger["finished"] == 4
+    assert bigger["avg_queue_delay"] < today["avg_queue_delay"]
+    with pytest.raises(CommandError, match="Unknown resource pool"):
+        _run("--from-db", "nope")
