@@ -237,3 +237,10 @@ def _rollups_upsert(*, run_id: int, points) -> None:
         ],
         rows,
     )
+
+
+def run_env_for_attempt(*, workload: Workload, attempt: int) -> dict[str, str]:
+    """What a replica's `cairn.init()` needs to log into the run of this attempt: the run id and a
+    fresh write-only run token (CAIRN_RUN_ID, CAIRN_RUN_TOKEN). Called by the backends at launch."""
+    run = run_for_attempt(workload=workload, attempt=attempt)
+    return {"CAIRN_RUN_ID": str(run.pk), "CAIRN_RUN_TOKEN": run_token_create(run=run)}

@@ -9,9 +9,9 @@ Layout:
   config.py   the CLI's config file (~/.config/cairn/config.json) and CAIRN_* env overrides
   jobspec.py  reading and checking job.yaml files
   cli.py      the `cairn` command (argparse) and its table output (rich)
-  tracking/   reserved for the in-job logger, `cairn.init()` / `cairn.log()`, which will read
-              the env vars the backends inject (CAIRN_URL, CAIRN_RUN_TOKEN, ...) and be
-              re-exported here
+  tracking/   the in-job logger: `cairn.init()`, `cairn.log()`, `cairn.log_params()`,
+              `cairn.finish()` (re-exported here, imported on first use); it reads the env
+              vars the backends inject (CAIRN_API_URL, CAIRN_RUN_ID, CAIRN_RUN_TOKEN, ...)
 """
 from __future__ import annotations
 
@@ -29,7 +29,12 @@ __all__ = [
     "Unauthorized",
     "ValidationFailed",
     "__version__",
+    "finish",
+    "init",
+    "log",
+    "log_params",
 ]
+_TRACKING = frozenset({"init", "log", "log_params", "finish"})
 
 if TYPE_CHECKING:  # pragma: no cover
     from cairn.client import (
@@ -45,6 +50,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def __getattr__(name: str) -> Any:
+    if name in _TRACKING:
+        from cairn import tracking
+
+        return getattr(tracking, name)
     if name in __all__ and name != "__version__":
         from cairn import client
 

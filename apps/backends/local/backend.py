@@ -23,6 +23,7 @@ import psutil
 from django.conf import settings
 
 from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, ReplicaState
+from apps.tracking import services as tracking_services
 
 from . import env as replica_env_lib
 from .logs import read_log
@@ -166,6 +167,8 @@ class LocalBackend(Backend):
             "alive": True,
         }
         endpoints = []
+        # Tracking: the run of this attempt and its write-only token, for cairn.init() in the job.
+        run_env = tracking_services.run_env_for_attempt(workload=workload, attempt=attempt)
         try:
             for replica in range(workload.replicas):
                 port = free_port(ports) if workload.kind in ("notebook", "deployment") else None
@@ -179,6 +182,7 @@ class LocalBackend(Backend):
                     ),
                     port=port,
                 )
+                reserved.update(run_env)
                 env, ignored = replica_env_lib.replica_env(base=base_env, user=spec.get("env"), reserved=reserved)
                 if ignored:
                     runtime["ignored_env"] = ignored

@@ -1,0 +1,142 @@
+"""The SDK against a real Cairn server process on the test PostgreSQL: a job launched by the
+local backend logs through the injected run token and the points are read back through the API;
+a training script keeps running while the server is stopped and its buffered points arrive when
+the server returns."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import requests
+from django.utils import timezone
+
+from apps.tracking.models import MetricPoint, Run
+from apps.tracking.services import run_token_create
+from tests.factories import MembershipFactory, ProjectFactory, QuotaFactory, UserFactory, WorkloadFactory
+from tests.processes import Process, cairn_env, wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+TRAIN = textwrap.dedent("""
+    import sys, time, pathlib
+    import cairn
+    steps, pause, progress = int(sys.argv[1]), float(sys.argv[2]), pathlib.Path(sys.argv[3])
+    cairn.init(system_metrics=False)
+    cairn.log_params({"lr": 0.001, "optimizer": "adam"})
+    for step in range(steps):
+        cairn.log({"loss": 1.0 / (step + 1), "acc": step / steps}, step=step)
+        progress.write_text(str(step))
+        time.sleep(pause)
+    print("training done", flush=True)
+    assert cairn.finish(timeout=60)
+""")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, tmp_path, port):
+        self.tmp, self.port, self.proc, self.starts = tmp_path, port, None, 0
+        self.url = f"http://127.0.0.1:{port}"
+
+    def start(self):
+        self.starts += 1
+        self.proc = Process([sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
+                             "--port", str(self.port), "--log-level", "warning"],
+                            cairn_env(), self.tmp / f"server-{self.starts}.log")
+        wait_for(self._up, timeout=60, message="the server to answer")
+
+    def _up(self) -> bool:
+        try:
+            return requests.get(f"{self.url}/healthz", timeout=1).status_code == 200
+        except requests.ConnectionError:
+            return False
+
+    def stop(self):
+        self.proc.stop()
+
+
+@pytest.fixture
+def server(tmp_path, settings):
+    settings.CAIRN_DATA_DIR = tmp_path / "data"
+    settings.CAIRN_DATA_DIR.mkdir()
+    srv = Server(tmp_path, _free_port())
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def test_job_logs_through_injected_run_token_and_points_read_back(server, tmp_path, settings, client_for):
+    from apps.backends.services import workload_dispatch
+    from apps.clusters.services import local_cluster_register
+    from apps.workloads.choices import WorkloadStatus
+    from tests.backends.helpers import reconcile_until
+
+    settings.CAIRN = {**settings.CAIRN, "PUBLIC_URL": server.url}
+    node = local_cluster_register()
+    user = UserFactory(username="erin")
+    project = ProjectFactory(slug="vision")
+    MembershipFactory(project=project, user=user, role="owner")
+    QuotaFactory(project=project, pool=node.pool)
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    workload = WorkloadFactory(project=project, pool=node.pool, name="mnist", status=WorkloadStatus.ADMITTED,
+                               admitted_at=timezone.now(), placement=[{"replica": 0, "node": node.name}],
+                               spec={"command": ["python", str(script), "500", "0", str(tmp_path / "progress")]})
+    workload_dispatch(workload_id=workload.pk)
+    reconcile_until(workload, WorkloadStatus.SUCCEEDED, timeout=90)
+
+    run = Run.objects.get(workload=workload, attempt=1)
+    assert run.status == "finished" and run.project == project
+    client = client_for(user)
+    body = client.get(f"/api/v1/projects/vision/runs/{run.pk}/series/", {"key": "loss", "max_points": 1000}).json()
+    assert body["count"] == 500 and body["points"][0] == [0, 1.0] and body["points"][-1] == [499, 1 / 500]
+    detail = client.get(f"/api/v1/projects/vision/runs/{run.pk}/").json()
+    assert detail["params"] == {"lr": 0.001, "optimizer": "adam"}
+    assert detail["summaries"]["acc"]["last"] == 499 / 500
+
+
+def _read_step(path) -> int:
+    """The step the script last wrote (it rewrites the file each step: retry a torn read)."""
+    return wait_for(lambda: path.read_text().strip().isdigit() and int(path.read_text()), timeout=5,
+                    interval=0.01, message="progress")
+
+
+def test_training_survives_server_outage_and_buffered_points_arrive(server, tmp_path):
+    project = ProjectFactory(slug="vision")
+    run = Run.objects.create(project=project, name="outage")
+    token = run_token_create(run=run)
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    progress = tmp_path / "progress"
+    steps = 400
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CAIRN_API_URL": server.url, "CAIRN_PROJECT": "vision",
+           "CAIRN_RUN_ID": str(run.pk), "CAIRN_RUN_TOKEN": token}
+    job = subprocess.Popen([sys.executable, str(script), str(steps), "0.02", str(progress)], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: MetricPoint.objects.filter(run=run).exists(), timeout=30, message="first points")
+        server.stop()
+        stopped_at = _read_step(progress)
+        time.sleep(2.0)
+        assert job.poll() is None, "the training script must keep running while the server is away"
+        assert _read_step(progress) > stopped_at + 20, "training kept making progress"
+        server.start()
+        output, _ = job.communicate(timeout=90)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 0, output
+    assert "training done" in output and "server unreachable" in output
+    assert MetricPoint.objects.filter(run=run, key="loss").count() == steps
+    assert sorted(MetricPoint.objects.filter(run=run, key="acc").values_list("step", flat=True)) == list(range(steps))
+    run.refresh_from_db()
+    assert run.status == "finished"
