@@ -308,6 +308,8 @@ class _Pool:
         self.mix = mix
         self._frag_memo: dict[tuple, float] = {}
         self.models = {n.model for n in self.nodes}
+        self.changes = 0  # bumped on every change of free capacity (for memoised summaries)
+        self._summary: dict[frozenset[str] | None, tuple[int, tuple[int, tuple[int, int, int]]]] = {}
 
     # bookkeeping
     def _reindex(self, n: _Node) -> None:
@@ -330,6 +332,7 @@ class _Pool:
             n.gpus[i] -= sign * per_gpu
         n.cpu -= sign * c
         n.mem -= sign * m
+        self.changes += 1
         self._reindex(n)
 
     # fragmentation (the FGD measure): free GPU milli that tasks of the mix could not use
@@ -492,6 +495,9 @@ class _Pool:
         return tries or None
 
     def free_summary(self, models: frozenset[str] | None) -> tuple[int, tuple[int, int, int]]:
+        cached = self._summary.get(models)
+        if cached is not None and cached[0] == self.changes:
+            return cached[1]
         most = (0, 0, 0)
         count = 0
         for n in self.nodes:
@@ -501,6 +507,7 @@ class _Pool:
             here = (sum(n.gpus), n.cpu, n.mem)
             if here > most:
                 most = here
+        self._summary[models] = (self.changes, (count, most))
         return count, most
 
 
@@ -530,6 +537,11 @@ class _Cycle:
             quotas_by_pool.setdefault(q.pool, []).append(q)
         self.cohorts = {p: _Cohort(p, quotas_by_pool.get(p, [])) for p in pools | set(quotas_by_pool)}
         self.running = {r.id: r for r in snapshot.running}
+        self.candidates: dict[tuple[str, str], list[RunningWorkload]] = {}
+        for r in snapshot.running:
+            if r.preemptible and not r.stopping:
+                self.candidates.setdefault((r.pool, r.project), []).append(r)
+        self.preempt_failed: set[tuple] = set()
         self.allocs: dict[int, list[tuple[_Node, list[int]]]] = {}
         for r in snapshot.running:
             self._occupy_running(r)
@@ -648,7 +660,7 @@ class _Cycle:
                 cohort.add(w.project, need)
                 cohort.charge_budget(w.project, w, need[0])
                 return Admit(w.id, _placement(done)), []
-            reason = self._capacity_reason(w, pool, models, shape)
+            reason = None
         else:
             reason = quota_reason
         if self.snap.preemption:
@@ -659,7 +671,7 @@ class _Cycle:
             reserved = self._reserve(w, pool, shape, models)
             if reserved is not None:
                 return reserved, []
-        return Wait(w.id, reason), []
+        return Wait(w.id, reason or self._capacity_reason(w, pool, models, shape)), []
 
     def _try_place(self, pool: _Pool, shape, replicas, models):
         # Capacity only shrinks during a cycle (victims keep theirs until they exit, holds only
@@ -691,20 +703,25 @@ class _Cycle:
 
     def _preempt(self, w, cohort: _Cohort, pool: _Pool, shape, need, models):
         in_nominal = cohort.within_nominal(w.project, need)
-        candidates = []
-        for r in self.running.values():
-            if r.pool != w.pool or r.stopping or not r.preemptible or r.id in self.victims:
-                continue
-            if r.project == w.project:
-                if r.priority > w.priority:
-                    candidates.append((1, -r.priority, -_ts(r.admitted_at), r.id, r))
-            elif in_nominal:
-                q = cohort.quotas.get(r.project)
-                if q is not None and q.borrowing():
-                    candidates.append((0, -r.priority, -_ts(r.admitted_at), r.id, r))
-        if not candidates:
+        # Victim sets only shrink and claims only grow during a cycle: a failed search stays failed.
+        key = (w.pool, w.project, w.priority, shape, w.replicas, models, in_nominal)
+        if key in self.preempt_failed:
             return None
-        # Borrowers first, then the lowest priority, then the most recently admitted.
+        candidates = []
+        for r in self.candidates.get((w.pool, w.project), ()):
+            if r.priority > w.priority and r.id not in self.victims:
+                candidates.append((1, -r.priority, -_ts(r.admitted_at), -r.id, r))
+        if in_nominal:
+            for project, q in cohort.quotas.items():
+                if project == w.project or not q.borrowing():
+                    continue
+                for r in self.candidates.get((w.pool, project), ()):
+                    if r.id not in self.victims:
+                        candidates.append((0, -r.priority, -_ts(r.admitted_at), -r.id, r))
+        if not candidates:
+            self.preempt_failed.add(key)
+            return None
+        # Borrowers first, then the lowest priority, then the most recently admitted (then submitted).
         candidates.sort(key=lambda c: c[:4])
         chosen: list[RunningWorkload] = []
         fits = False
@@ -719,6 +736,7 @@ class _Cycle:
         if not fits:
             for r in reversed(chosen):
                 self._release_running(r, sign=1)
+            self.preempt_failed.add(key)
             return None
         # Minimal set: give back every victim that turns out not to be needed.
         for r in list(reversed(chosen)):
