@@ -18,6 +18,11 @@ class BackendUnavailable(Exception):
     """The workload's cluster uses a backend this installation cannot drive."""
 
 
+class TransientBackendError(Exception):
+    """The backend's control plane failed in a way that may pass (5xx, timeouts): retry later.
+    Nothing was decided; the workload keeps its status."""
+
+
 class LaunchError(Exception):
     """Replicas could not be started at all (bad working directory, no free port, ...)."""
 

@@ -6,7 +6,7 @@ from django.http import HttpRequest
 
 from apps.core.admin import cores, memory
 
-from .models import Cluster, Node, ResourcePool
+from .models import Cluster, ClusterCredential, Node, ResourcePool
 
 
 def _per(model, fk: str, aggregate) -> Coalesce:
@@ -22,13 +22,26 @@ class PoolInline(admin.TabularInline):
     show_change_link = True
 
 
+class CredentialInline(admin.StackedInline):
+    """What the stored credentials are, never what they contain (register them over the API)."""
+
+    model = ClusterCredential
+    fields = ["source", "server", "context", "checked_at", "check_ok", "check_detail", "updated_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = True
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     list_display = ["name", "backend", "pool_count", "node_count", "created_at"]
     list_filter = ["backend"]
     search_fields = ["name"]
     readonly_fields = ["created_at"]
-    inlines = [PoolInline]
+    inlines = [PoolInline, CredentialInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Cluster]:
         return super().get_queryset(request).annotate(

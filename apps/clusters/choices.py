@@ -11,3 +11,8 @@ class NodeHealth(models.TextChoices):
     DEGRADED = "degraded", "Degraded"
     UNHEALTHY = "unhealthy", "Unhealthy"
     UNKNOWN = "unknown", "Unknown"
+
+
+class CredentialKind(models.TextChoices):
+    KUBECONFIG = "kubeconfig", "Kubeconfig"
+    IN_CLUSTER = "in_cluster", "In-cluster service account"

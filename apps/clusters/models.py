@@ -2,7 +2,7 @@ from django.db import models
 
 from apps.projects.models import slug_validator
 
-from .choices import Backend, NodeHealth
+from .choices import Backend, CredentialKind, NodeHealth
 
 
 class Cluster(models.Model):
@@ -65,3 +65,21 @@ class Node(models.Model):
     @property
     def gpu_milli_allocatable(self) -> int:
         return self.gpu_count * 1000
+
+
+class ClusterCredential(models.Model):
+    """How Cairn reaches a Kubernetes cluster. The kubeconfig is stored encrypted (apps.clusters.crypto);
+    in-cluster credentials are the service account of the Cairn pod and store nothing."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="credential")
+    source = models.CharField(max_length=16, choices=CredentialKind.choices)
+    encrypted_kubeconfig = models.TextField(blank=True, editable=False)
+    context = models.CharField(max_length=253, blank=True)
+    server = models.CharField(max_length=500, blank=True)  # for display; not a secret
+    checked_at = models.DateTimeField(null=True, blank=True)
+    check_ok = models.BooleanField(null=True, blank=True)
+    check_detail = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.cluster} ({self.source})"

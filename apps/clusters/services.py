@@ -4,12 +4,16 @@ import socket
 from dataclasses import dataclass
 
 import psutil
+import yaml
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from .choices import Backend, NodeHealth
-from .models import Cluster, Node, ResourcePool
+from apps.core.errors import ConflictError, ServiceError
+
+from .choices import Backend, CredentialKind, NodeHealth
+from .crypto import CredentialsUnreadable, encrypt
+from .models import Cluster, ClusterCredential, Node, ResourcePool
 
 logger = logging.getLogger(__name__)
 
@@ -93,3 +97,94 @@ def local_cluster_register() -> Node:
             node.last_seen_at = now
             node.save(update_fields=[*changed, "last_seen_at"])
     return node
+
+
+# -- Kubernetes clusters -------------------------------------------------------------------------
+
+KUBERNETES_CONFIG_KEYS = frozenset({
+    "namespace_prefix", "volcano", "volcano_queue", "kueue_queue", "tolerations", "gpu_resource",
+    "shared_gpu_resources", "gpu_product_label", "default_image", "notebook_image", "notebook_storage",
+    "storage_class", "api_url", "image_pull_secrets",
+})
+
+
+def _parse_kubeconfig(text: str, context: str) -> tuple[dict, str]:
+    """The kubeconfig as a dict and the API server it points at; ServiceError when unusable."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise ServiceError("The kubeconfig is not valid YAML.") from None
+    if not isinstance(data, dict) or not data.get("clusters") or not data.get("contexts"):
+        raise ServiceError("The kubeconfig has no clusters or contexts.")
+    contexts = {c.get("name"): c.get("context") or {} for c in data.get("contexts") or [] if isinstance(c, dict)}
+    chosen = context or data.get("current-context")
+    if chosen not in contexts:
+        raise ServiceError(f"The kubeconfig has no context '{chosen}'." if chosen else
+                           "The kubeconfig names no current-context; say which context to use.")
+    clusters = {c.get("name"): c.get("cluster") or {} for c in data.get("clusters") or [] if isinstance(c, dict)}
+    server = (clusters.get(contexts[chosen].get("cluster")) or {}).get("server")
+    if not server:
+        raise ServiceError(f"Context '{chosen}' points at no cluster with a server address.")
+    return data, server
+
+
+def kubernetes_cluster_register(
+    *, name: str, kubeconfig: str = "", in_cluster: bool = False, context: str = "", config: dict | None = None,
+) -> Cluster:
+    """Register (or re-register) a Kubernetes cluster with its credentials, encrypted at rest.
+
+    Either a kubeconfig (YAML text; `context` picks one, default its current-context) or
+    `in_cluster` (the service account of the pod Cairn runs in). `config` holds the non-secret
+    backend options (Volcano, Kueue queue, namespace prefix, ...; see docs/kubernetes.md).
+    """
+    if bool(kubeconfig) == bool(in_cluster):
+        raise ServiceError("Give either a kubeconfig or in_cluster=true.")
+    config = dict(config or {})
+    unknown = sorted(set(config) - KUBERNETES_CONFIG_KEYS)
+    if unknown:
+        raise ServiceError(f"Unknown cluster config key(s): {', '.join(unknown)}.")
+    server = ""
+    encrypted = ""
+    if kubeconfig:
+        _, server = _parse_kubeconfig(kubeconfig, context)
+        encrypted = encrypt(kubeconfig)
+    source = CredentialKind.IN_CLUSTER if in_cluster else CredentialKind.KUBECONFIG
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().filter(name=name).first()
+        if cluster is None:
+            cluster = Cluster.objects.create(name=name, backend=Backend.KUBERNETES, config=config)
+        elif cluster.backend != Backend.KUBERNETES:
+            raise ConflictError(f"Cluster '{name}' exists and uses the {cluster.backend} backend.")
+        else:
+            cluster.config = config
+            cluster.save(update_fields=["config"])
+        ClusterCredential.objects.update_or_create(
+            cluster=cluster,
+            defaults={"source": source, "encrypted_kubeconfig": encrypted, "context": context, "server": server,
+                      "checked_at": None, "check_ok": None, "check_detail": ""},
+        )
+    logger.info("cluster %s registered (%s)", name, source)
+    return cluster
+
+
+def kubernetes_cluster_check(*, cluster: Cluster, timeout: float = 10.0) -> ClusterCredential:
+    """Ask the cluster's API server for its version with the stored credentials; record the answer."""
+    from apps.backends.kubernetes.client import check_connectivity
+
+    from .selectors import cluster_connection
+
+    if cluster.backend != Backend.KUBERNETES:
+        raise ServiceError(f"Cluster '{cluster.name}' is not a Kubernetes cluster.")
+    credential = ClusterCredential.objects.filter(cluster=cluster).first()
+    if credential is None:
+        raise ServiceError(f"Cluster '{cluster.name}' has no registered credentials.")
+    try:
+        result = check_connectivity(cluster_connection(cluster=cluster), timeout=timeout)
+    except CredentialsUnreadable as exc:
+        result = {"ok": False, "version": "", "detail": str(exc)}
+    detail = result["detail"] + (f" Kubernetes {result['version']}." if result.get("version") else "")
+    ClusterCredential.objects.filter(pk=credential.pk).update(
+        checked_at=timezone.now(), check_ok=result["ok"], check_detail=detail,
+    )
+    credential.refresh_from_db()
+    return credential

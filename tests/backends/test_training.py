@@ -171,14 +171,14 @@ def test_reconciler_launches_an_admitted_workload_whose_dispatch_was_lost(script
     assert workload_log_read(workload=workload) == "ok\n"
 
 
-def test_kubernetes_cluster_fails_with_backend_unavailable():
+def test_kubernetes_cluster_without_credentials_fails_with_a_clear_reason():
     pool = PoolFactory(name="gpu-k8s", cluster=ClusterFactory(name="k8s", backend="kubernetes"))
     workload = admitted(pool=pool)
     workload_dispatch(workload_id=workload.pk)
     workload.refresh_from_db()
     assert workload.status == S.FAILED
-    assert workload.status_reason == "BackendUnavailable"
-    assert "kubernetes" in workload.status_message
+    assert workload.status_reason == "LaunchFailed"
+    assert "Cluster 'k8s' has no registered credentials" in workload.status_message
 
 
 def test_missing_working_directory_fails_the_launch(tmp_path):

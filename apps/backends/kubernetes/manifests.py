@@ -35,6 +35,7 @@ NOTEBOOK_PORT = 8888
 NOTEBOOK_HOME = "/home/cairn"
 CONTAINER = "main"
 RUN_AS_USER = 1000
+FINISHED_JOB_TTL_SECONDS = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -335,6 +336,7 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
         "completions": view.replicas,
         "parallelism": view.replicas,
         "backoffLimit": 0,  # a failed replica fails the attempt (gang); Cairn decides on restarts
+        "ttlSecondsAfterFinished": FINISHED_JOB_TTL_SECONDS,  # kept a week for its logs
         "template": {
             "metadata": template_meta,
             "spec": pod_spec(view, options, container=container, restart_policy="Never", **extra),

@@ -1,10 +1,11 @@
 from rest_framework import serializers
 
+from apps.workloads.api.isolation import IsolatedSpecMixin
 from apps.workloads.api.serializers import CommandField, WorkloadCreateSerializer
 from apps.workloads.choices import Kind
 
 
-class DeploymentCreateSerializer(WorkloadCreateSerializer):
+class DeploymentCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
     """A serving command run as N replicas, each listening on $PORT."""
 
     kind = Kind.DEPLOYMENT

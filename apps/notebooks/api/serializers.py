@@ -1,8 +1,9 @@
+from apps.workloads.api.isolation import IsolatedSpecMixin
 from apps.workloads.api.serializers import WorkloadCreateSerializer
 from apps.workloads.choices import Kind
 
 
-class NotebookCreateSerializer(WorkloadCreateSerializer):
+class NotebookCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
     """A JupyterLab server (one replica), protected by a token. Not preemptible unless asked."""
 
     kind = Kind.NOTEBOOK

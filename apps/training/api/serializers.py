@@ -1,10 +1,11 @@
 from rest_framework import serializers
 
+from apps.workloads.api.isolation import IsolatedSpecMixin
 from apps.workloads.api.serializers import CommandField, WorkloadCreateSerializer
 from apps.workloads.choices import Kind
 
 
-class TrainingJobCreateSerializer(WorkloadCreateSerializer):
+class TrainingJobCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
     """A (possibly distributed) training job: `replicas` processes started together (gang)."""
 
     kind = Kind.TRAINING

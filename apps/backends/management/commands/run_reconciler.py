@@ -1,4 +1,9 @@
-"""`manage.py run_reconciler`: observe local replicas and write their status back, forever."""
+"""`manage.py run_reconciler`: observe replicas and write their status back, forever.
+
+Local clusters: the process table (apps.backends.services.reconcile_once). Kubernetes clusters
+with registered credentials: list + watch of their objects (apps.backends.kubernetes.reconciler),
+in a thread of this process. `--backend` picks one of them.
+"""
 import signal
 import threading
 
@@ -10,8 +15,9 @@ from apps.backends.loops import reconciler_wakeup, run_reconciler_loop
 
 class Command(BaseCommand):
     help = (
-        "Reconcile workloads of local clusters with their processes: exits, restarts, stops, "
-        "adoption after a crash. SIGTERM or Ctrl-C stops it cleanly; replicas keep running."
+        "Reconcile workloads with what runs: local processes (exits, restarts, stops, adoption after a "
+        "crash) and Kubernetes clusters (list + watch, periodic resync, node inventory). SIGTERM or "
+        "Ctrl-C stops it cleanly; replicas keep running."
     )
 
     def add_arguments(self, parser):
@@ -20,15 +26,20 @@ class Command(BaseCommand):
             help="Seconds between passes (default: CAIRN_RECONCILER_INTERVAL).",
         )
         parser.add_argument("--once", action="store_true", help="Run a single pass and exit.")
+        parser.add_argument("--backend", choices=["all", "local", "kubernetes"], default="all",
+                            help="Which clusters to reconcile (default: all).")
 
-    def handle(self, *args, interval: float, once: bool, **options):
+    def handle(self, *args, interval: float, once: bool, backend: str = "all", **options):
         if once:
-            from apps.backends.services import reconcile_once
-            from apps.clusters.services import local_cluster_register
+            if backend in ("all", "local"):
+                from apps.backends.services import reconcile_once
+                from apps.clusters.services import local_cluster_register
 
-            local_cluster_register()
-            acted = reconcile_once()
-            self.stdout.write(f"reconciled: acted on {acted} workload(s)")
+                local_cluster_register()
+                acted = reconcile_once()
+                self.stdout.write(f"reconciled: acted on {acted} workload(s)")
+            if backend in ("all", "kubernetes"):
+                self.stdout.write(f"kubernetes: acted on {self._kubernetes_once()} workload(s)")
             return
         stop = threading.Event()
 
@@ -39,4 +50,34 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
-        run_reconciler_loop(stop, interval)
+        kubernetes_thread = None
+        if backend in ("all", "kubernetes"):
+            # Picks up clusters registered later on its own; idle while there are none.
+            from apps.backends.kubernetes.reconciler import run_kubernetes_reconciler
+
+            kubernetes_thread = threading.Thread(target=run_kubernetes_reconciler, args=(stop, interval),
+                                                 name="kubernetes-reconciler", daemon=True)
+            kubernetes_thread.start()
+        if backend in ("all", "local"):
+            run_reconciler_loop(stop, interval)
+        else:
+            stop.wait()
+        if kubernetes_thread is not None:
+            kubernetes_thread.join(timeout=10)
+
+    @staticmethod
+    def _kubernetes_once() -> int:
+        """List everything once (no watch) and run one pass over every Kubernetes cluster."""
+        import time
+
+        from apps.backends.kubernetes.reconciler import KubernetesReconciler
+
+        reconciler = KubernetesReconciler()
+        try:
+            reconciler.refresh()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not all(r.synced for r in reconciler.clusters.values()):
+                time.sleep(0.05)
+            return sum(r.reconcile_pass() for r in reconciler.clusters.values())
+        finally:
+            reconciler.stop()

@@ -1,0 +1,216 @@
+"""API clients for a registered cluster, and one way to call the API: timeouts on every request,
+retries with exponential backoff on 5xx, 429 and network errors / timeouts, raw JSON bodies.
+
+Errors callers see:
+- TransientError: the API kept failing with 5xx / 429 / timeouts after the retries (try later);
+- ApiError: the API answered with a 4xx (status, reason, message: a permanent answer);
+- ConnectionNotConfigured: no usable credentials for the cluster.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import urllib3
+from django.conf import settings
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.watch.watch import iter_resp_lines
+
+from apps.backends.base import TransientBackendError
+
+logger = logging.getLogger(__name__)
+
+
+class ConnectionNotConfigured(Exception):
+    pass
+
+
+class TransientError(TransientBackendError):
+    """5xx, 429 or a timeout that outlasted the retries: the same request may work later."""
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, reason: str, message: str):
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+class Gone(ApiError):
+    """410: the resourceVersion a watch resumed from is too old; list again."""
+
+
+# Defaults of settings.CAIRN_KUBERNETES (config/settings/base.py reads them from the environment).
+DEFAULTS = {
+    "GPU_RESOURCE": "nvidia.com/gpu",
+    "SHARED_GPU_RESOURCES": {"nvidia.com/gpu": "one"},
+    "GPU_PRODUCT_LABEL": "nvidia.com/gpu.product",
+    "NAMESPACE_PREFIX": "cairn-",
+    "DEFAULT_IMAGE": "python:3.12-slim",
+    "NOTEBOOK_IMAGE": "quay.io/jupyter/base-notebook:latest",
+    "NOTEBOOK_STORAGE": "10Gi",
+    "API_URL": "",
+    "CONNECT_TIMEOUT": 5.0,
+    "REQUEST_TIMEOUT": 15.0,
+    "RETRIES": 3,
+    "RETRY_BACKOFF": 0.5,
+    "RETRY_BACKOFF_MAX": 8.0,
+    "WATCH_TIMEOUT": 60,
+    "RESYNC_SECONDS": 300.0,
+}
+
+
+def kube_settings() -> dict:
+    return {**DEFAULTS, **getattr(settings, "CAIRN_KUBERNETES", {})}
+
+
+def _opt(name: str):
+    return kube_settings()[name]
+
+
+def _api_error(exc: k8s.ApiException) -> ApiError:
+    reason, message = exc.reason or "", ""
+    try:
+        body = json.loads(exc.body or "{}")
+        reason, message = body.get("reason") or reason, body.get("message") or ""
+    except (TypeError, ValueError):
+        message = str(exc.body or "")[:500]
+    cls = Gone if exc.status == 410 else ApiError
+    return cls(int(exc.status or 0), reason, message)
+
+
+def _retryable(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+@dataclass
+class Clients:
+    """Typed API groups over one ApiClient (one connection pool)."""
+
+    api: k8s.ApiClient
+
+    def __post_init__(self):
+        self.core = k8s.CoreV1Api(self.api)
+        self.batch = k8s.BatchV1Api(self.api)
+        self.apps = k8s.AppsV1Api(self.api)
+        self.autoscaling = k8s.AutoscalingV2Api(self.api)
+        self.custom = k8s.CustomObjectsApi(self.api)
+        self.version = k8s.VersionApi(self.api)
+
+    def call(self, fn: Callable, *args, retries: int | None = None, **kwargs) -> dict | str:
+        """Call an API method; return the parsed JSON body (or text). Retries transient failures."""
+        retries = _opt("RETRIES") if retries is None else retries
+        kwargs.setdefault("_request_timeout", (_opt("CONNECT_TIMEOUT"), _opt("REQUEST_TIMEOUT")))
+        kwargs["_preload_content"] = False
+        last: Exception | None = None
+        for attempt in range(retries + 1):
+            if attempt:
+                delay = min(_opt("RETRY_BACKOFF") * 2 ** (attempt - 1), _opt("RETRY_BACKOFF_MAX"))
+                time.sleep(delay * (0.5 + random.random() / 2))
+            try:
+                response = fn(*args, **kwargs)
+                data = response.data.decode() if isinstance(response.data, bytes) else response.data
+                try:
+                    return json.loads(data) if data else {}
+                except ValueError:
+                    return data
+            except k8s.ApiException as exc:
+                if not _retryable(int(exc.status or 0)):
+                    raise _api_error(exc) from None
+                last = exc
+            except urllib3.exceptions.HTTPError as exc:  # timeouts, refused connections, resets
+                last = exc
+            logger.info("kubernetes: %s failed (%s), attempt %s of %s", getattr(fn, "__name__", fn), last,
+                        attempt + 1, retries + 1)
+        raise TransientError(f"The Kubernetes API kept failing: {_describe(last)}") from last
+
+    def stream(self, fn: Callable, *args, timeout_seconds: int, **kwargs) -> Iterator[dict]:
+        """A watch: yields {"type", "object"} events; raises Gone on 410, ApiError on others."""
+        try:
+            response = fn(*args, watch=True, timeout_seconds=timeout_seconds, _preload_content=False,
+                          _request_timeout=(_opt("CONNECT_TIMEOUT"), timeout_seconds + 10), **kwargs)
+        except k8s.ApiException as exc:
+            raise _api_error(exc) from None
+        try:
+            for line in iter_resp_lines(response):
+                if not line:
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    cls = Gone if status.get("code") == 410 else ApiError
+                    raise cls(int(status.get("code") or 0), status.get("reason", ""), status.get("message", ""))
+                yield event
+        finally:
+            response.close()
+            response.release_conn()
+
+
+def _describe(exc: Exception | None) -> str:
+    if isinstance(exc, k8s.ApiException):
+        return f"HTTP {exc.status} {exc.reason or ''}".strip()
+    return type(exc).__name__ if exc else "unknown error"
+
+
+_cache: dict[int, tuple[str, Clients]] = {}
+_cache_lock = threading.Lock()
+
+
+def configuration_from(connection: dict) -> k8s.Configuration:
+    configuration = k8s.Configuration()
+    try:
+        if connection.get("in_cluster"):
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        else:
+            k8s_config.load_kube_config_from_dict(
+                connection["kubeconfig"], context=connection.get("context"), client_configuration=configuration,
+                persist_config=False,
+            )
+    except (ConfigException, KeyError, TypeError, ValueError) as exc:
+        raise ConnectionNotConfigured(f"The cluster's credentials are not usable: {exc}") from None
+    configuration.retries = 0  # retries are ours (Clients.call), with backoff
+    return configuration
+
+
+def clients_for(cluster) -> Clients:
+    """Clients for a registered cluster, cached until its credentials change."""
+    from apps.clusters.crypto import CredentialsUnreadable
+    from apps.clusters.models import ClusterCredential
+    from apps.clusters.selectors import cluster_connection
+
+    try:
+        connection = cluster_connection(cluster=cluster)
+    except ClusterCredential.DoesNotExist:
+        raise ConnectionNotConfigured(f"Cluster '{cluster.name}' has no registered credentials.") from None
+    except CredentialsUnreadable as exc:
+        raise ConnectionNotConfigured(str(exc)) from None
+    with _cache_lock:
+        cached = _cache.get(cluster.pk)
+        if cached and cached[0] == connection["version"]:
+            return cached[1]
+    clients = Clients(k8s.ApiClient(configuration_from(connection)))
+    with _cache_lock:
+        _cache[cluster.pk] = (connection["version"], clients)
+    return clients
+
+
+def check_connectivity(connection: dict, *, timeout: float = 10.0) -> dict:
+    """Ask the API server for its version with the given connection: {"ok", "version", "detail"}."""
+    try:
+        clients = Clients(k8s.ApiClient(configuration_from(connection)))
+        version = clients.call(clients.version.get_code, retries=1, _request_timeout=(timeout, timeout))
+        return {"ok": True, "version": version.get("gitVersion", ""), "detail": "Connected."}
+    except ConnectionNotConfigured as exc:
+        return {"ok": False, "version": "", "detail": str(exc)}
+    except ApiError as exc:
+        return {"ok": False, "version": "", "detail": f"The API server answered {exc.status} {exc.reason}."}
+    except TransientError as exc:
+        return {"ok": False, "version": "", "detail": str(exc)}

@@ -1,0 +1,455 @@
+"""The level-triggered Kubernetes reconciler: desired state (Postgres) vs observed state (the
+informer caches of Jobs, Pods, StatefulSets, Deployments, Nodes and Warning Events), status
+written back through `workload_transition` (compare-and-set), conditions and events for humans.
+
+Each pass looks at every workload of the cluster that is active (or inactive with pods still
+alive) and decides from the whole picture, never from a single event: a reconciler killed and
+restarted simply lists everything again and reaches the same decisions.
+
+- ADMITTED: dispatch (the dispatch task was lost, or is being retried).
+- RUNNING training: a failed pod fails the attempt (gang); restarts while `max_restarts` allows
+  (the old Job is deleted, attempt n+1 created), else FAILED (OOMKilled / exit code) or LOST;
+  every replica Succeeded -> SUCCEEDED. A Job deleted behind Cairn's back counts as lost.
+- RUNNING notebook / deployment: objects missing are created again; crash loops, image pull
+  errors, OOM kills and unschedulable pods become conditions (they do not end the workload).
+- STOPPING: stop once (delete Job / scale to zero), force after the grace period, STOPPED when
+  no pod is left.
+- Nodes: the cluster's Node rows follow the Kubernetes Nodes (added, changed, cordoned, removed).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.backends.base import LOST, TransientBackendError
+from apps.clusters.choices import Backend as BackendName
+from apps.clusters.models import Cluster, Node, ResourcePool
+from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
+from apps.workloads.models import Workload
+from apps.workloads.services import workload_event_record, workload_transition
+
+from . import manifests as m
+from .backend import KubernetesBackend, is_alive, namespace_of, options_for
+from .client import ApiError, ConnectionNotConfigured, clients_for, kube_settings
+from .informer import Informer
+from .status import PodView, Problem, describe_failure, node_inventory, pod_view
+
+logger = logging.getLogger(__name__)
+S = WorkloadStatus
+WATCHED_CONDITIONS = ("PodScheduled", "ContainersReady")
+
+
+def _grace_seconds() -> float:
+    return float(settings.CAIRN["STOP_GRACE_SECONDS"])
+
+
+def _locked(workload_id: int) -> Workload | None:
+    queryset = Workload.objects.select_related("pool__cluster", "project")
+    features = connection.features
+    if features.has_select_for_update:
+        queryset = queryset.select_for_update(
+            skip_locked=features.has_select_for_update_skip_locked,
+            of=("self",) if features.has_select_for_update_of else (),
+        )
+    return queryset.filter(pk=workload_id).first()
+
+
+def _save_runtime(workload: Workload, runtime: dict, **fields) -> None:
+    Workload.objects.filter(pk=workload.pk).update(runtime=runtime, updated_at=timezone.now(), **fields)
+    workload.runtime = runtime
+    for key, value in fields.items():
+        setattr(workload, key, value)
+
+
+class ClusterReconciler:
+    """Informers of one cluster and the pass that acts on what they show."""
+
+    def __init__(self, cluster: Cluster, *, watch_timeout: int | None = None, resync_seconds: float | None = None):
+        self.cluster_id = cluster.pk
+        self.cluster_name = cluster.name
+        self.clients = clients_for(cluster)
+        self.backend = KubernetesBackend()
+        self.wakeup = threading.Event()
+        self.stop_event = threading.Event()
+        self.threads: list[threading.Thread] = []
+        opts = kube_settings()
+        common = {
+            "wakeup": self.wakeup,
+            "watch_timeout": watch_timeout or opts["WATCH_TIMEOUT"],
+            "resync_seconds": resync_seconds or opts["RESYNC_SECONDS"],
+        }
+        c, b, a = self.clients.core, self.clients.batch, self.clients.apps
+        managed = {"label_selector": m.MANAGED_SELECTOR}
+        self.informers: dict[str, Informer] = {
+            "jobs": Informer(self.clients, "jobs", b.list_job_for_all_namespaces, **managed, **common),
+            "pods": Informer(self.clients, "pods", c.list_pod_for_all_namespaces, **managed, **common),
+            "statefulsets": Informer(self.clients, "statefulsets", a.list_stateful_set_for_all_namespaces,
+                                     **managed, **common),
+            "deployments": Informer(self.clients, "deployments", a.list_deployment_for_all_namespaces,
+                                    **managed, **common),
+            "nodes": Informer(self.clients, "nodes", c.list_node, **common),
+            "events": Informer(self.clients, "events", c.list_event_for_all_namespaces, field_selector="type=Warning",
+                               keep=lambda e: ((e.get("involvedObject") or {}).get("name") or "").startswith("cairn-"),
+                               **common),
+        }
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for name, informer in self.informers.items():
+            thread = threading.Thread(target=informer.run, args=(self.stop_event,), daemon=True,
+                                      name=f"k8s-{self.cluster_name}-{name}")
+            thread.start()
+            self.threads.append(thread)
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self.stop_event.set()
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    @property
+    def synced(self) -> bool:
+        return all(informer.synced for informer in self.informers.values())
+
+    # -- the pass -------------------------------------------------------------------------------
+
+    def reconcile_pass(self) -> int:
+        """One level-triggered pass over the cluster. Returns how many workloads it acted on."""
+        if not self.synced:
+            return 0
+        cluster = Cluster.objects.get(pk=self.cluster_id)
+        self.sync_nodes(cluster)
+        pods_by_workload: dict[str, list[dict]] = {}
+        for pod in self.informers["pods"].items():
+            workload_label = ((pod.get("metadata") or {}).get("labels") or {}).get(m.LABEL_WORKLOAD)
+            if workload_label:
+                pods_by_workload.setdefault(workload_label, []).append(pod)
+        ids = list(
+            Workload.objects.filter(pool__cluster_id=self.cluster_id)
+            .filter(Q(status__in=ACTIVE) | Q(runtime__alive=True)).order_by("pk").values_list("pk", "status")
+        )
+        acted = 0
+        for workload_id, status in ids:
+            try:
+                if status == S.ADMITTED:
+                    from apps.backends.services import workload_dispatch
+
+                    workload_dispatch(workload_id=workload_id)
+                    acted += 1
+                    continue
+                with transaction.atomic():
+                    workload = _locked(workload_id)
+                    if workload is not None and self._reconcile(workload, pods_by_workload.get(str(workload_id), [])):
+                        acted += 1
+            except TransientBackendError as exc:
+                logger.warning("kubernetes reconciler: workload %s: %s (next pass)", workload_id, exc)
+            except Exception:
+                logger.exception("kubernetes reconciler: workload %s", workload_id)
+        return acted
+
+    def _reconcile(self, workload: Workload, pods: list[dict]) -> bool:
+        if workload.status == S.STOPPING or workload.status not in ACTIVE:
+            return self._reconcile_stopping(workload, pods)
+        if workload.status != S.RUNNING:
+            return False
+        if workload.kind == "training":
+            return self._reconcile_training(workload, pods)
+        return self._reconcile_service(workload, pods)
+
+    # -- stopping and leftovers -----------------------------------------------------------------
+
+    def _reconcile_stopping(self, workload: Workload, pods: list[dict]) -> bool:
+        runtime = workload.runtime or {}
+        now = time.time()
+        if runtime.get("term_sent_at") is None:  # the stop task was lost, or this is a leftover
+            self.backend.signal(workload)
+            _save_runtime(workload, {**runtime, "term_sent_at": now})
+            return True
+        alive = [p for p in pods if is_alive(p)]
+        if not alive and not self._service_object(workload, wanted_replicas=True):
+            if workload.status == S.STOPPING:
+                message = "All replicas have exited."
+                if runtime.get("kill_sent_at"):
+                    message = f"Replicas were killed after the {_grace_seconds():g}s grace period."
+                workload_transition(workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED,
+                                    reason="Stopped", message=message, runtime={**runtime, "alive": False})
+                return True
+            if runtime.get("alive"):
+                _save_runtime(workload, {**runtime, "alive": False})
+                return True
+            return False
+        if alive and now - runtime["term_sent_at"] >= _grace_seconds() and runtime.get("kill_sent_at") is None:
+            self.backend.signal(workload, force=True)
+            _save_runtime(workload, {**runtime, "kill_sent_at": now})
+            return True
+        return False
+
+    def _service_object(self, workload: Workload, *, wanted_replicas: bool = False) -> dict | None:
+        """The StatefulSet / Deployment of a notebook / deployment (from the cache); with
+        `wanted_replicas`, only when it still asks for pods (not yet scaled to zero)."""
+        if workload.kind == "training":
+            return None
+        informer = self.informers["statefulsets" if workload.kind == "notebook" else "deployments"]
+        obj = informer.get(namespace_of(workload), m.object_name(workload.pk))
+        if obj is not None and wanted_replicas and not (obj.get("spec") or {}).get("replicas"):
+            return None
+        return obj
+
+    # -- training -------------------------------------------------------------------------------
+
+    def _reconcile_training(self, workload: Workload, pods: list[dict]) -> bool:
+        runtime = workload.runtime or {}
+        attempt = int(runtime.get("attempt") or workload.attempt)
+        namespace = namespace_of(workload)
+        job_name = runtime.get("job") or m.job_name(workload.pk, attempt)
+        job = self.informers["jobs"].get(namespace, job_name)
+        views = [pod_view(p) for p in pods if pod_view(p).attempt in (attempt, None)]
+        failed = [v for v in views if v.state.failed]
+        if failed:
+            first = min(failed, key=lambda v: (v.state.phase == LOST, v.state.finished_at or float("inf"), v.replica))
+            return self._attempt_failed(workload, first, describe_failure(first, memory_mb=workload.memory_mb))
+        job_conditions = {c.get("type"): c for c in ((job or {}).get("status") or {}).get("conditions") or []
+                          if c.get("status") == "True"}
+        if "Failed" in job_conditions:
+            cond = job_conditions["Failed"]
+            return self._attempt_failed(workload, None, f"The Job failed ({cond.get('reason')}): {cond.get('message')}")
+        succeeded = {v.replica for v in views if v.state.phase != LOST and not v.state.alive and v.state.exit_code == 0}
+        if len(succeeded) >= workload.replicas or "Complete" in job_conditions:
+            workload_transition(
+                workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.SUCCEEDED, reason="Succeeded",
+                message=f"All {workload.replicas} replica(s) exited with code 0.", exit_code=0,
+                runtime={**runtime, "alive": False},
+            )
+            return True
+        if job is None and not views and self._confirmed_missing("Job", namespace, job_name):
+            return self._attempt_failed(workload, None, f"Job {namespace}/{job_name} disappeared (deleted outside "
+                                                        "Cairn?) before its replicas finished.", lost=True)
+        return self._update_conditions(workload, views)
+
+    def _confirmed_missing(self, kind: str, namespace: str, name: str) -> bool:
+        """The cache may lag behind a create: ask the API server before concluding."""
+        read = {"Job": self.clients.batch.read_namespaced_job,
+                "StatefulSet": self.clients.apps.read_namespaced_stateful_set,
+                "Deployment": self.clients.apps.read_namespaced_deployment}[kind]
+        try:
+            self.clients.call(read, name, namespace)
+        except ApiError as exc:
+            return exc.status == 404
+        return False
+
+    def _attempt_failed(self, workload: Workload, view: PodView | None, message: str, *, lost: bool = False) -> bool:
+        runtime = workload.runtime or {}
+        if workload.attempt <= workload.max_restarts:
+            self.backend.signal(workload)  # delete the failed attempt's Job (and what is left of its pods)
+            attempt = workload.attempt + 1
+            new_runtime = self.backend.launch(workload, attempt=attempt)
+            _save_runtime(workload, new_runtime, attempt=attempt)
+            workload_event_record(
+                workload=workload, reason="Restarting", type=EventType.WARNING,
+                message=f"{message} Starting attempt {attempt} of {workload.max_restarts + 1}.",
+            )
+            return True
+        finished = {**runtime, "alive": False}
+        if lost or (view is not None and view.state.phase == LOST):
+            workload_transition(workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.LOST,
+                                reason="ReplicaLost", message=message, event_type=EventType.WARNING, runtime=finished)
+            return True
+        reason = "OOMKilled" if view is not None and view.reason == "OOMKilled" else "ReplicaFailed"
+        workload_transition(
+            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason=reason,
+            message=message + (" No restarts left." if workload.max_restarts else ""), event_type=EventType.WARNING,
+            exit_code=view.state.exit_code if view is not None else None, runtime=finished,
+        )
+        return True
+
+    # -- notebooks and deployments --------------------------------------------------------------
+
+    def _reconcile_service(self, workload: Workload, pods: list[dict]) -> bool:
+        kind = "StatefulSet" if workload.kind == "notebook" else "Deployment"
+        if self._service_object(workload) is None and self._confirmed_missing(
+                kind, namespace_of(workload), m.object_name(workload.pk)):
+            runtime = self.backend.launch(workload, attempt=workload.attempt)  # ensure: creates what is missing
+            _save_runtime(workload, {**(workload.runtime or {}), **runtime})
+            workload_event_record(workload=workload, reason="Recreated", type=EventType.WARNING,
+                                  message=f"The {kind} was missing (deleted outside Cairn?); created it again.")
+            return True
+        return self._update_conditions(workload, [pod_view(p) for p in pods if (p.get("metadata") or {}).get(
+            "deletionTimestamp") is None])
+
+    # -- conditions -----------------------------------------------------------------------------
+
+    def _scheduler_message(self, workload: Workload, pod_names: set[str]) -> str:
+        """The latest FailedScheduling event of the workload's pods (more precise than the pod condition)."""
+        latest = None
+        for event in self.informers["events"].items():
+            involved = event.get("involvedObject") or {}
+            if involved.get("name") in pod_names and event.get("reason") == "FailedScheduling":
+                if latest is None or (event.get("lastTimestamp") or "") >= (latest.get("lastTimestamp") or ""):
+                    latest = event
+        return (latest or {}).get("message", "")
+
+    def _update_conditions(self, workload: Workload, views: list[PodView]) -> bool:
+        problems: dict[str, Problem] = {}
+        for view in sorted(views, key=lambda v: v.replica):
+            if view.problem and view.problem.condition not in problems:
+                problems[view.problem.condition] = view.problem
+        if "PodScheduled" in problems:
+            detail = self._scheduler_message(workload, {v.name for v in views})
+            if detail:
+                problem = problems["PodScheduled"]
+                replica = problem.message.split(" cannot", 1)[0]
+                problems["PodScheduled"] = Problem(problem.condition, problem.reason,
+                                                   f"{replica} cannot be scheduled: {detail}")
+        wanted: dict[str, dict] = {}
+        if views:
+            for ctype in WATCHED_CONDITIONS:
+                if ctype in problems:
+                    p = problems[ctype]
+                    wanted[ctype] = {"type": ctype, "status": "False", "reason": p.reason, "message": p.message}
+            if "PodScheduled" not in wanted:
+                wanted["PodScheduled"] = {"type": "PodScheduled", "status": "True", "reason": "Scheduled",
+                                          "message": "Every replica is placed on a node."}
+            if "ContainersReady" not in wanted:
+                ready = sum(1 for v in views if v.ready)
+                wanted["ContainersReady"] = (
+                    {"type": "ContainersReady", "status": "True", "reason": "AllReady",
+                     "message": f"{ready} replica(s) running and ready."} if ready and ready == len(views) else
+                    {"type": "ContainersReady", "status": "False", "reason": "Starting",
+                     "message": f"{ready} of {len(views)} replica(s) ready."})
+        current = {c["type"]: c for c in workload.conditions or []}
+        changed = False
+        now = timezone.now().isoformat()
+        for ctype, cond in wanted.items():
+            old = current.get(ctype)
+            if old and all(old.get(k) == cond[k] for k in ("status", "reason", "message")):
+                continue
+            transition = now if not old or old.get("status") != cond["status"] else old.get("lastTransitionTime", now)
+            current[ctype] = {**cond, "lastTransitionTime": transition}
+            changed = True
+            if cond["status"] == "False" and cond["reason"] != "Starting" and (not old or old.get("reason") != cond[
+                    "reason"]):
+                workload_event_record(workload=workload, reason=cond["reason"], message=cond["message"],
+                                      type=EventType.WARNING)
+        if changed:
+            conditions = list(current.values())
+            Workload.objects.filter(pk=workload.pk).update(conditions=conditions, updated_at=timezone.now())
+            workload.conditions = conditions
+        return changed
+
+    # -- nodes ----------------------------------------------------------------------------------
+
+    def sync_nodes(self, cluster: Cluster) -> dict[str, int]:
+        """Make the cluster's Node rows match the Kubernetes Nodes (only after a full list)."""
+        options = options_for(cluster)
+        pools = list(ResourcePool.objects.filter(cluster=cluster))
+        topology_keys = [k for pool in pools for k in pool.topology_keys or []]
+        existing = {node.name: node for node in Node.objects.filter(cluster=cluster)}
+        seen: set[str] = set()
+        counts = {"created": 0, "updated": 0, "removed": 0}
+        now = timezone.now()
+        for obj in self.informers["nodes"].items():
+            name = (obj.get("metadata") or {}).get("name")
+            if not name:
+                continue
+            seen.add(name)
+            fields = node_inventory(obj, gpu_resource=options.gpu_resource,
+                                    gpu_product_label=options.gpu_product_label, topology_keys=topology_keys)
+            pool = _pool_for(pools, fields["labels"])
+            node = existing.get(name)
+            if node is None:
+                Node.objects.create(cluster=cluster, name=name, pool=pool, last_seen_at=now, **fields)
+                counts["created"] += 1
+                continue
+            changed = [f for f, v in fields.items() if getattr(node, f) != v]
+            if pool is not None and node.pool_id is None:
+                node.pool = pool
+                changed.append("pool")
+            for f in changed:
+                if f != "pool":
+                    setattr(node, f, fields[f])
+            if changed:
+                counts["updated"] += 1
+            node.last_seen_at = now
+            node.save(update_fields=[*changed, "last_seen_at"])
+        gone = [n.pk for name, n in existing.items() if name not in seen]
+        if gone:
+            counts["removed"] = Node.objects.filter(pk__in=gone).delete()[0]
+        return counts
+
+
+def _pool_for(pools: list[ResourcePool], labels: dict) -> ResourcePool | None:
+    """The pool whose node selector the node's labels satisfy; the cluster's only pool otherwise."""
+    for pool in pools:
+        selector = pool.node_selector or {}
+        if selector and all(labels.get(k) == v for k, v in selector.items()):
+            return pool
+    unselective = [pool for pool in pools if not pool.node_selector]
+    return unselective[0] if len(unselective) == 1 else None
+
+
+# -- the process ---------------------------------------------------------------------------------
+
+class KubernetesReconciler:
+    """Every Kubernetes cluster with credentials: a ClusterReconciler each, started on demand."""
+
+    def __init__(self, **cluster_options):
+        self.clusters: dict[int, ClusterReconciler] = {}
+        self.cluster_options = cluster_options
+        self.wakeup = threading.Event()
+
+    def refresh(self) -> None:
+        wanted = {c.pk: c for c in Cluster.objects.filter(backend=BackendName.KUBERNETES, credential__isnull=False)}
+        for pk in list(self.clusters):
+            if pk not in wanted:
+                self.clusters.pop(pk).stop()
+        for pk, cluster in wanted.items():
+            if pk not in self.clusters:
+                try:
+                    reconciler = ClusterReconciler(cluster, **self.cluster_options)
+                except ConnectionNotConfigured as exc:
+                    logger.warning("kubernetes reconciler: cluster %s: %s", cluster.name, exc)
+                    continue
+                reconciler.wakeup = self.wakeup
+                for informer in reconciler.informers.values():
+                    informer.wakeup = self.wakeup
+                reconciler.start()
+                self.clusters[pk] = reconciler
+
+    def pass_once(self) -> int:
+        self.refresh()
+        return sum(reconciler.reconcile_pass() for reconciler in self.clusters.values())
+
+    def stop(self) -> None:
+        for reconciler in self.clusters.values():
+            reconciler.stop()
+        self.clusters.clear()
+
+
+def run_kubernetes_reconciler(stop: threading.Event, interval: float, **cluster_options) -> None:
+    """Reconcile every Kubernetes cluster until `stop`; watch events wake a pass early."""
+    from django.db import close_old_connections
+
+    reconciler = KubernetesReconciler(**cluster_options)
+    logger.info("kubernetes reconciler: started (interval %gs)", interval)
+    try:
+        while not stop.is_set():
+            close_old_connections()
+            try:
+                acted = reconciler.pass_once()
+                if acted:
+                    logger.info("kubernetes reconciler: acted on %s workload(s)", acted)
+            except Exception:
+                logger.exception("kubernetes reconciler: pass failed; retrying in %gs", interval)
+            reconciler.wakeup.wait(interval)
+            reconciler.wakeup.clear()
+    finally:
+        reconciler.stop()
+        connection.close()
+        logger.info("kubernetes reconciler: stopped")

@@ -1,0 +1,189 @@
+"""Pure mapping from objects as the API returns them (dicts) to Cairn's view: replica states,
+problems worth a human-readable condition, and node inventory. No I/O; unit-tested directly."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from kubernetes.utils import parse_quantity
+
+from apps.backends.base import EXITED, LOST, RUNNING, ReplicaState
+
+from .manifests import COMPLETION_INDEX_ANNOTATION, CONTAINER, LABEL_ATTEMPT
+
+# Waiting reasons that mean the replica will not start without someone changing something.
+IMAGE_PULL_REASONS = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull"})
+BROKEN_REASONS = IMAGE_PULL_REASONS | {"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError",
+                                       "RunContainerError"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something a user should see on the workload, as a condition: why replicas are not running."""
+
+    condition: str  # PodScheduled | ContainersReady
+    reason: str  # Unschedulable, ImagePullBackOff, OOMKilled, CrashLoopBackOff, ...
+    message: str
+
+
+@dataclass(frozen=True)
+class PodView:
+    name: str
+    replica: int
+    attempt: int | None
+    state: ReplicaState
+    reason: str  # OOMKilled, Error, Completed, Evicted, ... ('' when running)
+    problem: Problem | None
+    ready: bool
+
+
+def _epoch(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def pod_replica(pod: dict) -> int:
+    """The replica number: the Job completion index, else the StatefulSet ordinal, else 0."""
+    meta = pod.get("metadata") or {}
+    index = (meta.get("annotations") or {}).get(COMPLETION_INDEX_ANNOTATION) or (meta.get("labels") or {}).get(
+        COMPLETION_INDEX_ANNOTATION)
+    if index is not None and str(index).isdigit():
+        return int(index)
+    tail = (meta.get("name") or "").rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _main_status(pod: dict) -> dict:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    for status in statuses:
+        if status.get("name") == CONTAINER:
+            return status
+    return statuses[0] if statuses else {}
+
+
+def pod_view(pod: dict, *, replica: int | None = None) -> PodView:
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    phase = status.get("phase") or "Pending"
+    replica = pod_replica(pod) if replica is None else replica
+    attempt_label = (meta.get("labels") or {}).get(LABEL_ATTEMPT)
+    attempt = int(attempt_label) if attempt_label and attempt_label.isdigit() else None
+    main = _main_status(pod)
+    state = main.get("state") or {}
+    terminated = state.get("terminated") or {}
+    waiting = state.get("waiting") or {}
+    last_terminated = (main.get("lastState") or {}).get("terminated") or {}
+    name = meta.get("name", "")
+    problem: Problem | None = None
+    if phase in ("Succeeded", "Failed"):
+        exit_code = terminated.get("exitCode")
+        if exit_code is None:
+            exit_code = 0 if phase == "Succeeded" else None
+        reason = terminated.get("reason") or status.get("reason") or ("Completed" if phase == "Succeeded" else "")
+        replica_state = ReplicaState(
+            replica=replica, phase=EXITED if exit_code is not None else LOST, exit_code=exit_code,
+            signal=exit_code - 128 if exit_code and exit_code > 128 else None,
+            finished_at=_epoch(terminated.get("finishedAt")),
+        )
+        return PodView(name, replica, attempt, replica_state, reason, None, False)
+    if meta.get("deletionTimestamp") is None:
+        for condition in status.get("conditions") or []:
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                problem = Problem("PodScheduled", condition.get("reason") or "Unschedulable",
+                                  f"Replica {replica} cannot be scheduled: {condition.get('message') or 'no node fits'}")
+        if waiting.get("reason") in BROKEN_REASONS:
+            reason = waiting["reason"]
+            if reason in IMAGE_PULL_REASONS:
+                image = main.get("image") or "its image"
+                text = f"Replica {replica} cannot pull image '{image}'"
+            else:
+                text = f"Replica {replica} cannot start ({reason})"
+            if last_terminated.get("reason") == "OOMKilled":
+                reason = "OOMKilled"
+                text = f"Replica {replica} keeps running out of memory (OOMKilled) and is restarted"
+            detail = waiting.get("message")
+            problem = Problem("ContainersReady", reason, f"{text}: {detail}" if detail else f"{text}.")
+    ready = phase == "Running" and bool(main.get("ready", True))
+    return PodView(name, replica, attempt, ReplicaState(replica=replica, phase=RUNNING), "", problem, ready)
+
+
+def describe_failure(view: PodView, *, memory_mb: int | None = None) -> str:
+    """'Replica 0 was killed for running out of memory (OOMKilled, limit 256Mi).' and the like."""
+    state = view.state
+    if view.reason == "OOMKilled":
+        limit = f", limit {memory_mb}Mi" if memory_mb else ""
+        return f"Replica {view.replica} was killed for running out of memory (OOMKilled{limit})."
+    if state.phase == LOST:
+        why = f" ({view.reason})" if view.reason else ""
+        return f"Replica {view.replica} failed without an exit code{why}."
+    text = state.describe()
+    if view.reason and view.reason not in ("Error", "Completed"):
+        text = text[:-1] + f" ({view.reason})."
+    return text
+
+
+# -- nodes ---------------------------------------------------------------------------------------
+
+DEFAULT_TOPOLOGY_KEYS = ("topology.kubernetes.io/rack", "cloud.google.com/gke-nodepool", "topology.kubernetes.io/zone")
+
+
+def _milli(value) -> int:
+    try:
+        return int(parse_quantity(value) * 1000) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def _mib(value) -> int:
+    try:
+        return int(parse_quantity(value) / (1024 * 1024)) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def _count(value) -> int:
+    try:
+        return int(parse_quantity(value)) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def node_inventory(node: dict, *, gpu_resource: str, gpu_product_label: str, topology_keys=()) -> dict:
+    """Cairn Node fields from a Kubernetes Node."""
+    meta = node.get("metadata") or {}
+    labels = dict(meta.get("labels") or {})
+    status = node.get("status") or {}
+    capacity = status.get("capacity") or {}
+    allocatable = status.get("allocatable") or {}
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    if ready is None or ready.get("status") == "Unknown":
+        health = "unknown"
+    elif ready.get("status") == "True":
+        pressure = any(c.get("status") == "True" for c in status.get("conditions") or []
+                       if c.get("type") in ("MemoryPressure", "DiskPressure", "PIDPressure"))
+        health = "degraded" if pressure else "healthy"
+    else:
+        health = "unhealthy"
+    gpu_memory = labels.get("nvidia.com/gpu.memory", "")
+    topology = ""
+    for key in [*topology_keys, *DEFAULT_TOPOLOGY_KEYS]:
+        if labels.get(key):
+            topology = labels[key]
+            break
+    return {
+        "labels": labels,
+        "cpu_milli_capacity": _milli(capacity.get("cpu")),
+        "cpu_milli_allocatable": _milli(allocatable.get("cpu")),
+        "memory_mb_capacity": _mib(capacity.get("memory")),
+        "memory_mb_allocatable": _mib(allocatable.get("memory")),
+        "gpu_count": min(_count(allocatable.get(gpu_resource)), 32767),
+        "gpu_model": labels.get(gpu_product_label, "")[:100],
+        "gpu_memory_mb": int(gpu_memory) if gpu_memory.isdigit() else 0,
+        "topology_domain": topology[:100],
+        "health": health,
+        "schedulable": not (node.get("spec") or {}).get("unschedulable", False),  # cordoned
+    }
