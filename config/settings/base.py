@@ -204,6 +204,34 @@ CAIRN = {
     "TOKEN_DEFAULT_DAYS": env.int("CAIRN_TOKEN_DEFAULT_DAYS", default=90),
 }
 
+# Kubernetes backend (apps/backends/kubernetes, docs/kubernetes.md). Per-cluster choices (Volcano,
+# Kueue queue, namespace prefix, tolerations, images) live in Cluster.config and override these.
+CAIRN_KUBERNETES = {
+    # Whole GPUs are requested as this extended resource.
+    "GPU_RESOURCE": env.str("CAIRN_K8S_GPU_RESOURCE", default="nvidia.com/gpu"),
+    # Fractional GPUs (gpu < 1): resource name -> "one" (1), "percent" (of one GPU) or "milli".
+    # HAMi: nvidia.com/gpu=one,nvidia.com/gpucores=percent,nvidia.com/gpumem-percentage=percent
+    "SHARED_GPU_RESOURCES": env.dict("CAIRN_K8S_SHARED_GPU_RESOURCES", default={"nvidia.com/gpu": "one"}),
+    "GPU_PRODUCT_LABEL": env.str("CAIRN_K8S_GPU_PRODUCT_LABEL", default="nvidia.com/gpu.product"),
+    "NAMESPACE_PREFIX": env.str("CAIRN_K8S_NAMESPACE_PREFIX", default="cairn-"),
+    "DEFAULT_IMAGE": env.str("CAIRN_K8S_DEFAULT_IMAGE", default="python:3.12-slim"),
+    "NOTEBOOK_IMAGE": env.str("CAIRN_K8S_NOTEBOOK_IMAGE", default="quay.io/jupyter/base-notebook:latest"),
+    "NOTEBOOK_STORAGE": env.str("CAIRN_K8S_NOTEBOOK_STORAGE", default="10Gi"),
+    # Address replicas use to reach Cairn's API from inside the cluster (CAIRN_API_URL).
+    "API_URL": env.str("CAIRN_K8S_API_URL", default=""),
+    # Client: seconds per request, retries with exponential backoff on 5xx / 429 / timeouts.
+    "CONNECT_TIMEOUT": env.float("CAIRN_K8S_CONNECT_TIMEOUT", default=5.0),
+    "REQUEST_TIMEOUT": env.float("CAIRN_K8S_REQUEST_TIMEOUT", default=15.0),
+    "RETRIES": env.int("CAIRN_K8S_RETRIES", default=3),
+    "RETRY_BACKOFF": env.float("CAIRN_K8S_RETRY_BACKOFF", default=0.5),
+    "RETRY_BACKOFF_MAX": env.float("CAIRN_K8S_RETRY_BACKOFF_MAX", default=8.0),
+    # Reconciler: server-side watch timeout and full re-list (resync) period, in seconds.
+    "WATCH_TIMEOUT": env.int("CAIRN_K8S_WATCH_TIMEOUT", default=60),
+    "RESYNC_SECONDS": env.float("CAIRN_K8S_RESYNC_SECONDS", default=300.0),
+}
+# Key for credentials encrypted at rest (cluster kubeconfigs); SECRET_KEY when empty.
+CAIRN_ENCRYPTION_KEY = env.str("CAIRN_ENCRYPTION_KEY", default="")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
