@@ -1,7 +1,11 @@
 from django.urls import path
 
+from apps.tracking.consumers import TrackingLiveConsumer
+
 from .consumers import ProjectEventsConsumer
 
 websocket_urlpatterns = [
     path("ws/projects/<str:project>/events/", ProjectEventsConsumer.as_asgi()),
+    path("ws/projects/<str:project>/runs/live/", TrackingLiveConsumer.as_asgi()),
+    path("ws/projects/<str:project>/runs/<int:run>/live/", TrackingLiveConsumer.as_asgi()),
 ]

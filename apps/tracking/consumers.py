@@ -1,0 +1,159 @@
+"""Live tracking over websockets.
+
+  ws/projects/<project>/runs/<run>/live/  every point of one run as it is ingested
+  ws/projects/<project>/runs/live/        the latest value per key of every run of the project
+
+Authenticates like the API (session, `Authorization: Bearer` or `?token=`), checks project
+membership at connect and again on every subscribe. A client may also send
+{"action": "subscribe", "run": <id>} / {"action": "unsubscribe", "run": <id>}.
+Each subscription sends at most TRACKING_LIVE_MAX_FPS frames per second (coalesced) and
+buffers at most TRACKING_LIVE_BUFFER_POINTS points while the client is slow (see live.py)."""
+from __future__ import annotations
+
+import asyncio
+import time
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from .conf import setting
+from .events import project_runs_group, run_group
+from .live import Coalescer
+
+
+def _token_of(scope) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            return value.decode("latin-1").removeprefix("Bearer ").strip()
+    return (parse_qs(scope.get("query_string", b"").decode()).get("token") or [None])[0]
+
+
+@database_sync_to_async
+def _authenticate(scope):
+    from apps.accounts.selectors import user_from_token
+
+    user = scope.get("user")
+    if user is None or not user.is_authenticated:
+        token = _token_of(scope)
+        user = user_from_token(token) if token else None
+    return user if user is not None and user.is_authenticated else None
+
+
+@database_sync_to_async
+def _project_for(user, slug: str) -> int | None:
+    """The project's id if `user` is (still) a member, else None."""
+    from apps.projects.models import Project
+    from apps.projects.selectors import membership_role
+
+    project = Project.objects.filter(slug=slug).first()
+    if project is None or membership_role(user=user, project=project) is None:
+        return None
+    return project.pk
+
+
+@database_sync_to_async
+def _run_in_project(run_id, project_id: int) -> bool:
+    from .models import Run
+
+    try:
+        return Run.objects.filter(pk=int(run_id), project_id=project_id).exists()
+    except (TypeError, ValueError):
+        return False
+
+
+class _Subscription:
+    def __init__(self, run_id: int | None, max_points: int):
+        self.run_id = run_id
+        self.buffer = Coalescer(max_points=max_points)
+        self.last_sent = 0.0
+        self.task: asyncio.Task | None = None
+
+
+class TrackingLiveConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self):
+        self.subscriptions: dict[str, _Subscription] = {}
+        self.user = await _authenticate(self.scope)
+        if self.user is None:
+            await self.close(code=4401)
+            return
+        self.slug = self.scope["url_route"]["kwargs"]["project"]
+        self.project_id = await _project_for(self.user, self.slug)
+        if self.project_id is None:
+            await self.close(code=4404)
+            return
+        run_id = self.scope["url_route"]["kwargs"].get("run")
+        if run_id is not None and not await _run_in_project(run_id, self.project_id):
+            await self.close(code=4404)
+            return
+        await self.accept()
+        if run_id is None:
+            await self._join(project_runs_group(self.project_id), None)
+        else:
+            await self._join(run_group(int(run_id)), int(run_id))
+
+    async def _join(self, group: str, run_id: int | None) -> None:
+        if group not in self.subscriptions:
+            self.subscriptions[group] = _Subscription(run_id, setting("TRACKING_LIVE_BUFFER_POINTS"))
+            await self.channel_layer.group_add(group, self.channel_name)
+
+    async def receive_json(self, content, **kwargs):
+        action = content.get("action") if isinstance(content, dict) else None
+        run_id = content.get("run") if isinstance(content, dict) else None
+        if action not in ("subscribe", "unsubscribe") or isinstance(run_id, bool) or not isinstance(run_id, int):
+            await self.send_json({"type": "error", "detail": 'Send {"action": "subscribe"|"unsubscribe", "run": <id>}.'})
+            return
+        group = run_group(run_id)
+        if action == "unsubscribe":
+            await self._leave(group)
+            await self.send_json({"type": "unsubscribed", "run": run_id})
+            return
+        # Membership is checked again on every subscribe: a removed member gets nothing new.
+        project_id = await _project_for(self.user, self.slug)
+        if project_id is None:
+            await self.send_json({"type": "error", "detail": "You are no longer a member of this project."})
+            await self.close(code=4403)
+            return
+        if not await _run_in_project(run_id, project_id):
+            await self.send_json({"type": "error", "run": run_id, "detail": "Run not found."})
+            return
+        await self._join(group, run_id)
+        await self.send_json({"type": "subscribed", "run": run_id})
+
+    async def _leave(self, group: str) -> None:
+        sub = self.subscriptions.pop(group, None)
+        if sub is not None:
+            if sub.task is not None:
+                sub.task.cancel()
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def disconnect(self, code):
+        for group in list(getattr(self, "subscriptions", {})):
+            await self._leave(group)
+
+    async def cairn_event(self, message):
+        event = message["event"]
+        group = run_group(event["run"]) if event.get("type") == "run.metrics" else None
+        sub = self.subscriptions.get(group) if group else None
+        if sub is None:  # project-wide subscription, or a status event
+            sub = self.subscriptions.get(project_runs_group(self.project_id)) or self.subscriptions.get(
+                run_group(event.get("run", -1)))
+        if sub is None:
+            return
+        sub.buffer.add(event)
+        if sub.task is None:
+            sub.task = asyncio.ensure_future(self._flush_later(sub))
+
+    async def _flush_later(self, sub: _Subscription) -> None:
+        interval = 1.0 / setting("TRACKING_LIVE_MAX_FPS")
+        try:
+            while sub.buffer:
+                wait = sub.last_sent + interval - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                frames = sub.buffer.take(sub.run_id)
+                sub.last_sent = time.monotonic()
+                for frame in frames:
+                    await self.send_json(frame)  # a slow client holds this; the buffer stays bounded
+        finally:
+            sub.task = None
