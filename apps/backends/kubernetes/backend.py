@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 
 from apps.backends.base import Backend, LaunchError, ReplicaState
+from apps.tracking import services as tracking_services
 
 from . import manifests as m
 from .client import ApiError, Clients, ConnectionNotConfigured, clients_for, kube_settings
@@ -56,7 +57,7 @@ def notebook_token(workload_id: int) -> str:
     return hmac.new(settings.SECRET_KEY.encode(), f"cairn-notebook:{workload_id}".encode(), hashlib.sha256).hexdigest()[:40]
 
 
-def view_for(workload: Workload, *, attempt: int) -> m.WorkloadView:
+def view_for(workload: Workload, *, attempt: int, run_env: dict | None = None) -> m.WorkloadView:
     return m.WorkloadView(
         id=workload.pk, kind=workload.kind, name=workload.name, project=workload.project.slug, attempt=attempt,
         replicas=workload.replicas, gpu_milli=workload.gpu_milli, cpu_milli=workload.cpu_milli,
@@ -64,6 +65,7 @@ def view_for(workload: Workload, *, attempt: int) -> m.WorkloadView:
         pool_node_selector=dict(workload.pool.node_selector or {}),
         placement_nodes=tuple(p["node"] for p in (workload.placement or []) if isinstance(p, dict) and p.get("node")),
         notebook_token=notebook_token(workload.pk) if workload.kind == "notebook" else "",
+        run_env=dict(run_env or {}),
     )
 
 
@@ -165,7 +167,9 @@ class KubernetesBackend(Backend):
         clients = self._clients(workload)
         cluster = workload.pool.cluster
         options = options_for(cluster)
-        view = view_for(workload, attempt=attempt)
+        # Tracking: the run of this attempt and a write-only token for cairn.init() in the job.
+        run_env = tracking_services.run_env_for_attempt(workload=workload, attempt=attempt)
+        view = view_for(workload, attempt=attempt, run_env=run_env)
         namespace = m.namespace_for(view.project, options)
         ensure(clients, m.namespace_manifest(view.project, options))
         objects = []

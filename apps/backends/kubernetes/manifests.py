@@ -6,6 +6,7 @@ schemas (kubernetes-validate) in tests/backends/kubernetes/test_manifests.py.
 
 What each kind becomes (all in the project's namespace, all labelled cairn.dev/project and
 cairn.dev/workload, names derived from the workload id):
+- every kind: Secret `cairn-<id>-<attempt>-run` with the attempt's tracking run id and token.
 - training:   Job `cairn-<id>-<attempt>` (Indexed, one pod per replica, rank = completion index)
               + headless Service `cairn-<id>` (stable pod DNS for MASTER_ADDR)
               + Volcano PodGroup `cairn-<id>-<attempt>` when the cluster runs Volcano.
@@ -77,6 +78,8 @@ class WorkloadView:
     pool_node_selector: dict[str, str] = field(default_factory=dict)
     placement_nodes: tuple[str, ...] = ()
     notebook_token: str = ""
+    # Tracking: CAIRN_RUN_ID / CAIRN_RUN_TOKEN of this attempt, delivered through a Secret.
+    run_env: dict[str, str] = field(default_factory=dict)
 
 
 # -- names and labels ----------------------------------------------------------------------------
@@ -87,6 +90,24 @@ def object_name(workload_id: int) -> str:
 
 def job_name(workload_id: int, attempt: int) -> str:
     return f"cairn-{workload_id}-{attempt}"
+
+
+def run_secret_name(workload_id: int, attempt: int) -> str:
+    return f"cairn-{workload_id}-{attempt}-run"
+
+
+def run_secret(view: WorkloadView, options: ClusterOptions) -> list[dict]:
+    """The attempt's run credentials as a Secret (empty list when there are none)."""
+    if not view.run_env:
+        return []
+    name = run_secret_name(view.id, view.attempt)
+    return [{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+             "metadata": _meta(view, name, options, **{LABEL_ATTEMPT: str(view.attempt)}),
+             "stringData": {k: str(v) for k, v in view.run_env.items()}}]
+
+
+def run_env_from(view: WorkloadView) -> list[dict]:
+    return [{"secretRef": {"name": run_secret_name(view.id, view.attempt)}}] if view.run_env else []
 
 
 def home_claim_name(workload_id: int) -> str:
@@ -303,6 +324,8 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
     service = object_name(view.id)
     attempt_label = {LABEL_ATTEMPT: str(view.attempt)}
     container: dict = {"env": training_env(view, options), "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}]}
+    if view.run_env:
+        container["envFrom"] = run_env_from(view)
     if view.spec.get("command"):
         container["command"] = list(view.spec["command"])
     working_dir = view.spec.get("working_dir")
@@ -310,7 +333,7 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
         container["workingDir"] = working_dir
     extra: dict = {"subdomain": service}
     pod_annotations: dict[str, str] = {}
-    objects: list[dict] = [{
+    objects: list[dict] = [*run_secret(view, options), {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _meta(view, service, options),
@@ -393,8 +416,11 @@ def notebook_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
         "volumeMounts": [{"name": "home", "mountPath": NOTEBOOK_HOME}],
         "readinessProbe": {"tcpSocket": {"port": NOTEBOOK_PORT}, "periodSeconds": 5},
     }
+    if view.run_env:
+        container["envFrom"] = run_env_from(view)
     volumes = [{"name": "home", "persistentVolumeClaim": {"claimName": claim}}]
     return [
+        *run_secret(view, options),
         {"apiVersion": "v1", "kind": "Secret", "metadata": _meta(view, name, options), "type": "Opaque",
          "stringData": {"token": view.notebook_token}},
         {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(view, claim, options), "spec": pvc_spec},
@@ -431,10 +457,13 @@ def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[di
         "ports": [{"name": "http", "containerPort": port}],
         "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 5},
     }
+    if view.run_env:
+        container["envFrom"] = run_env_from(view)
     if view.spec.get("command"):
         container["command"] = list(view.spec["command"])
     max_replicas = max(view.replicas, int(view.spec.get("max_replicas") or view.replicas), 1)
     return [
+        *run_secret(view, options),
         {"apiVersion": "v1", "kind": "Service", "metadata": _meta(view, name, options), "spec": {
             "selector": selector_labels(view),
             "ports": [{"name": "http", "port": 80, "targetPort": port}],

@@ -26,6 +26,8 @@ def test_training_dispatch_creates_namespace_headless_service_and_indexed_job(em
     assert job["metadata"]["labels"]["cairn.dev/workload"] == str(workload.pk)
     assert job["metadata"]["labels"]["cairn.dev/project"] == "vision"
     assert emulator.get("services", NS, f"cairn-{workload.pk}")["spec"]["clusterIP"] == "None"
+    run_secret = emulator.get("secrets", NS, f"cairn-{workload.pk}-1-run")["stringData"]
+    assert run_secret["CAIRN_RUN_TOKEN"] and run_secret["CAIRN_RUN_ID"]
     runtime = reload(workload).runtime
     assert runtime["job"] == f"cairn-{workload.pk}-1" and runtime["namespace"] == NS
     assert all(o["outcome"] == "created" for o in runtime["objects"])

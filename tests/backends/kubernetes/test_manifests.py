@@ -70,6 +70,11 @@ def env_of(container: dict) -> dict:
 
 VARIANTS = {
     "training-gpu": view(),
+    "training-with-run": view(run_env={"CAIRN_RUN_ID": "7", "CAIRN_RUN_TOKEN": "crt_secret"}),
+    "notebook-with-run": view(kind="notebook", replicas=1, gpu_milli=0, spec={"env": {}},
+                              run_env={"CAIRN_RUN_ID": "7", "CAIRN_RUN_TOKEN": "crt_secret"}),
+    "deployment-with-run": view(kind="deployment", replicas=1, gpu_milli=0, spec={"command": ["s"], "port": 80},
+                                run_env={"CAIRN_RUN_ID": "7", "CAIRN_RUN_TOKEN": "crt_secret"}),
     "training-cpu-one-replica": view(replicas=1, gpu_milli=0, spec={"command": ["/bin/sh", "-c", "echo hi"]}),
     "training-fractional": view(gpu_milli=250, replicas=1),
     "training-placed-model": view(gpu_model="NVIDIA-A100-SXM4-80GB", placement_nodes=("gpu-1", "gpu-2"),
@@ -253,3 +258,14 @@ def test_deployment_has_service_and_autoscaler_bounded_by_the_admitted_replicas(
     assert objs["Service"]["spec"]["ports"][0]["targetPort"] == 9000
     scaled = by_kind(workload_manifests(VARIANTS["deployment-autoscaled"], ClusterOptions()))
     assert scaled["HorizontalPodAutoscaler"]["spec"]["maxReplicas"] == 5
+
+
+@pytest.mark.parametrize("variant", ["training-with-run", "notebook-with-run", "deployment-with-run"])
+def test_run_token_is_delivered_through_a_secret_not_the_pod_spec(variant):
+    manifests = workload_manifests(VARIANTS[variant], ClusterOptions())
+    secret = next(x for x in manifests if x["metadata"]["name"] == "cairn-42-1-run")
+    assert secret["kind"] == "Secret" and secret["stringData"]["CAIRN_RUN_TOKEN"] == "crt_secret"
+    assert manifests.index(secret) == 0  # created before anything that mounts it
+    container = pod_template(manifests)["spec"]["containers"][0]
+    assert container["envFrom"] == [{"secretRef": {"name": "cairn-42-1-run"}}]
+    assert "crt_secret" not in str(pod_template(manifests))
