@@ -202,6 +202,7 @@ class _Cohort:
         self.quotas = {q.project: _Quota(q) for q in quotas}
         self.capacity = [sum(q.lend[d] for q in self.quotas.values()) for d in range(3)]
         self.drawn = [0, 0, 0]
+        self.borrowers: set[str] = set()  # projects using more than their nominal
 
     def add(self, project: str, r: tuple[int, int, int], sign: int = 1) -> None:
         q = self.quotas.get(project)
@@ -211,6 +212,10 @@ class _Cohort:
             before = q.draw(d, q.used[d])
             q.used[d] += sign * r[d]
             self.drawn[d] += q.draw(d, q.used[d]) - before
+        if q.borrowing():
+            self.borrowers.add(project)
+        else:
+            self.borrowers.discard(project)
 
     def within_nominal(self, project: str, need: tuple[int, int, int]) -> bool:
         q = self.quotas.get(project)
@@ -309,6 +314,7 @@ class _Pool:
         self._frag_memo: dict[tuple, float] = {}
         self.models = {n.model for n in self.nodes}
         self.changes = 0  # bumped on every change of free capacity (for memoised summaries)
+        self.free_gpu = sum(n.ngpu for n in self.nodes) * GPU
         self._summary: dict[frozenset[str] | None, tuple[int, tuple[int, tuple[int, int, int]]]] = {}
 
     # bookkeeping
@@ -330,6 +336,7 @@ class _Pool:
         per_gpu = g if g < GPU else GPU
         for i in gpus:
             n.gpus[i] -= sign * per_gpu
+        self.free_gpu -= sign * per_gpu * len(gpus)
         n.cpu -= sign * c
         n.mem -= sign * m
         self.changes += 1
@@ -712,8 +719,8 @@ class _Cycle:
             if r.priority > w.priority and r.id not in self.victims:
                 candidates.append((1, -r.priority, -_ts(r.admitted_at), -r.id, r))
         if in_nominal:
-            for project, q in cohort.quotas.items():
-                if project == w.project or not q.borrowing():
+            for project in sorted(cohort.borrowers):
+                if project == w.project:
                     continue
                 for r in self.candidates.get((w.pool, project), ()):
                     if r.id not in self.victims:
@@ -721,16 +728,22 @@ class _Cycle:
         if not candidates:
             self.preempt_failed.add(key)
             return None
+        # Cheap bound first: even all candidates together may not free enough GPUs.
+        releasable = sum(c[4].per_replica.gpu_milli * len(c[4].placement) for c in candidates)
+        if pool.free_gpu + releasable < need[0]:
+            self.preempt_failed.add(key)
+            return None
         # Borrowers first, then the lowest priority, then the most recently admitted (then submitted).
         candidates.sort(key=lambda c: c[:4])
         chosen: list[RunningWorkload] = []
         fits = False
         for *_, r in candidates:
-            if r.project != w.project and not cohort.quotas[r.project].borrowing():
+            if r.project != w.project and r.project not in cohort.borrowers:
                 continue  # no longer borrowing after earlier victims: reclaim stops at its nominal
             self._release_running(r)
             chosen.append(r)
-            if self._fits(w, cohort, pool, shape, need, models):
+            if (pool.free_gpu >= need[0] and cohort.check(w.project, need) is None
+                    and self._fits(w, cohort, pool, shape, need, models)):
                 fits = True
                 break
         if not fits:
