@@ -153,6 +153,7 @@ class KubeEmulator:
         self.lock = threading.Condition()
         self.faults: list[dict] = []
         self.requests: list[tuple[str, str]] = []
+        self.verbs: set[tuple[str, str, str]] = set()  # (api group, resource[/subresource], RBAC verb)
         self.logs: dict[tuple[str, str], str] = {}
         self.stopping = False
         self.server: ThreadingHTTPServer | None = None
@@ -401,6 +402,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         resource, namespace, name, sub = route
         query = {k: v[-1] for k, v in parse_qs(urlparse(self.path).query).items()}
+        group = resource.group_version.rpartition("/")[0]
+        verb = {"POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}.get(method)
+        if method == "GET":
+            verb = "get" if name else ("watch" if query.get("watch") in ("true", "1") else "list")
+        em.verbs.add((group, f"{resource.plural}/{sub}" if sub else resource.plural, verb))
         plural = resource.plural
         if method == "GET" and not name:
             if query.get("watch") in ("true", "1"):
