@@ -74,6 +74,7 @@ CASES += [  # tracking
     Case("post", f"{P}/runs/{{run}}/batches/", "member", {"points": [{"key": "loss", "step": 1, "value": 0.5}]}),
     Case("post", f"{P}/runs/{{run}}/finish/", "member", {"status": "finished"}),
     Case("delete", f"{P}/runs/{{run}}/", "member"),
+    Case("get", f"{P}/workload-telemetry/{{training_running}}/", "viewer"),
 ]
 
 

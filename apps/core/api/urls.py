@@ -9,6 +9,7 @@ from apps.notebooks.api.views import NotebookViewSet
 from apps.projects.api.views import MembershipViewSet, ProjectViewSet
 from apps.quotas.api.views import QuotaViewSet
 from apps.scheduling.api.views import PoolQueueView
+from apps.telemetry.api.views import NodeTelemetryView, WorkloadTelemetryViewSet
 from apps.tracking.api.views import RunViewSet
 from apps.training.api.views import TrainingJobViewSet
 from apps.workloads.api.views import WorkloadReadViewSet
@@ -28,11 +29,13 @@ project_router.register("training-jobs", TrainingJobViewSet, basename="training-
 project_router.register("notebooks", NotebookViewSet, basename="notebook")
 project_router.register("deployments", DeploymentViewSet, basename="deployment")
 project_router.register("runs", RunViewSet, basename="run")
+project_router.register("workload-telemetry", WorkloadTelemetryViewSet, basename="workload-telemetry")
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="me"),
     path("auth/login/", LoginView.as_view(), name="login"),
     path("pools/<str:pool>/queue/", PoolQueueView.as_view(), name="pool-queue"),
+    path("telemetry/nodes/<str:node>/", NodeTelemetryView.as_view(), name="node-telemetry"),
     path("", include(router.urls)),
     path("projects/<str:project>/", include(project_router.urls)),
 ]

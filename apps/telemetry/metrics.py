@@ -1,0 +1,84 @@
+"""Cairn's own Prometheus metrics, served at /metrics (staff, METRICS_TOKEN or an allowed network)."""
+from __future__ import annotations
+
+import hmac
+import ipaddress
+
+from django.db.models import Count
+from django.http import HttpResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from rest_framework import exceptions
+from rest_framework.permissions import BasePermission
+from rest_framework.views import APIView
+
+from .conf import setting
+
+
+class CairnCollector:
+    """Gauges read from PostgreSQL at scrape time: the same numbers in every web process."""
+
+    def collect(self):
+        from apps.clusters.models import Node
+        from apps.tracking.models import Run
+        from apps.workloads.models import Workload
+
+        workloads = GaugeMetricFamily("cairn_workloads", "Workloads by kind and status", labels=["kind", "status"])
+        for row in Workload.objects.values("kind", "status").annotate(n=Count("id")).order_by():
+            workloads.add_metric([row["kind"], row["status"]], row["n"])
+        yield workloads
+        runs = GaugeMetricFamily("cairn_runs", "Tracked runs by status", labels=["status"])
+        for row in Run.objects.values("status").annotate(n=Count("id")).order_by():
+            runs.add_metric([row["status"]], row["n"])
+        yield runs
+        nodes = GaugeMetricFamily("cairn_nodes", "Nodes by health and schedulability", labels=["health", "schedulable"])
+        for row in Node.objects.values("health", "schedulable").annotate(n=Count("id")).order_by():
+            nodes.add_metric([row["health"], str(row["schedulable"]).lower()], row["n"])
+        yield nodes
+
+
+REGISTRY = CollectorRegistry(auto_describe=False)
+REGISTRY.register(CairnCollector())
+
+
+def _client_allowed(request) -> bool:
+    networks = setting("METRICS_ALLOWED_NETWORKS")
+    if not networks:
+        return False
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False
+    return any(address in ipaddress.ip_network(n, strict=False) for n in networks)
+
+
+def _token_allowed(request) -> bool:
+    expected = setting("METRICS_TOKEN")
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    return bool(expected) and hmac.compare_digest(header.encode(), f"Bearer {expected}".encode())
+
+
+class MetricsAccess(BasePermission):
+    def has_permission(self, request, view):
+        if _client_allowed(request) or _token_allowed(request):
+            return True
+        if not (request.user and request.user.is_authenticated):
+            raise exceptions.NotAuthenticated()
+        if not request.user.is_staff:
+            raise exceptions.PermissionDenied("Only Cairn administrators can read /metrics.")
+        return True
+
+
+class MetricsView(APIView):
+    """Prometheus text exposition of Cairn's own metrics."""
+
+    permission_classes = [MetricsAccess]
+    schema = None
+
+    def get_authenticators(self):
+        if _token_allowed(self.request):  # Django's request, set by View.setup() before DRF wraps it
+            return []
+        return super().get_authenticators()
+
+    def get(self, request):
+        return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,160 @@
+"""Writes of telemetry: storing samples (local sampler, DCGM scrapes), retention with rollups."""
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import urllib.request
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Count, Max, Min, Sum
+from django.db.models.functions import TruncHour, TruncMinute
+from django.utils import timezone
+
+from apps.core.realtime import project_group, publish
+from apps.workloads.models import Workload
+
+from .conf import setting
+from .dcgm import parse_dcgm
+from .events import NODES_GROUP, samples_event
+from .models import TelemetryRollup, TelemetrySample
+
+logger = logging.getLogger(__name__)
+
+POD_WORKLOAD = re.compile(r"^cairn-(\d+)(?:-|$)")  # pods are named from the workload id (backends/kubernetes)
+
+
+def workload_from_pod(pod: str | None) -> int | None:
+    match = POD_WORKLOAD.match(pod or "")
+    return int(match.group(1)) if match else None
+
+
+def telemetry_record(*, samples: list[TelemetrySample]) -> list[TelemetrySample]:
+    """Store samples in bulk and publish them after commit (nodes group, and each workload's project)."""
+    if not samples:
+        return []
+    ids = {s.workload_id for s in samples if s.workload_id}
+    known = dict(Workload.objects.filter(pk__in=ids).values_list("pk", "project_id")) if ids else {}
+    for sample in samples:
+        if sample.workload_id and sample.workload_id not in known:
+            sample.workload_id = None  # a pod we do not know (or a deleted workload)
+    with transaction.atomic():
+        TelemetrySample.objects.bulk_create(samples, batch_size=2000)
+        publish(NODES_GROUP, samples_event(samples))
+        by_project: dict[int, list] = {}
+        for sample in samples:
+            if sample.workload_id:
+                by_project.setdefault(known[sample.workload_id], []).append(sample)
+        for project_id, mine in by_project.items():
+            publish(project_group(project_id), samples_event(mine))
+    return samples
+
+
+def telemetry_ingest_dcgm(*, node: str, text: str, at: datetime | None = None) -> list[TelemetrySample]:
+    at = at or timezone.now()
+    samples = [
+        TelemetrySample(time=at, node=s.node, gpu=s.gpu, metric=s.metric, value=s.value,
+                        workload_id=workload_from_pod(s.labels.get("pod")))
+        for s in parse_dcgm(text, node=node)
+    ]
+    return telemetry_record(samples=samples)
+
+
+def telemetry_scrape(*, node: str, url: str) -> list[TelemetrySample]:
+    """Fetch one DCGM exporter endpoint and store its samples. Network errors are logged, not raised."""
+    try:
+        with urllib.request.urlopen(url, timeout=setting("TELEMETRY_SCRAPE_TIMEOUT")) as response:  # noqa: S310
+            text = response.read(16 * 1024 * 1024).decode("utf-8", "replace")
+    except (OSError, ValueError) as exc:
+        logger.warning("telemetry: scrape of %s (%s) failed: %s", node, url, exc)
+        return []
+    try:
+        return telemetry_ingest_dcgm(node=node, text=text)
+    except ValueError as exc:
+        logger.warning("telemetry: %s answered text that is not Prometheus format: %s", url, exc)
+        return []
+
+
+def local_samples(*, node: str | None = None, psutil=None, nvml=None, at: datetime | None = None) -> list[TelemetrySample]:
+    """This machine's CPU / memory (psutil) and GPUs (NVML, when present), unsaved."""
+    node = node or socket.gethostname()
+    at = at or timezone.now()
+    out = []
+    if psutil is None:
+        import psutil
+    memory = psutil.virtual_memory()
+    for metric, value in (("node.cpu_percent", psutil.cpu_percent(interval=None)),
+                          ("node.memory_percent", memory.percent),
+                          ("node.memory_used_mb", memory.used / 2**20)):
+        out.append(TelemetrySample(time=at, node=node, metric=metric, value=float(value)))
+    if nvml is None:
+        nvml = _nvml()
+    if nvml is not None:
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            readers = {
+                "gpu.util_percent": lambda h: nvml.nvmlDeviceGetUtilizationRates(h).gpu,
+                "gpu.memory_used_mb": lambda h: nvml.nvmlDeviceGetMemoryInfo(h).used / 2**20,
+                "gpu.temperature_c": lambda h: nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),
+                "gpu.power_w": lambda h: nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+            }
+            for metric, read in readers.items():
+                try:
+                    out.append(TelemetrySample(time=at, node=node, gpu=index, metric=metric, value=float(read(handle))))
+                except Exception:  # noqa: BLE001 - field not supported on this GPU
+                    continue
+    return out
+
+
+def _nvml():
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml if pynvml.nvmlDeviceGetCount() > 0 else None
+    except Exception:  # noqa: BLE001 - no driver, no GPU
+        return None
+
+
+def telemetry_sample_local(*, node: str | None = None) -> list[TelemetrySample]:
+    return telemetry_record(samples=local_samples(node=node))
+
+
+def _roll(queryset, trunc, resolution: int) -> int:
+    rows = (queryset.annotate(bucket=trunc).values("bucket", "node", "gpu", "workload_id", "metric")
+            .annotate(n=Count("id"), total=Sum("value"), low=Min("value"), high=Max("value")))
+    rollups = [TelemetryRollup(resolution=resolution, bucket_start=r["bucket"], node=r["node"], gpu=r["gpu"],
+                               workload_id=r["workload_id"], metric=r["metric"], count=r["n"], sum=r["total"],
+                               min=r["low"], max=r["high"]) for r in rows]
+    TelemetryRollup.objects.bulk_create(rollups, batch_size=2000)
+    return len(rollups)
+
+
+def telemetry_compact(*, now: datetime | None = None) -> dict[str, int]:
+    """Retention: raw samples older than the raw window become 1-minute rollups, 1-minute rollups
+    older than their window become 1-hour rollups (sums and counts add, extremes are kept), and
+    hourly rollups past theirs are deleted. Cut-offs fall on bucket boundaries, so each bucket
+    is rolled exactly once; each step is one transaction."""
+    now = now or timezone.now()
+    raw_cut = (now - timedelta(hours=setting("TELEMETRY_RAW_RETENTION_HOURS"))).replace(second=0, microsecond=0)
+    minute_cut = (now - timedelta(days=setting("TELEMETRY_MINUTE_RETENTION_DAYS"))).replace(
+        minute=0, second=0, microsecond=0)
+    hour_cut = now - timedelta(days=setting("TELEMETRY_HOUR_RETENTION_DAYS"))
+    done = {}
+    with transaction.atomic():
+        old = TelemetrySample.objects.filter(time__lt=raw_cut)
+        done["minute_rollups"] = _roll(old, TruncMinute("time"), 60)
+        done["raw_deleted"] = old.delete()[0]
+    with transaction.atomic():
+        old = TelemetryRollup.objects.filter(resolution=60, bucket_start__lt=minute_cut)
+        rows = list(old.annotate(bucket=TruncHour("bucket_start")).values("bucket", "node", "gpu", "workload_id", "metric")
+                    .annotate(n=Sum("count"), total=Sum("sum"), low=Min("min"), high=Max("max")))
+        TelemetryRollup.objects.bulk_create(
+            [TelemetryRollup(resolution=3600, bucket_start=r["bucket"], node=r["node"], gpu=r["gpu"],
+                             workload_id=r["workload_id"], metric=r["metric"], count=r["n"], sum=r["total"],
+                             min=r["low"], max=r["high"]) for r in rows], batch_size=2000)
+        done["hour_rollups"] = len(rows)
+        done["minute_deleted"] = old.delete()[0]
+    done["hour_deleted"] = TelemetryRollup.objects.filter(resolution=3600, bucket_start__lt=hour_cut).delete()[0]
+    return done
