@@ -10,7 +10,7 @@ from apps.core.models import OutboxMessage
 from apps.scheduling.services import scheduling_cycle
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.services import workload_stop
-from tests.backends.helpers import kill_processes_mentioning, reconcile_until, replica_processes, wait_for
+from tests.backends.helpers import gone, kill_processes_mentioning, reconcile_until, replica_processes, wait_for
 from tests.factories import NodeFactory, ProjectFactory, QuotaFactory, WorkloadFactory
 
 S = WorkloadStatus
@@ -86,7 +86,7 @@ def test_borrow_then_reclaim_preempts_only_the_borrowed_work_and_admits_within_o
     workload_stop_task.run(workload_id=borrowed.pk)  # what the outbox delivers: SIGTERM
     reconcile_until(borrowed, S.QUEUED, timeout=20)
     assert "checkpoint saved" in workload_log_read(workload=borrowed)
-    assert wait_for(lambda: not any(p.is_running() for p in processes), what="the victim's processes to exit")
+    assert wait_for(lambda: gone(processes), what="the victim's processes to exit")
     assert (borrowed.attempt, borrowed.preemptions, borrowed.placement) == (1, 1, [])
     assert borrowed.status_reason == "Requeued"
     assert list(borrowed.events.values_list("reason", flat=True))[-2:] == ["Preempted", "Requeued"]
