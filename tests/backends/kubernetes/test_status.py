@@ -1,0 +1,72 @@
+"""Pure mapping of pods and nodes (as the API returns them) to Cairn's view."""
+from apps.backends.kubernetes.status import describe_failure, node_inventory, pod_view
+
+
+def pod(phase="Running", *, index="0", state=None, last=None, conditions=None, image="img:1", reason=None):
+    status = {"phase": phase, "conditions": conditions or [],
+              "containerStatuses": [{"name": "main", "image": image, "ready": phase == "Running",
+                                     "state": state or {}, "lastState": last or {}}]}
+    if reason:
+        status["reason"] = reason
+    return {"metadata": {"name": f"cairn-1-1-{index}-abc", "labels": {"cairn.dev/attempt": "1"},
+                         "annotations": {"batch.kubernetes.io/job-completion-index": index}}, "status": status}
+
+
+def test_running_pod_is_alive_and_ready():
+    view = pod_view(pod(index="3"))
+    assert view.replica == 3 and view.attempt == 1
+    assert view.state.alive and view.ready and view.problem is None
+
+
+def test_succeeded_and_failed_pods_carry_exit_codes():
+    ok = pod_view(pod("Succeeded", state={"terminated": {"exitCode": 0, "reason": "Completed"}}))
+    assert ok.state.phase == "exited" and ok.state.exit_code == 0 and not ok.state.failed
+    bad = pod_view(pod("Failed", state={"terminated": {"exitCode": 143, "reason": "Error"}}))
+    assert bad.state.failed and bad.state.exit_code == 143 and bad.state.signal == 15
+    assert describe_failure(bad) == "Replica 0 was killed by signal 15 (exit code 143)."
+
+
+def test_oom_killed_and_evicted_pods_are_described():
+    oom = pod_view(pod("Failed", state={"terminated": {"exitCode": 137, "reason": "OOMKilled"}}))
+    assert describe_failure(oom, memory_mb=512) == "Replica 0 was killed for running out of memory (OOMKilled, limit 512Mi)."
+    evicted = pod_view(pod("Failed", reason="Evicted"))
+    assert evicted.state.phase == "lost"
+    assert describe_failure(evicted) == "Replica 0 failed without an exit code (Evicted)."
+
+
+def test_waiting_reasons_become_problems():
+    pull = pod_view(pod("Pending", state={"waiting": {"reason": "ErrImagePull", "message": "not found"}},
+                        image="ghcr.io/x:typo"))
+    assert (pull.problem.condition, pull.problem.reason) == ("ContainersReady", "ErrImagePull")
+    assert pull.problem.message == "Replica 0 cannot pull image 'ghcr.io/x:typo': not found"
+    crash = pod_view(pod(state={"waiting": {"reason": "CrashLoopBackOff"}}))
+    assert crash.problem.message == "Replica 0 cannot start (CrashLoopBackOff)."
+    sched = pod_view(pod("Pending", conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                                 "message": "0/2 nodes are available"}]))
+    assert sched.problem.condition == "PodScheduled" and "0/2 nodes" in sched.problem.message
+    assert pod_view(pod("Pending")).problem is None
+
+
+def test_statefulset_pods_take_their_ordinal_as_replica():
+    view = pod_view({"metadata": {"name": "cairn-9-0", "labels": {}}, "status": {"phase": "Running"}})
+    assert view.replica == 0 and view.attempt is None
+
+
+def test_node_inventory_reads_gpus_model_topology_health_and_cordon():
+    node = {"metadata": {"name": "n", "labels": {"nvidia.com/gpu.product": "A100", "nvidia.com/gpu.memory": "40960",
+                                                  "rack": "r1", "topology.kubernetes.io/zone": "z"}},
+            "spec": {"unschedulable": True},
+            "status": {"capacity": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "4"},
+                       "allocatable": {"cpu": "63500m", "memory": "500Gi", "nvidia.com/gpu": "4"},
+                       "conditions": [{"type": "Ready", "status": "True"},
+                                      {"type": "MemoryPressure", "status": "True"}]}}
+    fields = node_inventory(node, gpu_resource="nvidia.com/gpu", gpu_product_label="nvidia.com/gpu.product",
+                            topology_keys=["rack"])
+    assert (fields["gpu_count"], fields["gpu_model"], fields["gpu_memory_mb"]) == (4, "A100", 40960)
+    assert (fields["cpu_milli_capacity"], fields["cpu_milli_allocatable"]) == (64000, 63500)
+    assert fields["memory_mb_allocatable"] == 500 * 1024
+    assert fields["topology_domain"] == "r1"
+    assert fields["health"] == "degraded" and fields["schedulable"] is False
+    bare = node_inventory({"metadata": {"name": "m"}}, gpu_resource="nvidia.com/gpu",
+                          gpu_product_label="nvidia.com/gpu.product")
+    assert bare["health"] == "unknown" and bare["gpu_count"] == 0 and bare["schedulable"] is True
