@@ -1,5 +1,6 @@
 """Writes to clusters, pools and nodes."""
 import logging
+import re
 import socket
 from dataclasses import dataclass
 
@@ -108,6 +109,31 @@ KUBERNETES_CONFIG_KEYS = frozenset({
 })
 
 
+def _check_kubernetes_config(config: dict) -> None:
+    """Types of the backend options, so a bad value is a 400 now rather than a failed dispatch later."""
+    for key in ("volcano",):
+        if key in config and not isinstance(config[key], bool):
+            raise ServiceError(f"config.{key} must be true or false.")
+    for key in ("namespace_prefix", "volcano_queue", "kueue_queue", "gpu_resource", "gpu_product_label",
+                "default_image", "notebook_image", "notebook_storage", "storage_class", "api_url"):
+        if key in config and not isinstance(config[key], str):
+            raise ServiceError(f"config.{key} must be a string.")
+    prefix = config.get("namespace_prefix")
+    if prefix is not None and not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,20})?", prefix):
+        raise ServiceError("config.namespace_prefix must be at most 21 lowercase letters, digits and '-', "
+                           "starting with a letter or digit.")
+    tolerations = config.get("tolerations", [])
+    if not isinstance(tolerations, list) or not all(isinstance(t, dict) for t in tolerations):
+        raise ServiceError("config.tolerations must be a list of Kubernetes tolerations (objects).")
+    secrets_ = config.get("image_pull_secrets", [])
+    if not isinstance(secrets_, list) or not all(isinstance(n, str) and n for n in secrets_):
+        raise ServiceError("config.image_pull_secrets must be a list of Secret names.")
+    shared = config.get("shared_gpu_resources", {})
+    if not isinstance(shared, dict) or not all(
+            isinstance(k, str) and v in ("one", "percent", "milli") for k, v in shared.items()):
+        raise ServiceError('config.shared_gpu_resources maps resource names to "one", "percent" or "milli".')
+
+
 def _parse_kubeconfig(text: str, context: str) -> tuple[dict, str]:
     """The kubeconfig as a dict and the API server it points at; ServiceError when unusable."""
     try:
@@ -143,6 +169,7 @@ def kubernetes_cluster_register(
     unknown = sorted(set(config) - KUBERNETES_CONFIG_KEYS)
     if unknown:
         raise ServiceError(f"Unknown cluster config key(s): {', '.join(unknown)}.")
+    _check_kubernetes_config(config)
     server = ""
     encrypted = ""
     if kubeconfig:

@@ -72,6 +72,11 @@ def test_in_cluster_registration_stores_no_secret(admin_user, client_for):
     ({"name": "x", "kubeconfig": "{not yaml: ["}, "not valid YAML"),
     ({"name": "x", "kubeconfig": "apiVersion: v1\n"}, "no clusters or contexts"),
     ({"name": "x", "in_cluster": True, "config": {"privileged": True}}, "Unknown cluster config key"),
+    ({"name": "x", "in_cluster": True, "config": {"volcano": "yes"}}, "config.volcano must be true or false"),
+    ({"name": "x", "in_cluster": True, "config": {"tolerations": "gpu"}}, "config.tolerations must be a list"),
+    ({"name": "x", "in_cluster": True, "config": {"namespace_prefix": "Kube-"}}, "config.namespace_prefix"),
+    ({"name": "x", "in_cluster": True, "config": {"shared_gpu_resources": {"nvidia.com/gpu": 2}}},
+     "config.shared_gpu_resources"),
     ({"name": "Bad Name", "in_cluster": True}, "name:"),
 ])
 def test_bad_registrations_answer_400_with_detail(admin_user, client_for, body, words):

@@ -43,6 +43,7 @@ from .status import PodView, Problem, describe_failure, node_inventory, pod_view
 logger = logging.getLogger(__name__)
 S = WorkloadStatus
 WATCHED_CONDITIONS = ("PodScheduled", "ContainersReady")
+NODE_SEEN_REFRESH_SECONDS = 30.0  # last_seen_at of an unchanged node is refreshed this often
 
 
 def _grace_seconds() -> float:
@@ -73,6 +74,7 @@ class ClusterReconciler:
     def __init__(self, cluster: Cluster, *, watch_timeout: int | None = None, resync_seconds: float | None = None):
         self.cluster_id = cluster.pk
         self.cluster_name = cluster.name
+        self.credential_version = None  # set by KubernetesReconciler: restart when credentials change
         self.clients = clients_for(cluster)
         self.backend = KubernetesBackend()
         self.wakeup = threading.Event()
@@ -376,6 +378,8 @@ class ClusterReconciler:
                     setattr(node, f, fields[f])
             if changed:
                 counts["updated"] += 1
+            elif node.last_seen_at and (now - node.last_seen_at).total_seconds() < NODE_SEEN_REFRESH_SECONDS:
+                continue  # nothing new: no write (a pass runs every second over every node)
             node.last_seen_at = now
             node.save(update_fields=[*changed, "last_seen_at"])
         gone = [n.pk for name, n in existing.items() if name not in seen]
@@ -405,9 +409,12 @@ class KubernetesReconciler:
         self.wakeup = threading.Event()
 
     def refresh(self) -> None:
-        wanted = {c.pk: c for c in Cluster.objects.filter(backend=BackendName.KUBERNETES, credential__isnull=False)}
+        """Start reconcilers for new clusters, stop those of removed ones, restart on new credentials."""
+        wanted = {c.pk: c for c in Cluster.objects.filter(backend=BackendName.KUBERNETES, credential__isnull=False)
+                  .select_related("credential")}
         for pk in list(self.clusters):
-            if pk not in wanted:
+            cluster = wanted.get(pk)
+            if cluster is None or self.clusters[pk].credential_version != cluster.credential.updated_at:
                 self.clusters.pop(pk).stop()
         for pk, cluster in wanted.items():
             if pk not in self.clusters:
@@ -416,6 +423,7 @@ class KubernetesReconciler:
                 except ConnectionNotConfigured as exc:
                     logger.warning("kubernetes reconciler: cluster %s: %s", cluster.name, exc)
                     continue
+                reconciler.credential_version = cluster.credential.updated_at
                 reconciler.wakeup = self.wakeup
                 for informer in reconciler.informers.values():
                     informer.wakeup = self.wakeup

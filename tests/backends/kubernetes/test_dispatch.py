@@ -160,3 +160,32 @@ def test_logs_come_from_the_replicas_pod(emulator, make_workload, kubelet):
     backend = KubernetesBackend()
     assert backend.logs(reload(workload), replica=1, attempt=1) == "epoch 1 loss 0.5\n"
     assert backend.logs(reload(workload), replica=5, attempt=1) == ""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_three_concurrent_deliveries_create_exactly_one_job(emulator, make_workload):
+    """Three workers take the same dispatch message at once: the row lock serialises them."""
+    import threading
+
+    from django.db import connection
+
+    workload = make_workload(replicas=2)
+    errors = []
+
+    def deliver():
+        try:
+            workload_dispatch_task.apply(args=[workload.pk])
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=deliver) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+    assert not errors
+    assert len(emulator.list("jobs", NS)) == 1 and emulator.creates("jobs") == 1
+    workload = reload(workload)
+    assert workload.status == "running" and workload.attempt == 1

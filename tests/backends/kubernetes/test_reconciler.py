@@ -302,3 +302,23 @@ def test_reconciler_killed_and_restarted_mid_stream_converges(start_reconciler, 
     events = WorkloadEvent.objects.count()
     assert second.reconcile_pass() == 0
     assert WorkloadEvent.objects.count() == events
+
+
+def test_new_credentials_restart_the_clusters_watches(k8s_cluster, emulator):
+    import yaml
+
+    from apps.backends.kubernetes.reconciler import KubernetesReconciler
+    from apps.clusters.services import kubernetes_cluster_register
+
+    manager = KubernetesReconciler(watch_timeout=1)
+    try:
+        manager.refresh()
+        first = manager.clusters[k8s_cluster.pk]
+        manager.refresh()
+        assert manager.clusters[k8s_cluster.pk] is first  # unchanged credentials: same watches
+        kubernetes_cluster_register(name=k8s_cluster.name, kubeconfig=yaml.safe_dump(emulator.kubeconfig()))
+        manager.refresh()
+        assert manager.clusters[k8s_cluster.pk] is not first and first.stop_event.is_set()
+    finally:
+        for reconciler in manager.clusters.values():
+            reconciler.stop(timeout=0)
