@@ -174,3 +174,15 @@ def test_token_of_outsider_gets_404(world):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     assert client.get(f"{P}/training-jobs/").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/api/v1/clusters/register-kubernetes/", "/api/v1/clusters/{cluster}/check/"])
+def test_cluster_registration_is_for_administrators_only(path, world, pool, client_for):
+    url = path.format(cluster=pool.cluster.pk)
+    assert client_for().post(url, {}, format="json").status_code == 401
+    for caller in ("viewer", "member", "maintainer", "owner", "outsider"):
+        response = client_for(world["users"][caller]).post(url, {}, format="json")
+        assert response.status_code == 403, (caller, response.status_code)
+        assert response.json()["detail"]
+    staff = client_for(world["users"]["staff"]).post(url, {}, format="json")
+    assert staff.status_code not in (401, 403, 500)
