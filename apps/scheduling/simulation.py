@@ -70,9 +70,10 @@ class SimResult:
     cycles: int
     unfinished: int = 0
     series: list[tuple[float, float, int]] = field(default_factory=list)  # (time, allocated GPUs, queued)
+    delays: dict[int, float] = field(default_factory=dict)  # job id -> time from arrival to first start
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "series"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("series", "delays")}
 
 
 # -- loaders -------------------------------------------------------------------------------------
@@ -333,6 +334,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         p99_queue_delay=delays[min(len(delays) - 1, int(0.99 * len(delays)))] if delays else 0.0,
         avg_jct=sum(jcts) / len(jcts) if jcts else 0.0, preemptions=preemptions, fairness=fairness, cycles=cycles,
         unfinished=len(jobs) - len(finish), series=series,
+        delays={i: first_start[i] - by_id[i].arrival for i in first_start},
     )
 
 
