@@ -70,7 +70,7 @@ class Plan:
     lo: int
     hi: int
     width: int  # steps per output bucket; buckets are aligned to multiples of it
-    level: int  # finest... coarsest rollup level used (0 = raw points only)
+    level: int  # the coarsest rollup level used (0 = raw points only)
     blocks: list[tuple[int, int, int]]
     raw: list[tuple[int, int]]
 
@@ -80,9 +80,11 @@ def plan(lo: int, hi: int, max_points: int) -> Plan:
     buckets = max(1, max_points // 4 - 1)  # alignment can add one bucket; each bucket gives <= 4 points
     span = hi - lo + 1
     ideal = max(1, math.ceil(span / buckets))
+    # The coarsest rollup level whose block is at most 1.5x the ideal bucket width: buckets stay
+    # within 2/3 of the requested count, and 16x fewer rows are read than one level finer.
     level = 0
     for candidate in ROLLUP_LEVELS:
-        if ROLLUP_BASE**candidate <= ideal:
+        if ROLLUP_BASE**candidate <= ideal * 3 // 2:
             level = candidate
     block = ROLLUP_BASE**level
     width = math.ceil(ideal / block) * block

@@ -3,6 +3,7 @@ import time
 
 from django.db.models import Prefetch
 from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, mixins, status
@@ -16,7 +17,7 @@ from apps.core.serializers import DetailSerializer
 from apps.projects.choices import Action
 
 from ..authentication import RunTokenAuthentication
-from ..models import RUN_TOKEN_PREFIX, MetricSummary, Param, Run
+from ..models import RUN_TOKEN_PREFIX, MetricSummary, Param, Run, RunToken
 from ..parsers import IngestJSONParser
 from ..selectors import csv_rows, points_page, runs_compare, series_read
 from ..services import run_create, run_delete, run_finish, run_ingest, run_token_create
@@ -116,7 +117,11 @@ class RunViewSet(mixins.ListModelMixin, ProjectScopedViewSet):
                    summary="Ingest a batch of metric points and params (thousands per request)")
     @action(detail=True, methods=["post"], parser_classes=[IngestJSONParser], throttle_classes=[IngestRateThrottle])
     def batches(self, request, project=None, pk=None):
-        run = self.get_object()
+        # The hot path: the run token already carries its run; no prefetching of summaries.
+        token_run = getattr(request.user, "run", None) if isinstance(request.auth, RunToken) else None
+        if token_run is None and not str(pk).isdigit():
+            raise exceptions.NotFound("Run not found.")
+        run = token_run or get_object_or_404(Run.objects.only("id", "project_id", "status"), project=self.project, pk=pk)
         batch = parse_batch(request.data, now=time.time())
         result = run_ingest(run=run, batch=batch)
         return Response({"points": result.points, "params": result.params, "duplicate": result.duplicate})
