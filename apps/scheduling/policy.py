@@ -7,8 +7,9 @@ room. The same function runs in the service, in the unit tests and in the trace 
 
 The semantics (docs/scheduling.md has the user-facing version):
 
-- Order: priority class (P0 first), then fair share (the project's dominant share of its
-  nominal quota in the pool, updated as the cycle admits), then submit time.
+- Order: work within its project's nominal before work that would borrow, then priority class
+  (P0 first), then fair share (the project's dominant share of its nominal quota in the pool,
+  updated as the cycle admits), then submit time.
 - Quota per project and pool: `nominal` is guaranteed; projects of a pool form a cohort and may
   borrow each other's unused nominal up to their `borrowing_limit`, while a `lending_limit`
   keeps the rest of a lender's nominal private. GPU-hour budgets are checked at admission.
@@ -611,18 +612,21 @@ class _Cycle:
         for n, gpus in self.allocs.get(r.id, []):
             pool.take(n, gpus, *shape, sign=sign)
 
-    # ordering: priority, then fair share, then submit time (dynamic: shares change as we admit)
+    # Ordering. Work that fits in its project's nominal comes before work that would borrow (as
+    # in Kueue: nominal is guaranteed, so a reclaim is not undone by a borrower taking the freed
+    # resources back); then priority, then fair share, then submit time. Within a project, a
+    # higher priority always goes first. Dynamic: shares change as the cycle admits.
     def _order(self) -> Iterable[PendingWorkload]:
-        queues: dict[tuple[int, str, str], list[PendingWorkload]] = {}
+        queues: dict[tuple[str, str], list[PendingWorkload]] = {}
         for w in self.snap.pending:
-            queues.setdefault((w.priority, w.pool, w.project), []).append(w)
+            queues.setdefault((w.pool, w.project), []).append(w)
         heap = []
         for key, items in queues.items():
-            items.sort(key=lambda w: (w.submitted_at, w.id), reverse=True)
+            items.sort(key=lambda w: (w.priority, w.submitted_at, w.id), reverse=True)
             heap.append(self._entry(key, items[-1]))
         heapq.heapify(heap)
         while heap:
-            _, _, _, _, key = heapq.heappop(heap)
+            key = heapq.heappop(heap)[-1]
             items = queues[key]
             w = items.pop()
             yield w
@@ -632,7 +636,9 @@ class _Cycle:
     def _entry(self, key, w: PendingWorkload):
         q = self.cohorts[w.pool].quotas.get(w.project) if w.pool in self.cohorts else None
         share = q.share() if q is not None else math.inf
-        return (key[0], share, w.submitted_at, w.id, key)
+        need = tuple(x * w.replicas for x in w.per_replica.as_tuple())
+        borrows = q is None or any(q.used[d] + need[d] > q.nominal[d] for d in range(3))
+        return (borrows, w.priority, share, w.submitted_at, w.id, key)
 
     def run(self) -> list[Decision]:
         decisions: list[Decision] = []

@@ -9,6 +9,7 @@ from apps.backends.tasks import workload_stop_task
 from apps.core.models import OutboxMessage
 from apps.scheduling.services import scheduling_cycle
 from apps.workloads.choices import WorkloadStatus
+from apps.workloads.models import Workload
 from apps.workloads.services import workload_stop
 from tests.backends.helpers import gone, kill_processes_mentioning, reconcile_until, replica_processes, wait_for
 from tests.factories import NodeFactory, ProjectFactory, QuotaFactory, WorkloadFactory
@@ -91,7 +92,8 @@ def test_borrow_then_reclaim_preempts_only_the_borrowed_work_and_admits_within_o
     assert borrowed.status_reason == "Requeued"
     assert list(borrowed.events.values_list("reason", flat=True))[-2:] == ["Preempted", "Requeued"]
 
-    assert scheduling_cycle().admitted == 1  # the first cycle after the grace period
+    result = scheduling_cycle()  # the first cycle after the grace period
+    assert result.admitted == 1, list(Workload.objects.values_list("name", "status", "status_reason", "status_message"))
     reclaimer.refresh_from_db()
     borrowed.refresh_from_db()
     assert reclaimer.status == S.ADMITTED
