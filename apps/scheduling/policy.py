@@ -111,6 +111,7 @@ class RunningWorkload:
     admitted_at: datetime | None = None
     expected_end: datetime | None = None  # when it is expected to release its resources
     stopping: bool = False  # already stopping (or being preempted): not a victim candidate
+    preempted_for: int | None = None  # the pending workload this one is being preempted for
 
 
 @dataclass(frozen=True)
@@ -554,6 +555,11 @@ class _Cycle:
         for r in snapshot.running:
             self._occupy_running(r)
         self.victims: set[int] = set()
+        # Pending workloads whose victims are still exiting: they wait for those, and preempt no more.
+        self.awaiting: dict[int, list[int]] = {}
+        for r in snapshot.running:
+            if r.stopping and r.preempted_for is not None:
+                self.awaiting.setdefault(r.preempted_for, []).append(r.id)
         self.reserved_pools: set[str] = set()
         self.failed: set[tuple] = set()
 
@@ -676,6 +682,10 @@ class _Cycle:
             reason = None
         else:
             reason = quota_reason
+        if w.id in self.awaiting:
+            ids = ", ".join(str(i) for i in sorted(self.awaiting[w.id]))
+            return Wait(w.id, f"preempting: waiting for {len(self.awaiting[w.id])} preempted workload(s) ({ids}) "
+                              f"to exit"), []
         if self.snap.preemption:
             found = self._preempt(w, cohort, pool, shape, need, models)
             if found is not None:

@@ -93,7 +93,7 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
         for q in quota_rows
     ]
     fields = ("id", "project__slug", "pool__name", "placement", "gpu_milli", "cpu_milli", "memory_mb", "replicas",
-              "priority", "preemptible", "admitted_at", "status", "stop_requested_at")
+              "priority", "preemptible", "admitted_at", "status", "stop_requested_at", "runtime")
     running = []
     for w in Workload.objects.filter(status__in=ACTIVE).select_related("project", "pool").only(*fields):
         stopping = w.status == WorkloadStatus.STOPPING
@@ -103,6 +103,7 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
             per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), placement=placement,
             preemptible=w.preemptible, admitted_at=w.admitted_at, stopping=stopping,
             expected_end=(w.stop_requested_at or now) + grace if stopping else None,
+            preempted_for=(w.runtime or {}).get("preempted_by") if stopping else None,
         ))
     pending = [
         PendingWorkload(

@@ -82,7 +82,8 @@ def test_borrow_then_reclaim_preempts_only_the_borrowed_work_and_admits_within_o
     assert reclaimer.status == S.QUEUED and reclaimer.pending_reason.startswith("preempting: waiting for 1")
     assert OutboxMessage.objects.filter(topic="workload.stop", payload={"workload_id": borrowed.pk}).exists()
     # The victim still holds its GPUs while it checkpoints: nothing else is admitted meanwhile.
-    assert scheduling_cycle().admitted == 0
+    second = scheduling_cycle()
+    assert (second.admitted, second.preempted) == (0, 0), second
 
     workload_stop_task.run(workload_id=borrowed.pk)  # what the outbox delivers: SIGTERM
     reconcile_until(borrowed, S.QUEUED, timeout=20)
