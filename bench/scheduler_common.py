@@ -1,11 +1,12 @@
 """Helpers shared by bench/scheduler_*.py: Django setup, timing, and recording figures in
 docs/benchmarks.md (only inside the "## Scheduler" section, between per-benchmark markers)."""
 import os
-import re
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from benchmarks_doc import write_block
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE_DIR = Path(os.environ.get("CAIRN_TRACE_DIR", ROOT.parent / "shared" / "data" / "traces" / "alibaba-gpu-2023"))
@@ -43,19 +44,5 @@ def machine() -> str:
 
 def record(key: str, body: str) -> None:
     """Replace (or add) the block of benchmark `key` inside the Scheduler section of docs/benchmarks.md."""
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n\nFigures measured by the scripts in bench/, with the exact commands.\n"
-    begin, end = f"<!-- scheduler:{key}:begin -->", f"<!-- scheduler:{key}:end -->"
-    block = f"{begin}\n{body.strip()}\n{end}"
-    if SECTION not in text:
-        text = text.rstrip() + f"\n\n{SECTION}\n\n" + \
-            "Scheduler benchmarks (bench/scheduler_*.py); each block is rewritten by its script.\n"
-    start = text.index(SECTION)
-    following = re.search(r"^## ", text[start + len(SECTION):], re.M)
-    stop = start + len(SECTION) + following.start() if following else len(text)
-    section = text[start:stop]
-    if begin in section:
-        section = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, section, flags=re.S)
-    else:
-        section = section.rstrip() + "\n\n" + block + "\n"
-    text = text[:start] + section.rstrip() + "\n" + ("\n" + text[stop:] if stop < len(text) else "")
-    DOC.write_text(text)
+    write_block(section=SECTION, prefix="scheduler", key=key, block_body=body, doc=DOC,
+                intro="Scheduler benchmarks (bench/scheduler_*.py); each block is rewritten by its script.")

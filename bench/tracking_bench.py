@@ -21,7 +21,6 @@ import json
 import multiprocessing
 import os
 import random
-import re
 import socket
 import subprocess
 import sys
@@ -30,6 +29,7 @@ import urllib.parse
 from pathlib import Path
 
 import requests
+from benchmarks_doc import write_block
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -433,23 +433,11 @@ def part_c(ctx, args) -> str:
 # ---- docs -----------------------------------------------------------------------------------------------
 
 def record(key: str, body: str, command: str) -> None:
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n\nFigures measured by the scripts in bench/, with the exact commands.\n"
-    begin, end = f"<!-- tracking:{key}:begin -->", f"<!-- tracking:{key}:end -->"
-    block = f"{begin}\n{body.strip()}\n\nCommand: `{command}` ({os.cpu_count()} CPUs, Python {sys.version.split()[0]}, " \
-            f"PostgreSQL from scripts/with-test-services.sh: fsync off for both systems).\n{end}"
-    if SECTION not in text:
-        text = text.rstrip() + f"\n\n{SECTION}\n\nTracking benchmarks (bench/tracking_bench.py) against MLflow's " \
-            "tracking server on the same PostgreSQL; each block is rewritten by the script.\n"
-    start = text.index(SECTION)
-    following = re.search(r"^## ", text[start + len(SECTION):], re.M)
-    stop = start + len(SECTION) + following.start() if following else len(text)
-    section = text[start:stop]
-    if begin in section:
-        section = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, section, flags=re.S)
-    else:
-        section = section.rstrip() + "\n\n" + block + "\n"
-    text = text[:start] + section.rstrip() + "\n" + ("\n" + text[stop:] if stop < len(text) else "")
-    DOC.write_text(text)
+    body = f"{body.strip()}\n\nCommand: `{command}` ({os.cpu_count()} CPUs, Python {sys.version.split()[0]}, " \
+           f"PostgreSQL from scripts/with-test-services.sh: fsync off for both systems)."
+    write_block(section=SECTION, prefix="tracking", key=key, block_body=body, doc=DOC,
+                intro="Tracking benchmarks (bench/tracking_bench.py) against MLflow's tracking server on the same "
+                      "PostgreSQL; each block is rewritten by the script.")
 
 
 def main() -> None:
