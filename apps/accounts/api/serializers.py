@@ -67,3 +67,13 @@ class LoginResponseSerializer(serializers.Serializer):
     token = serializers.CharField()
     expires_at = serializers.DateTimeField(allow_null=True)
     user = MeSerializer()
+
+
+class SessionLoginSerializer(StrictSerializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False)
+
+
+class SessionStateSerializer(serializers.Serializer):
+    authenticated = serializers.BooleanField()
+    user = MeSerializer(allow_null=True)

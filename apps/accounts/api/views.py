@@ -1,6 +1,8 @@
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate, login, logout
+from django.middleware.csrf import get_token
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -18,6 +20,8 @@ from .serializers import (
     LoginResponseSerializer,
     LoginSerializer,
     MeSerializer,
+    SessionLoginSerializer,
+    SessionStateSerializer,
 )
 
 
@@ -61,6 +65,50 @@ class LoginView(APIView):
         token, secret = api_token_create(user=user, name=data["token_name"])
         return Response({"token": secret, "expires_at": token.expires_at, "user": _me(user)},
                         status=status.HTTP_201_CREATED)
+
+
+class SessionView(APIView):
+    """Session sign-in for the dashboard (a Django session cookie, not an API token).
+
+    Every write here needs the CSRF token (the `csrftoken` cookie sent back as X-CSRFToken),
+    sign-in included, so another site cannot sign a browser in to an account of its choosing."""
+
+    permission_classes = [AllowAny]
+    authentication_classes = [SessionAuthentication]  # enforces CSRF for signed-in writes
+    throttle_scope = "login"
+
+    def get_throttles(self):
+        return [ScopedRateThrottle()] if self.request.method == "POST" else []
+
+    @extend_schema(responses={200: SessionStateSerializer},
+                   summary="Whether this browser session is signed in; sets the csrftoken cookie")
+    def get(self, request):
+        get_token(request._request)  # makes CsrfViewMiddleware set the cookie
+        user = request.user
+        if user.is_authenticated:
+            return Response({"authenticated": True, "user": _me(user)})
+        return Response({"authenticated": False, "user": None})
+
+    @extend_schema(request=SessionLoginSerializer,
+                   responses={200: MeSerializer, 400: DetailSerializer, 403: DetailSerializer,
+                              429: DetailSerializer},
+                   summary="Sign in with a username and password (session cookie; needs X-CSRFToken)")
+    def post(self, request):
+        SessionAuthentication().enforce_csrf(request._request)  # also when nobody is signed in yet
+        serializer = SessionLoginSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        user = authenticate(request._request, username=data["username"], password=data["password"])
+        if user is None or not user.is_active:
+            return Response({"detail": "Wrong username or password."}, status=status.HTTP_400_BAD_REQUEST)
+        login(request._request, user)  # new session key, rotated CSRF token
+        return Response(_me(user))
+
+    @extend_schema(request=None, responses={204: None, 403: DetailSerializer},
+                   summary="Sign out of this browser session (needs X-CSRFToken)")
+    def delete(self, request):
+        logout(request._request)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
