@@ -5,11 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 FRONTEND_STAMP := frontend/dist/.built
-FRONTEND_SOURCES := $(shell find frontend/src -type f 2>/dev/null) frontend/package.json frontend/package-lock.json frontend/index.html frontend/vite.config.ts frontend/tsconfig.json
+FRONTEND_SOURCES := $(shell find frontend/src -type f ! -name schema.d.ts 2>/dev/null) frontend/openapi.json frontend/package.json frontend/package-lock.json frontend/index.html frontend/vite.config.ts frontend/tsconfig.json
 # Parallel by default (pytest-xdist); e.g. `make test PYTEST_ARGS="-n 0 -x tests/workloads"`.
 PYTEST_ARGS ?= -n auto
 
-.PHONY: run test venv frontend lint clean bench
+.PHONY: run test venv frontend api-types lint clean bench
 
 venv: $(STAMP)
 
@@ -31,7 +31,13 @@ run: venv frontend
 
 test: venv frontend
 	$(BIN)/ruff check .
+	cd frontend && npm test
 	scripts/with-test-services.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Regenerate the dashboard's API types after changing an endpoint (a test checks they match).
+api-types: venv
+	$(BIN)/python manage.py spectacular --format openapi-json --file frontend/openapi.json
+	cd frontend && npm run gen:api
 
 lint: venv
 	$(BIN)/ruff check .

@@ -1,5 +1,6 @@
 // Vite builds the dashboard into dist/. Django serves dist/ as static files under /static/
 // and reads dist/.vite/manifest.json to find the hashed entry files (apps/core/views.py).
+import react from "@vitejs/plugin-react";
 import { defineConfig, loadEnv } from "vite";
 
 export default defineConfig(({ mode }) => {
@@ -8,11 +9,13 @@ export default defineConfig(({ mode }) => {
   const django = loadEnv(mode, ".", "CAIRN_").CAIRN_DEV_BACKEND || "http://127.0.0.1:8000";
   return {
     base: "/static/",
+    plugins: [react()],
     build: {
       outDir: "dist",
       emptyOutDir: true,
       manifest: true,
       target: "es2022",
+      chunkSizeWarningLimit: 1500,
       rollupOptions: { input: "index.html" },
     },
     server: {
@@ -22,6 +25,11 @@ export default defineConfig(({ mode }) => {
         "/static/admin": django,
         "/ws": { target: django.replace(/^http/, "ws"), ws: true },
       },
+    },
+    test: {
+      environment: "jsdom",
+      include: ["src/**/*.test.{ts,tsx}"],
+      setupFiles: ["src/test/setup.ts"],
     },
   };
 });

@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -53,3 +54,14 @@ def test_interactive_docs_page(alice, client):
     client.force_login(alice)
     response = client.get("/api/docs/")
     assert response.status_code == 200 and b"swagger" in response.content.lower()
+
+
+def test_dashboard_types_are_generated_from_the_current_schema(tmp_path):
+    """frontend/openapi.json is what the dashboard's TypeScript types are built from
+    (npm run gen:api). If the API changes, `make api-types` must be run and committed."""
+    fresh = tmp_path / "openapi.json"
+    result = subprocess.run([sys.executable, "manage.py", "spectacular", "--format", "openapi-json",
+                             "--file", str(fresh)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    committed = json.loads((ROOT / "frontend" / "openapi.json").read_text())
+    assert json.loads(fresh.read_text()) == committed, "The API schema changed: run `make api-types` and commit it."

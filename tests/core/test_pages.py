@@ -137,3 +137,17 @@ def test_healthz_reports_an_unreachable_database(client, monkeypatch):
 
     assert response.status_code == 503
     assert response.json()["status"] == "error"
+
+
+@pytest.mark.parametrize("path", ["/signin", "/projects/demo/workloads", "/projects/demo/workloads/training/3",
+                                  "/cluster", "/tokens"])
+def test_dashboard_routes_serve_the_app_on_reload(client, dist, path):
+    write_manifest(dist, MANIFEST)
+    response = client.get(path)
+    assert response.status_code == 200
+    assert b'id="app"' in response.content
+
+
+def test_unknown_top_level_paths_are_still_404(client, dist):
+    assert client.get("/projectsx").status_code == 404
+    assert client.get("/nothing-here").status_code == 404

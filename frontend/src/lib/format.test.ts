@@ -1,0 +1,28 @@
+import { describe, expect, it } from "vitest";
+import { formatBytesMb, formatDuration, formatGpu, formatNumber, formatRelative } from "./format";
+
+describe("format", () => {
+  it("durations", () => {
+    expect(formatDuration(5)).toBe("5s");
+    expect(formatDuration(125)).toBe("2m 5s");
+    expect(formatDuration(3 * 3600 + 60)).toBe("3h 1m");
+    expect(formatDuration(50 * 3600)).toBe("2d 2h");
+    expect(formatDuration(null)).toBe("—");
+  });
+  it("relative times", () => {
+    const now = Date.parse("2026-01-01T00:10:00Z");
+    expect(formatRelative("2026-01-01T00:00:00Z", now)).toBe("10m ago");
+    expect(formatRelative("2026-01-01T00:10:20Z", now)).toBe("in a few seconds");
+    expect(formatRelative("garbage", now)).toBe("—");
+  });
+  it("GPUs, numbers, memory", () => {
+    expect(formatGpu(2000)).toBe("2");
+    expect(formatGpu(500)).toBe("0.5");
+    expect(formatGpu(250)).toBe("0.25");
+    expect(formatNumber(0.000012)).toBe("1.20e-5");
+    expect(formatNumber(1.23456789)).toBe("1.235");
+    expect(formatNumber(Infinity)).toBe("∞");
+    expect(formatBytesMb(2048)).toBe("2.0 GiB");
+    expect(formatBytesMb(512)).toBe("512 MiB");
+  });
+});

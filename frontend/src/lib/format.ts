@@ -1,0 +1,48 @@
+// Small, pure formatting helpers shared by every page (unit-tested in format.test.ts).
+
+export function formatDuration(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "—";
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h ${m % 60}m`;
+  return `${Math.floor(h / 24)}d ${h % 24}h`;
+}
+
+/** "3 min ago" / "in 2 h": relative to `now` (ms), for timestamps in ISO form. */
+export function formatRelative(iso: string | null | undefined, now: number = Date.now()): string {
+  if (!iso) return "—";
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return "—";
+  const delta = (t - now) / 1000;
+  const abs = Math.abs(delta);
+  const text = abs < 45 ? "a few seconds" : formatDuration(abs).split(" ")[0];
+  return delta < 0 ? `${text} ago` : `in ${text}`;
+}
+
+export function formatGpu(milli: number | null | undefined): string {
+  if (milli === null || milli === undefined) return "—";
+  const gpus = milli / 1000;
+  return Number.isInteger(gpus) ? `${gpus}` : gpus.toFixed(2).replace(/0+$/, "");
+}
+
+export function formatNumber(value: number | null | undefined, digits = 4): string {
+  if (value === null || value === undefined || Number.isNaN(value)) return "—";
+  if (!Number.isFinite(value)) return value > 0 ? "∞" : "-∞";
+  const abs = Math.abs(value);
+  if (abs !== 0 && (abs >= 1e6 || abs < 1e-3)) return value.toExponential(2);
+  return Number(value.toPrecision(digits)).toString();
+}
+
+export function formatBytesMb(mb: number | null | undefined): string {
+  if (mb === null || mb === undefined) return "—";
+  if (mb >= 1024) return `${(mb / 1024).toFixed(mb >= 10240 ? 0 : 1)} GiB`;
+  return `${Math.round(mb)} MiB`;
+}
+
+export function formatPercent(value: number | null | undefined): string {
+  if (value === null || value === undefined || Number.isNaN(value)) return "—";
+  return `${Math.round(value)}%`;
+}
