@@ -175,6 +175,8 @@ class KubernetesBackend(Backend):
         objects = []
         for manifest in m.workload_manifests(view, options):
             outcome = ensure(clients, manifest)
+            if outcome == "adopted" and manifest["kind"] in ("StatefulSet", "Deployment"):
+                _scale_up(clients, manifest)
             objects.append({"kind": manifest["kind"], "name": manifest["metadata"]["name"], "outcome": outcome})
         runtime: dict = {
             "backend": self.name, "attempt": attempt, "namespace": namespace, "objects": objects,
@@ -246,6 +248,21 @@ class KubernetesBackend(Backend):
         except ApiError:
             return ""
         return text if isinstance(text, str) else ""
+
+
+def _scale_up(clients: Clients, manifest: dict) -> None:
+    """An adopted StatefulSet / Deployment may be one a stop or a preemption scaled to zero (its
+    notebook PVC and Service kept): give it back the admitted replicas and this attempt's pod
+    template (new placement, new run Secret)."""
+    meta = manifest["metadata"]
+    patch = {"spec": {"replicas": manifest["spec"]["replicas"], "template": manifest["spec"]["template"]}}
+    fn = (clients.apps.patch_namespaced_stateful_set if manifest["kind"] == "StatefulSet"
+          else clients.apps.patch_namespaced_deployment)
+    try:
+        clients.call(fn, meta["name"], meta["namespace"], patch)
+    except ApiError as exc:
+        raise LaunchError(f"Kubernetes refused to scale {manifest['kind']} {meta['namespace']}/{meta['name']} back "
+                          f"up: {exc.status} {exc.reason}: {exc.message}") from None
 
 
 def _ignore_missing(clients: Clients, fn, *args, **kwargs) -> None:

@@ -13,7 +13,7 @@ restarted simply lists everything again and reaches the same decisions.
 - RUNNING notebook / deployment: objects missing are created again; crash loops, image pull
   errors, OOM kills and unschedulable pods become conditions (they do not end the workload).
 - STOPPING: stop once (delete Job / scale to zero), force after the grace period, STOPPED when
-  no pod is left.
+  no pod is left, or QUEUED (reason Requeued, attempt count kept) when it was preempted.
 - Nodes: the cluster's Node rows follow the Kubernetes Nodes (added, changed, cordoned, removed).
 """
 from __future__ import annotations
@@ -180,6 +180,15 @@ class ClusterReconciler:
                 message = "All replicas have exited."
                 if runtime.get("kill_sent_at"):
                     message = f"Replicas were killed after the {_grace_seconds():g}s grace period."
+                if runtime.get("preempted"):
+                    # Preempted (apps.workloads.services.workload_preempt): it held its resources
+                    # until its pods were gone; now back to the queue with its attempt count.
+                    workload_transition(
+                        workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.QUEUED, reason="Requeued",
+                        message=f"Preempted: {message} Back in the queue after attempt {workload.attempt}.",
+                        runtime={**runtime, "alive": False, "preempted": False}, placement=[],
+                    )
+                    return True
                 workload_transition(workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED,
                                     reason="Stopped", message=message, runtime={**runtime, "alive": False})
                 return True

@@ -156,6 +156,30 @@ def kubelet(emulator):
     return Kubelet(emulator)
 
 
+@pytest.fixture
+def start_reconciler(k8s_cluster):
+    """start() -> a ClusterReconciler whose informers have synced (stopped at teardown)."""
+    from apps.backends.kubernetes.reconciler import ClusterReconciler
+
+    started = []
+
+    def start():
+        reconciler = ClusterReconciler(k8s_cluster, watch_timeout=1)
+        reconciler.start()
+        started.append(reconciler)
+        assert eventually(lambda: reconciler.synced), "informers never synced"
+        return reconciler
+
+    yield start
+    for reconciler in started:
+        reconciler.stop(timeout=0)  # daemon threads; their watches end with the emulator
+
+
+@pytest.fixture
+def reconciler(start_reconciler):
+    return start_reconciler()
+
+
 def eventually(check, *, timeout: float = 5.0, step=None):
     """Call `step` (e.g. a reconcile pass) then `check` until check() is truthy or time is up."""
     deadline = time.monotonic() + timeout

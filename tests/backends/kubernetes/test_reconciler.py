@@ -1,7 +1,6 @@
 """The level-triggered reconciler against the emulated API server: list + watch caches, pod
 phases and failures to workload status and conditions, stop, node inventory, 410s, faults, and a
 reconciler killed and restarted mid-stream."""
-import pytest
 
 from apps.backends.kubernetes.reconciler import ClusterReconciler
 from apps.backends.services import workload_dispatch, workload_stop_signal
@@ -12,27 +11,6 @@ from apps.workloads.services import workload_stop
 from .conftest import eventually
 
 NS = "cairn-vision"
-
-
-@pytest.fixture
-def start_reconciler(k8s_cluster):
-    started = []
-
-    def start():
-        reconciler = ClusterReconciler(k8s_cluster, watch_timeout=1)
-        reconciler.start()
-        started.append(reconciler)
-        assert eventually(lambda: reconciler.synced), "informers never synced"
-        return reconciler
-
-    yield start
-    for reconciler in started:
-        reconciler.stop(timeout=0)  # daemon threads; their watches end with the emulator
-
-
-@pytest.fixture
-def reconciler(start_reconciler):
-    return start_reconciler()
 
 
 def status_of(workload) -> Workload:
