@@ -9,7 +9,7 @@ FRONTEND_SOURCES := $(shell find frontend/src -type f ! -name schema.d.ts 2>/dev
 # Parallel by default (pytest-xdist); e.g. `make test PYTEST_ARGS="-n 0 -x tests/workloads"`.
 PYTEST_ARGS ?= -n auto
 
-.PHONY: run test venv frontend api-types lint clean bench
+.PHONY: run test venv frontend chromium api-types lint clean bench
 
 venv: $(STAMP)
 
@@ -26,10 +26,26 @@ $(FRONTEND_STAMP): $(FRONTEND_SOURCES)
 	cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build
 	touch $@
 
+# The dashboard's browser tests (tests/e2e/test_dashboard*.py) drive Debian's chromium through
+# Playwright; no browser is downloaded. Installed with apt when missing (needs root).
+CHROMIUM := /usr/bin/chromium
+
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "error: the browser tests need Debian's chromium at $(CHROMIUM), and installing it needs apt-get as root:" >&2; \
+	    echo "       sudo apt-get install -y chromium   (then run make test again)" >&2; \
+	    exit 1; \
+	  fi; \
+	  echo "installing chromium for the browser tests (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+	    || { echo "error: apt-get install chromium failed" >&2; exit 1; }; \
+	fi
+
 run: venv frontend
 	$(BIN)/python manage.py run_embedded
 
-test: venv frontend
+test: venv frontend chromium
 	$(BIN)/ruff check .
 	cd frontend && npm test
 	scripts/with-test-services.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
