@@ -1,6 +1,262 @@
-// Placeholder: being built (see frontend/README in CONTRIBUTING.md).
-import { Title } from "@mantine/core";
+// The project's workloads: filters in the URL, live status from the "workloads" topic.
+import {
+  Anchor, Button, Group, MultiSelect, Pagination, Select, Stack, Table, Text, Title, Tooltip,
+} from "@mantine/core";
+import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMemo } from "react";
+import { Link, useParams, useSearchParams } from "react-router";
+import { api, unwrap } from "../api/client";
+import { useDebounced, useNow } from "../components/hooks";
+import { LiveIndicator } from "../components/LiveIndicator";
+import { EmptyState, ErrorState, Loading } from "../components/States";
+import { StatusBadge } from "../components/StatusBadge";
+import { formatRelative } from "../lib/format";
+import { KIND_LABEL, KINDS, STATUSES, type WorkloadKind, type WorkloadStatus } from "../lib/status";
+import {
+  applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, gpuLabel, hasFilters, PAGE_SIZE,
+  serverQuery, USER_FILTER_PAGE_SIZE, visibleRows, type Workload, type WorkloadFilters, type WorkloadPage,
+} from "../lib/workloads";
+import { useTopic } from "../live/LiveProvider";
+import { canWrite, useMe } from "../session";
+
+export function workloadPath(project: string, row: Pick<Workload, "kind" | "id">): string {
+  return `/projects/${project}/workloads/${row.kind}/${row.id}`;
+}
+
+function QueueCell({ row, now }: { row: Workload; now: number }) {
+  if (row.status !== "queued") return <Text size="sm" c="dimmed">—</Text>;
+  const position = row.queue_position ? `#${row.queue_position}` : "waiting";
+  const start = row.estimated_start ? `starts ${formatRelative(row.estimated_start, now)}` : "start unknown";
+  const text = (
+    <Text size="sm" data-testid="queue-cell">
+      {position} <Text span c="dimmed" size="sm">· {start}</Text>
+    </Text>
+  );
+  return row.pending_reason ? (
+    <Tooltip label={row.pending_reason} multiline w={320} withArrow>
+      {text}
+    </Tooltip>
+  ) : (
+    text
+  );
+}
 
 export function WorkloadsPage() {
-  return <Title order={2}>Workloads</Title>;
+  const { project = "" } = useParams();
+  const me = useMe();
+  const role = me.projects.find((p) => p.slug === project)?.role;
+  const [params, setParams] = useSearchParams();
+  const filters = useMemo(() => filtersFromSearch(params), [params]);
+  const query = useMemo(() => serverQuery(filters), [filters]);
+  const queryKey = useMemo(() => ["workloads", project, query] as const, [project, query]);
+  const queryClient = useQueryClient();
+  const now = useNow();
+
+  const list = useQuery({
+    queryKey,
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/projects/{project}/workloads/", { params: { path: { project }, query } })) as Promise<WorkloadPage>,
+    placeholderData: keepPreviousData,
+  });
+
+  const members = useQuery({
+    queryKey: ["members", project],
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/projects/{project}/members/", { params: { path: { project }, query: { page_size: 500 } } })),
+    retry: false,
+    staleTime: 60_000,
+  });
+
+  // Live: apply the frame to the cached page now, refetch the full rows shortly after.
+  const refetchSoon = useDebounced(() => {
+    void queryClient.invalidateQueries({ queryKey: ["workloads", project] });
+  }, 800);
+  useTopic("workloads", (frame) => {
+    if (!frame.type.startsWith("workload.")) return;
+    queryClient.setQueryData<WorkloadPage>(queryKey, (old) => applyWorkloadFrame(old, frame, { filters, project }));
+    refetchSoon();
+  });
+
+  const setFilters = (next: Partial<WorkloadFilters>) => {
+    const merged = { ...filters, page: 1, ...next };
+    setParams(filtersToSearch(merged), { replace: true });
+  };
+
+  const users = useMemo(() => {
+    const names = new Set<string>();
+    for (const m of members.data?.results ?? []) names.add(m.username);
+    for (const w of list.data?.results ?? []) if (w.created_by) names.add(w.created_by);
+    if (filters.user) names.add(filters.user);
+    return [...names].sort();
+  }, [members.data, list.data, filters.user]);
+
+  const rows = visibleRows(list.data, filters);
+  const pages = list.data && !filters.user ? Math.max(1, Math.ceil(list.data.count / PAGE_SIZE)) : 1;
+  const writable = canWrite(role);
+
+  return (
+    <Stack gap="md">
+      <Group justify="space-between" wrap="nowrap">
+        <Group gap="sm" align="baseline">
+          <Title order={2}>Workloads</Title>
+          <LiveIndicator />
+        </Group>
+        {writable && (
+          <Button component={Link} to={`/projects/${project}/workloads/new`} data-testid="submit-work">
+            Submit work
+          </Button>
+        )}
+      </Group>
+
+      <Group gap="sm" align="flex-end" wrap="wrap">
+        <Select
+          label="Kind"
+          placeholder="All kinds"
+          data-testid="filter-kind"
+          data={KINDS.map((k) => ({ value: k, label: KIND_LABEL[k] }))}
+          value={filters.kind}
+          onChange={(value) => setFilters({ kind: (value as WorkloadKind | null) ?? null })}
+          clearable
+          w={170}
+        />
+        <MultiSelect
+          label="Status"
+          placeholder={filters.status.length ? undefined : "Any status"}
+          data-testid="filter-status"
+          data={STATUSES.map((s) => ({ value: s, label: s }))}
+          value={filters.status}
+          onChange={(value) => setFilters({ status: value as WorkloadStatus[] })}
+          clearable
+          w={300}
+        />
+        <Select
+          label="User"
+          placeholder="Anyone"
+          data-testid="filter-user"
+          data={users}
+          value={filters.user}
+          onChange={(value) => setFilters({ user: value || null })}
+          searchable
+          clearable
+          nothingFoundMessage="No such member"
+          w={190}
+        />
+        {hasFilters(filters) && (
+          <Button variant="subtle" onClick={() => setParams(filtersToSearch(EMPTY_FILTERS), { replace: true })}>
+            Clear filters
+          </Button>
+        )}
+      </Group>
+
+      {list.isPending ? (
+        <Loading label="Loading workloads…" />
+      ) : list.error && !list.data ? (
+        <ErrorState error={list.error} onRetry={() => list.refetch()} />
+      ) : rows.length === 0 ? (
+        hasFilters(filters) ? (
+          <EmptyState
+            title="No workloads match these filters"
+            action={
+              <Button variant="light" onClick={() => setParams(filtersToSearch(EMPTY_FILTERS), { replace: true })}>
+                Clear filters
+              </Button>
+            }
+          >
+            Widen the kind, status or user filter to see more.
+          </EmptyState>
+        ) : (
+          <EmptyState
+            title="No workloads yet"
+            action={
+              writable ? (
+                <Button component={Link} to={`/projects/${project}/workloads/new`}>
+                  Submit a training job, notebook or deployment
+                </Button>
+              ) : undefined
+            }
+          >
+            {writable
+              ? "Work submitted to this project, from here or with the cairn CLI, shows up in this list."
+              : "Nobody has submitted work to this project yet. As a viewer you can watch it here once they do."}
+          </EmptyState>
+        )
+      ) : (
+        <>
+          {list.error && <ErrorState error={list.error} onRetry={() => list.refetch()} />}
+          <Table.ScrollContainer minWidth={900}>
+            <Table highlightOnHover verticalSpacing="xs" data-testid="workloads-table">
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th>Name</Table.Th>
+                  <Table.Th>Kind</Table.Th>
+                  <Table.Th>Status</Table.Th>
+                  <Table.Th>Pool</Table.Th>
+                  <Table.Th>GPUs</Table.Th>
+                  <Table.Th>User</Table.Th>
+                  <Table.Th>Queue</Table.Th>
+                  <Table.Th>Age</Table.Th>
+                </Table.Tr>
+              </Table.Thead>
+              <Table.Tbody>
+                {rows.map((row) => (
+                  <Table.Tr key={row.id} data-testid="workload-row" data-workload-id={row.id}>
+                    <Table.Td>
+                      <Anchor component={Link} to={workloadPath(project, row)} fw={500} size="sm">
+                        {row.name}
+                      </Anchor>
+                    </Table.Td>
+                    <Table.Td>
+                      <Text size="sm">{KIND_LABEL[row.kind as WorkloadKind] ?? row.kind}</Text>
+                    </Table.Td>
+                    <Table.Td>
+                      {row.status_message || row.status_reason ? (
+                        <Tooltip label={row.status_message || row.status_reason} multiline w={300} withArrow>
+                          <span>
+                            <StatusBadge status={row.status} />
+                          </span>
+                        </Tooltip>
+                      ) : (
+                        <StatusBadge status={row.status} />
+                      )}
+                    </Table.Td>
+                    <Table.Td>
+                      <Text size="sm">{row.pool || "—"}</Text>
+                    </Table.Td>
+                    <Table.Td>
+                      <Text size="sm" ff="monospace">
+                        {gpuLabel(row.resources, row.replicas)}
+                      </Text>
+                    </Table.Td>
+                    <Table.Td>
+                      <Text size="sm">{row.created_by || "—"}</Text>
+                    </Table.Td>
+                    <Table.Td>
+                      <QueueCell row={row} now={now} />
+                    </Table.Td>
+                    <Table.Td>
+                      <Tooltip label={new Date(row.created_at).toLocaleString()} withArrow>
+                        <Text size="sm" c="dimmed">
+                          {formatRelative(row.created_at, now)}
+                        </Text>
+                      </Tooltip>
+                    </Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </Table.ScrollContainer>
+          <Group justify="space-between">
+            <Text size="sm" c="dimmed" data-testid="workloads-count">
+              {filters.user
+                ? `${rows.length} of the latest ${Math.min(list.data?.count ?? 0, USER_FILTER_PAGE_SIZE)} workloads were submitted by ${filters.user}.`
+                : `${list.data?.count ?? 0} workload${list.data?.count === 1 ? "" : "s"}`}
+            </Text>
+            {pages > 1 && (
+              <Pagination total={pages} value={Math.min(filters.page, pages)} onChange={(p) => setFilters({ page: p })} size="sm" />
+            )}
+          </Group>
+        </>
+      )}
+    </Stack>
+  );
 }

@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest";
+import {
+  applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, gpuLabel, hasFilters, matchesFilters,
+  placeholderRow, serverQuery, visibleRows, type Workload, type WorkloadFilters, type WorkloadPage,
+} from "./workloads";
+
+function row(id: number, over: Partial<Workload> = {}): Workload {
+  return {
+    ...placeholderRow({ workload: id, name: `w${id}`, kind: "training", status: "queued" }, "vision", new Date("2026-01-01T00:00:00Z")),
+    pool: "a100",
+    created_by: "alice",
+    queue_position: 3,
+    estimated_start: "2026-01-01T01:00:00Z",
+    ...over,
+  };
+}
+
+function page(...rows: Workload[]): WorkloadPage {
+  return { count: rows.length, next: null, previous: null, results: rows };
+}
+
+const ctx = (filters: Partial<WorkloadFilters> = {}) => ({
+  filters: { ...EMPTY_FILTERS, ...filters },
+  project: "vision",
+  now: new Date("2026-01-02T00:00:00Z"),
+});
+
+describe("filters in the URL", () => {
+  it("round-trips kind, statuses, user and page", () => {
+    const filters: WorkloadFilters = { kind: "notebook", status: ["queued", "running"], user: "bob", page: 3 };
+    const search = filtersToSearch(filters);
+    expect(search.toString()).toBe("kind=notebook&status=queued&status=running&user=bob&page=3");
+    expect(filtersFromSearch(search)).toEqual(filters);
+  });
+  it("ignores unknown values and accepts comma lists", () => {
+    const f = filtersFromSearch(new URLSearchParams("kind=pod&status=queued,bogus,running&status=queued&page=-2&user=%20"));
+    expect(f).toEqual({ kind: null, status: ["queued", "running"], user: null, page: 1 });
+    expect(hasFilters(f)).toBe(true);
+    expect(hasFilters(EMPTY_FILTERS)).toBe(false);
+    expect(filtersToSearch(EMPTY_FILTERS).toString()).toBe("");
+  });
+  it("sends kind and status to the server, filters the user here", () => {
+    expect(serverQuery({ kind: "training", status: ["failed"], user: null, page: 2 })).toEqual({
+      kind: "training", status: ["failed"], page: 2, page_size: 50, ordering: "-created_at",
+    });
+    const q = serverQuery({ kind: null, status: [], user: "bob", page: 2 });
+    expect(q).toEqual({ page_size: 500, ordering: "-created_at" });
+    const p = page(row(1), row(2, { created_by: "bob" }));
+    expect(visibleRows(p, { ...EMPTY_FILTERS, user: "bob" }).map((r) => r.id)).toEqual([2]);
+    expect(visibleRows(p, EMPTY_FILTERS)).toHaveLength(2);
+    expect(visibleRows(undefined, EMPTY_FILTERS)).toEqual([]);
+    expect(matchesFilters(row(1), { ...EMPTY_FILTERS, kind: "notebook" })).toBe(false);
+  });
+});
+
+describe("applyWorkloadFrame", () => {
+  it("updates a row's status at once and clears queue fields when it leaves the queue", () => {
+    const before = page(row(1), row(2));
+    const after = applyWorkloadFrame(before, { topic: "workloads", type: "workload.status", workload: 2, status: "running", reason: "Started" }, ctx())!;
+    expect(after).not.toBe(before);
+    expect(after.results[1]).toMatchObject({ id: 2, status: "running", status_reason: "Started", queue_position: null, estimated_start: null });
+    expect(after.results[0]).toBe(before.results[0]);
+    expect(before.results[1].status).toBe("queued"); // not mutated
+  });
+  it("keeps the same page object when nothing changes", () => {
+    const before = page(row(1, { status: "running", status_reason: "Started" }));
+    expect(applyWorkloadFrame(before, { topic: "workloads", type: "workload.status", workload: 1, status: "running", reason: "Started" }, ctx())).toBe(before);
+    expect(applyWorkloadFrame(before, { topic: "workloads", type: "workload.status", workload: 99, status: "failed" }, ctx())).toBe(before);
+    expect(applyWorkloadFrame(before, { topic: "workloads", type: "workload.status", workload: 1, status: "exploded" }, ctx())).toBe(before);
+    expect(applyWorkloadFrame(before, { topic: "workloads", type: "subscribed" }, ctx())).toBe(before);
+    expect(applyWorkloadFrame(undefined, { topic: "workloads", type: "workload.deleted", workload: 1 }, ctx())).toBeUndefined();
+  });
+  it("drops a row whose new status is outside the status filter", () => {
+    const before = page(row(1), row(2));
+    const after = applyWorkloadFrame(before, { topic: "workloads", type: "workload.status", workload: 1, status: "running" }, ctx({ status: ["queued"] }))!;
+    expect(after.results.map((r) => r.id)).toEqual([2]);
+    expect(after.count).toBe(1);
+  });
+  it("prepends created workloads that match the filters, on the first page only", () => {
+    const before = page(row(1));
+    const frame = { topic: "workloads", type: "workload.created", workload: 7, name: "sweep", kind: "notebook", status: "queued" };
+    const after = applyWorkloadFrame(before, frame, ctx())!;
+    expect(after.count).toBe(2);
+    expect(after.results[0]).toMatchObject({ id: 7, name: "sweep", kind: "notebook", status: "queued", project: "vision" });
+    expect(after.results[0].created_at).toBe("2026-01-02T00:00:00.000Z");
+    // twice: no duplicate
+    expect(applyWorkloadFrame(after, frame, ctx())).toBe(after);
+    expect(applyWorkloadFrame(before, frame, ctx({ kind: "training" }))).toBe(before);
+    expect(applyWorkloadFrame(before, frame, ctx({ status: ["running"] }))).toBe(before);
+    expect(applyWorkloadFrame(before, frame, ctx({ page: 2 }))).toBe(before);
+    expect(applyWorkloadFrame(before, frame, ctx({ user: "alice" }))).toBe(before);
+    expect(applyWorkloadFrame(before, { ...frame, kind: "pod" }, ctx())).toBe(before);
+  });
+  it("removes deleted workloads", () => {
+    const before = page(row(1), row(2), row(3));
+    const after = applyWorkloadFrame(before, { topic: "workloads", type: "workload.deleted", workload: 2 }, ctx())!;
+    expect(after.results.map((r) => r.id)).toEqual([1, 3]);
+    expect(after.count).toBe(2);
+    expect(applyWorkloadFrame(after, { topic: "workloads", type: "workload.deleted", workload: 2 }, ctx())).toBe(after);
+  });
+});
+
+describe("gpuLabel", () => {
+  it("shows per-replica GPUs times replicas", () => {
+    expect(gpuLabel({ gpu: 4 }, 1)).toBe("4");
+    expect(gpuLabel({ gpu: 0.25 }, 1)).toBe("0.25");
+    expect(gpuLabel({ gpu: 8 }, 2)).toBe("2 × 8");
+    expect(gpuLabel({ gpu: 0 }, 3)).toBe("0");
+    expect(gpuLabel(null, 1)).toBe("0");
+  });
+});

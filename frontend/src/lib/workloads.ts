@@ -1,0 +1,204 @@
+// The workload list: filters kept in the URL, and the pure reducer that applies live frames of the
+// "workloads" topic (docs/live.md §2) to a cached page of GET /api/v1/projects/<p>/workloads/.
+import type { Schemas } from "../api/client";
+import type { LiveFrame } from "../live/socket";
+import { KINDS, STATUSES, type WorkloadKind, type WorkloadStatus } from "./status";
+
+export type Workload = Schemas["Workload"];
+export type WorkloadPage = Schemas["PaginatedWorkloadList"];
+
+export interface WorkloadFilters {
+  kind: WorkloadKind | null;
+  status: WorkloadStatus[];
+  /** Username of the submitter; the API has no such filter, so it is applied in the browser. */
+  user: string | null;
+  page: number;
+}
+
+export const EMPTY_FILTERS: WorkloadFilters = { kind: null, status: [], user: null, page: 1 };
+
+/** Rows per page; with a user filter (applied here, not by the API) we read the API's maximum. */
+export const PAGE_SIZE = 50;
+export const USER_FILTER_PAGE_SIZE = 500;
+
+function isKind(value: string | null): value is WorkloadKind {
+  return value !== null && (KINDS as readonly string[]).includes(value);
+}
+
+function isStatus(value: string): value is WorkloadStatus {
+  return (STATUSES as readonly string[]).includes(value);
+}
+
+/** Filters from the query string (`?kind=training&status=queued&status=running&user=alice&page=2`). */
+export function filtersFromSearch(params: URLSearchParams): WorkloadFilters {
+  const kind = params.get("kind");
+  const statuses: WorkloadStatus[] = [];
+  for (const raw of params.getAll("status").flatMap((s) => s.split(","))) {
+    const s = raw.trim();
+    if (isStatus(s) && !statuses.includes(s)) statuses.push(s);
+  }
+  const user = params.get("user")?.trim() || null;
+  const page = Number.parseInt(params.get("page") ?? "1", 10);
+  return {
+    kind: isKind(kind) ? kind : null,
+    status: statuses,
+    user,
+    page: Number.isFinite(page) && page > 1 ? page : 1,
+  };
+}
+
+/** The query string for `filters` (empty filters give an empty string, page 1 is left out). */
+export function filtersToSearch(filters: WorkloadFilters): URLSearchParams {
+  const params = new URLSearchParams();
+  if (filters.kind) params.set("kind", filters.kind);
+  for (const s of filters.status) params.append("status", s);
+  if (filters.user) params.set("user", filters.user);
+  if (filters.page > 1) params.set("page", String(filters.page));
+  return params;
+}
+
+export function hasFilters(filters: WorkloadFilters): boolean {
+  return filters.kind !== null || filters.status.length > 0 || filters.user !== null;
+}
+
+export interface WorkloadListQuery {
+  kind?: WorkloadKind;
+  status?: WorkloadStatus[];
+  page?: number;
+  page_size: number;
+  ordering: string;
+}
+
+/** Query parameters for the API: kind and status are filtered by the server, user by us. */
+export function serverQuery(filters: WorkloadFilters): WorkloadListQuery {
+  const query: WorkloadListQuery = {
+    ordering: "-created_at",
+    page_size: filters.user ? USER_FILTER_PAGE_SIZE : PAGE_SIZE,
+  };
+  if (filters.kind) query.kind = filters.kind;
+  if (filters.status.length) query.status = [...filters.status];
+  if (!filters.user && filters.page > 1) query.page = filters.page;
+  return query;
+}
+
+/** Does a row pass every filter (the server ones again: live frames can change a row)? */
+export function matchesFilters(row: Pick<Workload, "kind" | "status" | "created_by">, filters: WorkloadFilters): boolean {
+  if (filters.kind && row.kind !== filters.kind) return false;
+  if (filters.status.length && !filters.status.includes(row.status)) return false;
+  if (filters.user && row.created_by !== filters.user) return false;
+  return true;
+}
+
+/** The rows to show: the page's rows that pass the browser-side (user) filter. */
+export function visibleRows(page: WorkloadPage | undefined, filters: WorkloadFilters): Workload[] {
+  if (!page) return [];
+  return filters.user ? page.results.filter((row) => matchesFilters(row, filters)) : page.results;
+}
+
+/** A row for a workload known only from a `workload.created` frame, until the refetch brings the full one. */
+export function placeholderRow(frame: { workload: number; name: string; kind: WorkloadKind; status: WorkloadStatus }, project: string, now: Date): Workload {
+  const iso = now.toISOString();
+  return {
+    id: frame.workload,
+    name: frame.name,
+    kind: frame.kind,
+    project,
+    pool: "",
+    status: frame.status,
+    status_reason: "",
+    status_message: "",
+    pending_reason: "",
+    estimated_start: null,
+    queue_position: null,
+    preemptions: 0,
+    exit_code: null,
+    priority: "P3",
+    preemptible: true,
+    replicas: 1,
+    resources: { gpu: 0, cpu: 0, memory_mb: 0 },
+    gpu_model: "",
+    max_restarts: 0,
+    attempt: 0,
+    restarts: 0,
+    spec: "",
+    conditions: "",
+    placement: "",
+    runtime: "",
+    created_by: "",
+    created_at: iso,
+    updated_at: iso,
+    admitted_at: null,
+    started_at: null,
+    finished_at: null,
+    url: "",
+  } as Workload;
+}
+
+export interface ReducerContext {
+  filters: WorkloadFilters;
+  project: string;
+  now?: Date;
+}
+
+/**
+ * Apply one frame of the "workloads" topic to a cached page. Pure: returns the same object
+ * when nothing changes, a new page otherwise. Rows unknown to the page are left to the
+ * background refetch (a frame does not carry the full row).
+ */
+export function applyWorkloadFrame(page: WorkloadPage | undefined, frame: LiveFrame, ctx: ReducerContext): WorkloadPage | undefined {
+  if (!page || frame.topic !== "workloads") return page;
+  const id = typeof frame.workload === "number" ? frame.workload : Number(frame.workload);
+  if (!Number.isFinite(id)) return page;
+  const index = page.results.findIndex((row) => row.id === id);
+
+  switch (frame.type) {
+    case "workload.status": {
+      const status = typeof frame.status === "string" && isStatus(frame.status) ? frame.status : null;
+      if (index < 0 || !status) return page;
+      const row = page.results[index];
+      const reason = typeof frame.reason === "string" ? frame.reason : row.status_reason;
+      if (row.status === status && row.status_reason === reason) return page;
+      const updated: Workload = {
+        ...row,
+        status,
+        status_reason: reason,
+        ...(status === "queued" ? {} : { queue_position: null, estimated_start: null }),
+      };
+      // A row whose new status is outside the status filter leaves the page.
+      if (ctx.filters.status.length && !ctx.filters.status.includes(status)) return removeAt(page, index);
+      const results = page.results.slice();
+      results[index] = updated;
+      return { ...page, results };
+    }
+    case "workload.created": {
+      if (index >= 0) return page;
+      const kind = typeof frame.kind === "string" && isKind(frame.kind) ? frame.kind : null;
+      const status = typeof frame.status === "string" && isStatus(frame.status) ? frame.status : null;
+      if (!kind || !status) return page;
+      // Newest first: a new workload belongs on the first page only. Its submitter is not in the
+      // frame, so with a user filter we wait for the refetch.
+      if (ctx.filters.page > 1 || ctx.filters.user) return page;
+      if (!matchesFilters({ kind, status, created_by: "" }, ctx.filters)) return page;
+      const name = typeof frame.name === "string" ? frame.name : `workload-${id}`;
+      const row = placeholderRow({ workload: id, name, kind, status }, ctx.project, ctx.now ?? new Date());
+      return { ...page, count: page.count + 1, results: [row, ...page.results] };
+    }
+    case "workload.deleted":
+      return index < 0 ? page : removeAt(page, index);
+    default:
+      return page;
+  }
+}
+
+function removeAt(page: WorkloadPage, index: number): WorkloadPage {
+  const results = page.results.slice();
+  results.splice(index, 1);
+  return { ...page, count: Math.max(0, page.count - 1), results };
+}
+
+/** Total GPUs a workload asks for, as a short label: "4", "0.5", "2 × 8". */
+export function gpuLabel(resources: { gpu: number } | null | undefined, replicas: number): string {
+  const gpu = resources?.gpu ?? 0;
+  const per = Number.isInteger(gpu) ? String(gpu) : String(Number(gpu.toFixed(3)));
+  return replicas > 1 && gpu > 0 ? `${replicas} × ${per}` : per;
+}
