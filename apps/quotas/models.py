@@ -41,7 +41,11 @@ class Quota(models.Model):
 
 
 class UsageRecord(models.Model):
-    """Ledger of allocated resource-seconds: one row per workload attempt interval."""
+    """Ledger of allocated resource-seconds: one row per allocation interval of a workload, from
+    its admission to the release of its resources (finished, stopped, or requeued after a
+    preemption). A workload admitted n times has n rows, never two open at once; `attempt` is
+    the workload's attempt count when the interval opened (informative only: several intervals
+    may share it, e.g. when a workload is preempted before its next launch)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="usage_records")
     pool = models.ForeignKey(ResourcePool, on_delete=models.CASCADE, related_name="usage_records")
@@ -57,5 +61,6 @@ class UsageRecord(models.Model):
         ordering = ["-started_at"]
         indexes = [models.Index(fields=["project", "pool", "started_at"])]
         constraints = [
-            models.UniqueConstraint(fields=["workload", "attempt"], name="usage_unique_workload_attempt"),
+            models.UniqueConstraint(fields=["workload"], condition=models.Q(ended_at__isnull=True),
+                                    name="usage_one_open_interval_per_workload"),
         ]

@@ -1,4 +1,6 @@
 """Writes to quotas and the usage ledger."""
+from datetime import datetime
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -31,22 +33,31 @@ def quota_delete(*, quota: Quota) -> None:
     quota.delete()
 
 
-def usage_open(*, workload) -> None:
-    """Start charging a workload's allocation (idempotent per attempt)."""
-    UsageRecord.objects.get_or_create(
-        workload=workload,
-        attempt=workload.attempt,
-        defaults={
-            "project_id": workload.project_id,
-            "pool_id": workload.pool_id,
-            "gpu_milli": workload.gpu_milli * workload.replicas,
-            "cpu_milli": workload.cpu_milli * workload.replicas,
-            "memory_mb": workload.memory_mb * workload.replicas,
-            "started_at": timezone.now(),
-        },
-    )
+def usage_open(*, workload, at: datetime | None = None) -> UsageRecord:
+    """Start charging a workload's allocation at `at` (default now): opens its allocation
+    interval, or returns the one already open (idempotent: never two open intervals at once)."""
+    fields = {
+        "project_id": workload.project_id,
+        "pool_id": workload.pool_id,
+        "attempt": workload.attempt,
+        "gpu_milli": workload.gpu_milli * workload.replicas,
+        "cpu_milli": workload.cpu_milli * workload.replicas,
+        "memory_mb": workload.memory_mb * workload.replicas,
+        "started_at": at or timezone.now(),
+    }
+    for _ in range(2):
+        current = UsageRecord.objects.filter(workload=workload, ended_at__isnull=True).first()
+        if current is not None:
+            return current
+        try:
+            with transaction.atomic():  # a savepoint: a racing opener's row wins, we read it back
+                return UsageRecord.objects.create(workload=workload, **fields)
+        except IntegrityError:
+            continue
+    raise ConflictError(f"Could not open the usage interval of workload {workload.pk}.")
 
 
-def usage_close(*, workload) -> None:
-    """Stop charging: close every open record of the workload."""
-    UsageRecord.objects.filter(workload=workload, ended_at__isnull=True).update(ended_at=timezone.now())
+def usage_close(*, workload, at: datetime | None = None) -> int:
+    """Stop charging at `at` (default now): close the workload's open interval. Returns how many
+    rows it closed (0 when nothing was open)."""
+    return UsageRecord.objects.filter(workload=workload, ended_at__isnull=True).update(ended_at=at or timezone.now())

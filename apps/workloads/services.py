@@ -119,11 +119,12 @@ def workload_transition(
             return None
         for key, value in updates.items():
             setattr(workload, key, value)
-        # The usage ledger follows the allocation: charged from admission until release.
+        # The usage ledger follows the allocation: charged from each admission until the release
+        # (finished, stopped, or requeued after a preemption), at this transition's own time.
         if to_status in ACTIVE and current not in ACTIVE:
-            usage_open(workload=workload)
+            usage_open(workload=workload, at=now)
         elif current in ACTIVE and to_status not in ACTIVE:
-            usage_close(workload=workload)
+            usage_close(workload=workload, at=now)
         workload_event_record(
             workload=workload, reason=reason, message=message, type=event_type,
             from_status=current, to_status=to_status,
