@@ -1,6 +1,401 @@
-// Placeholder: being built (see frontend/README in CONTRIBUTING.md).
-import { Title } from "@mantine/core";
+// Submit a training job, notebook or deployment. The API validates; its messages appear next to
+// the fields they are about (lib/submit.ts maps them), anything else above the button.
+import {
+  Alert, Anchor, Autocomplete, Button, Card, Group, List, NumberInput, Select, SimpleGrid, Stack, Tabs, Text,
+  Textarea, TextInput, Title,
+} from "@mantine/core";
+import { notifications } from "@mantine/notifications";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMemo, useState, type FormEvent } from "react";
+import { Link, useNavigate, useParams, useSearchParams } from "react-router";
+import { api, ApiError, unwrap, type Schemas } from "../api/client";
+import { errorAdvice } from "../components/States";
+import { formatGpu } from "../lib/format";
+import { KIND_LABEL, KINDS, type WorkloadKind } from "../lib/status";
+import {
+  buildSubmitBody, DEFAULT_VALUES, FIELD_LABEL, KIND_FIELDS, mapSubmitErrors, type FieldErrors, type Preemptible,
+  type SubmitField, type SubmitValues,
+} from "../lib/submit";
+import { canWrite, useMe } from "../session";
+
+const PRIORITIES = [
+  { value: "P0", label: "P0 (highest)" },
+  { value: "P1", label: "P1" },
+  { value: "P2", label: "P2" },
+  { value: "P3", label: "P3 (default)" },
+  { value: "P4", label: "P4" },
+  { value: "P5", label: "P5 (lowest)" },
+];
+
+const PREEMPTIBLE: { value: Preemptible; label: string }[] = [
+  { value: "default", label: "Kind's default" },
+  { value: "yes", label: "Yes" },
+  { value: "no", label: "No" },
+];
+
+const KIND_HELP: Record<WorkloadKind, string> = {
+  training: "A batch job: every replica runs the command, started together (gang); it ends when the command exits.",
+  notebook: "A JupyterLab server (one replica), protected by a token; open it from its page once it runs.",
+  deployment: "A serving command run as replicas, each listening on $PORT, until you stop it.",
+};
+
+function isKind(value: string | null): value is WorkloadKind {
+  return value !== null && (KINDS as readonly string[]).includes(value);
+}
+
+type Workload = Schemas["Workload"];
+
+function submit(kind: WorkloadKind, project: string, body: Record<string, unknown>): Promise<Workload> {
+  const path = { project };
+  switch (kind) {
+    case "training":
+      return unwrap(api.POST("/api/v1/projects/{project}/training-jobs/", {
+        params: { path }, body: body as Schemas["TrainingJobCreateRequest"],
+      }));
+    case "notebook":
+      return unwrap(api.POST("/api/v1/projects/{project}/notebooks/", {
+        params: { path }, body: body as Schemas["NotebookCreateRequest"],
+      }));
+    case "deployment":
+      return unwrap(api.POST("/api/v1/projects/{project}/deployments/", {
+        params: { path }, body: body as Schemas["DeploymentCreateRequest"],
+      }));
+  }
+}
 
 export function SubmitPage() {
-  return <Title order={2}>Submit work</Title>;
+  const { project = "" } = useParams();
+  const me = useMe();
+  const role = me.projects.find((p) => p.slug === project)?.role;
+  const writable = canWrite(role);
+  const [params, setParams] = useSearchParams();
+  const kind: WorkloadKind = isKind(params.get("kind")) ? (params.get("kind") as WorkloadKind) : "training";
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+
+  const [values, setValues] = useState<SubmitValues>(DEFAULT_VALUES);
+  const [fieldErrors, setFieldErrors] = useState<FieldErrors>({});
+  const [general, setGeneral] = useState<string[]>([]);
+
+  const quotas = useQuery({
+    queryKey: ["quotas", project],
+    queryFn: () => unwrap(api.GET("/api/v1/projects/{project}/quotas/", { params: { path: { project }, query: { page_size: 500 } } })),
+  });
+  const pools = useQuery({
+    queryKey: ["pools"],
+    queryFn: () => unwrap(api.GET("/api/v1/pools/", { params: { query: { page_size: 500 } } })),
+    staleTime: 60_000,
+  });
+
+  const poolOptions = useMemo(
+    () =>
+      (quotas.data?.results ?? []).map((q) => ({
+        value: q.pool,
+        label: `${q.pool} — quota ${formatGpu(q.nominal_gpu_milli ?? 0)} GPU${q.nominal_gpu_milli === 1000 ? "" : "s"}`,
+      })),
+    [quotas.data],
+  );
+  const gpuModels = useMemo(() => {
+    const models = new Set<string>();
+    for (const pool of pools.data?.results ?? []) {
+      if (values.pool && pool.name !== values.pool) continue;
+      const list = pool.accelerator_models as unknown;
+      if (Array.isArray(list)) for (const m of list) if (typeof m === "string" && m) models.add(m);
+    }
+    return [...models].sort();
+  }, [pools.data, values.pool]);
+
+  const mutation = useMutation({
+    mutationFn: (body: Record<string, unknown>) => submit(kind, project, body),
+    onSuccess: (workload) => {
+      void queryClient.invalidateQueries({ queryKey: ["workloads", project] });
+      notifications.show({ color: "green", title: `${KIND_LABEL[kind]} submitted`, message: `${workload.name} is ${workload.status}.` });
+      navigate(`/projects/${project}/workloads/${workload.kind}/${workload.id}`);
+    },
+    onError: (error) => {
+      if (error instanceof ApiError && Object.keys(error.fieldErrors).length) {
+        const mapped = mapSubmitErrors(kind, error.fieldErrors, error.detail);
+        setFieldErrors(mapped.fields);
+        setGeneral(mapped.general);
+      } else {
+        setFieldErrors({});
+        setGeneral([errorAdvice(error).detail]);
+      }
+    },
+  });
+
+  const set = <K extends SubmitField>(field: K, value: SubmitValues[K]) => {
+    setValues((v) => ({ ...v, [field]: value }));
+    if (fieldErrors[field]) setFieldErrors(({ [field]: _drop, ...rest }) => rest);
+  };
+
+  const onSubmit = (event: FormEvent) => {
+    event.preventDefault();
+    const { body, errors } = buildSubmitBody(kind, values);
+    setGeneral([]);
+    if (Object.keys(errors).length) {
+      setFieldErrors(errors);
+      return;
+    }
+    setFieldErrors({});
+    mutation.mutate(body);
+  };
+
+  const shows = (field: SubmitField) => KIND_FIELDS[kind].has(field);
+  const err = (field: SubmitField) => fieldErrors[field];
+  const noQuota = quotas.isSuccess && quotas.data.results.length === 0;
+
+  return (
+    <Stack gap="md" maw={960}>
+      <Group justify="space-between">
+        <Title order={2}>Submit work</Title>
+        <Anchor component={Link} to={`/projects/${project}/workloads`} size="sm">
+          Back to workloads
+        </Anchor>
+      </Group>
+
+      {!writable && (
+        <Alert color="yellow" title="You can look, not submit" data-testid="submit-readonly">
+          Your role in this project is {role ?? "unknown"}. Ask a project maintainer to make you a member to submit work.
+        </Alert>
+      )}
+      {noQuota && (
+        <Alert color="yellow" title="This project has no quota yet">
+          Work is only admitted in a pool where the project has a quota. Ask your Cairn administrator for one; you can still
+          submit, and the API will say what is missing.
+        </Alert>
+      )}
+
+      <Tabs
+        value={kind}
+        onChange={(value) => {
+          if (!isKind(value)) return;
+          setParams({ kind: value }, { replace: true });
+          setFieldErrors({});
+          setGeneral([]);
+        }}
+      >
+        <Tabs.List>
+          {KINDS.map((k) => (
+            <Tabs.Tab key={k} value={k} data-testid={`submit-kind-${k}`}>
+              {KIND_LABEL[k]}
+            </Tabs.Tab>
+          ))}
+        </Tabs.List>
+      </Tabs>
+
+      <Card withBorder padding="lg" component="form" onSubmit={onSubmit} noValidate data-testid="submit-form" data-kind={kind}>
+        <Stack gap="md">
+          <Text size="sm" c="dimmed">
+            {KIND_HELP[kind]}
+          </Text>
+          <SimpleGrid cols={{ base: 1, sm: 2 }} spacing="md">
+            <TextInput
+              label="Name"
+              name="name"
+              placeholder={`${kind}-…`}
+              description="Lowercase letters, digits and '-'. Left empty, one is made up."
+              value={values.name}
+              onChange={(e) => set("name", e.currentTarget.value)}
+              error={err("name")}
+              autoComplete="off"
+            />
+            <Select
+              label="Pool"
+              name="pool"
+              placeholder={quotas.isPending ? "Loading pools…" : "The project's only pool"}
+              description="Where it runs; the project needs a quota there."
+              data={poolOptions}
+              value={values.pool}
+              onChange={(value) => set("pool", value)}
+              error={err("pool")}
+              clearable
+              nothingFoundMessage="No quota in any pool"
+            />
+          </SimpleGrid>
+          <TextInput
+            label="Image"
+            name="image"
+            placeholder="e.g. nvcr.io/nvidia/pytorch:25.01-py3"
+            description={
+              kind === "training"
+                ? "Container image (Kubernetes clusters). Without a command, the image's own entrypoint runs."
+                : "Container image (Kubernetes clusters); the local backend runs on the node itself."
+            }
+            value={values.image}
+            onChange={(e) => set("image", e.currentTarget.value)}
+            error={err("image")}
+            autoComplete="off"
+          />
+          {shows("command") && (
+            <Textarea
+              label="Command"
+              name="command"
+              placeholder={kind === "deployment" ? "python -m http.server $PORT" : "python train.py --epochs 10"}
+              description={kind === "deployment" ? "Run by /bin/sh; it must listen on $PORT." : "Run by /bin/sh in every replica."}
+              value={values.command}
+              onChange={(e) => set("command", e.currentTarget.value)}
+              error={err("command")}
+              autosize
+              minRows={2}
+              maxRows={10}
+              styles={{ input: { fontFamily: "var(--mantine-font-family-monospace)" } }}
+              required={kind === "deployment"}
+            />
+          )}
+          {shows("workingDir") && (
+            <TextInput
+              label="Working directory"
+              name="working_dir"
+              placeholder="Default: the replica's own directory"
+              value={values.workingDir}
+              onChange={(e) => set("workingDir", e.currentTarget.value)}
+              error={err("workingDir")}
+            />
+          )}
+          <SimpleGrid cols={{ base: 2, sm: shows("replicas") ? 4 : 3 }} spacing="md">
+            <NumberInput
+              label="GPUs"
+              name="gpu"
+              description="Per replica; below 1 shares a GPU"
+              min={0}
+              max={64}
+              step={0.25}
+              decimalScale={3}
+              value={values.gpu}
+              onChange={(value) => set("gpu", value)}
+              error={err("gpu")}
+            />
+            <NumberInput
+              label="CPUs"
+              name="cpu"
+              description="Cores per replica"
+              min={0.001}
+              max={1024}
+              step={1}
+              decimalScale={3}
+              value={values.cpu}
+              onChange={(value) => set("cpu", value)}
+              error={err("cpu")}
+            />
+            <TextInput
+              label="Memory"
+              name="memory"
+              description="Per replica: 512Mi, 16Gi"
+              value={values.memory}
+              onChange={(e) => set("memory", e.currentTarget.value)}
+              error={err("memory")}
+            />
+            {shows("replicas") && (
+              <NumberInput
+                label="Replicas"
+                name="replicas"
+                description={kind === "training" ? "Started together" : "Serving copies"}
+                min={1}
+                max={kind === "training" ? 512 : 64}
+                allowDecimal={false}
+                value={values.replicas}
+                onChange={(value) => set("replicas", value)}
+                error={err("replicas")}
+              />
+            )}
+          </SimpleGrid>
+          <SimpleGrid cols={{ base: 2, sm: 4 }} spacing="md">
+            <Select
+              label="Priority"
+              name="priority"
+              data={PRIORITIES}
+              value={values.priority}
+              onChange={(value) => set("priority", value ?? "P3")}
+              allowDeselect={false}
+              error={err("priority")}
+            />
+            <Autocomplete
+              label="GPU model"
+              name="gpu_model"
+              placeholder="Any"
+              data={gpuModels}
+              value={values.gpuModel}
+              onChange={(value) => set("gpuModel", value)}
+              error={err("gpuModel")}
+            />
+            <Select
+              label="Preemptible"
+              name="preemptible"
+              data={PREEMPTIBLE}
+              value={values.preemptible}
+              onChange={(value) => set("preemptible", (value as Preemptible | null) ?? "default")}
+              allowDeselect={false}
+              error={err("preemptible")}
+            />
+            <NumberInput
+              label="Restarts"
+              name="max_restarts"
+              min={0}
+              max={100}
+              allowDecimal={false}
+              value={values.maxRestarts}
+              onChange={(value) => set("maxRestarts", value)}
+              error={err("maxRestarts")}
+            />
+          </SimpleGrid>
+          {shows("port") && (
+            <NumberInput
+              label="Port"
+              name="port"
+              description="Container port on Kubernetes; locally a free $PORT is chosen."
+              min={1}
+              max={65535}
+              allowDecimal={false}
+              w={220}
+              value={values.port}
+              onChange={(value) => set("port", value)}
+              error={err("port")}
+            />
+          )}
+          <Textarea
+            label="Environment"
+            name="env"
+            description="One KEY=value per line."
+            placeholder={"WANDB_MODE=offline\nSEED=42"}
+            value={values.env}
+            onChange={(e) => set("env", e.currentTarget.value)}
+            error={err("env")}
+            autosize
+            minRows={2}
+            maxRows={8}
+            styles={{ input: { fontFamily: "var(--mantine-font-family-monospace)" } }}
+          />
+
+          {general.length > 0 && (
+            <Alert color="red" title="Not submitted" data-testid="submit-error">
+              {general.length === 1 ? (
+                general[0]
+              ) : (
+                <List size="sm">
+                  {general.map((m) => (
+                    <List.Item key={m}>{m}</List.Item>
+                  ))}
+                </List>
+              )}
+            </Alert>
+          )}
+          {Object.keys(fieldErrors).length > 0 && general.length === 0 && (
+            <Text size="sm" c="red" data-testid="submit-field-errors">
+              Fix the highlighted field{Object.keys(fieldErrors).length > 1 ? "s" : ""}:{" "}
+              {Object.keys(fieldErrors).map((f) => FIELD_LABEL[f as SubmitField]).join(", ")}.
+            </Text>
+          )}
+          <Group justify="flex-end">
+            <Button variant="default" component={Link} to={`/projects/${project}/workloads`}>
+              Cancel
+            </Button>
+            <Button type="submit" loading={mutation.isPending} disabled={!writable} data-testid="submit-workload">
+              Submit {KIND_LABEL[kind].toLowerCase()}
+            </Button>
+          </Group>
+        </Stack>
+      </Card>
+    </Stack>
+  );
 }
