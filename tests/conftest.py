@@ -1,5 +1,7 @@
 """Shared fixtures. Every API test uses alice (owner), bob (member), vera (viewer) and
 charlie (outsider) on one project with a quota on the local pool."""
+import os
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -24,6 +26,17 @@ def _isolated_data_dir(settings, tmp_path):
     """Replica logs and pid files of each test go to its own directory."""
     settings.CAIRN_DATA_DIR = tmp_path / "cairn-data"
     settings.CAIRN_DATA_DIR.mkdir()
+
+
+@pytest.fixture(autouse=True)
+def _private_channel_layer(settings):
+    """pytest-xdist workers share one Redis but not one database, so ids (and the group names
+    made from them, like "project.1") repeat across workers: give each worker its own prefix."""
+    default = settings.CHANNEL_LAYERS["default"]
+    if default["BACKEND"].endswith("RedisChannelLayer"):
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        settings.CHANNEL_LAYERS = {**settings.CHANNEL_LAYERS, "default": {
+            **default, "CONFIG": {**default.get("CONFIG", {}), "prefix": f"asgi-test-{worker}"}}}
 
 
 @pytest.fixture

@@ -11,9 +11,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.core.errors import ConflictError, ServiceError
+from apps.core.realtime import publish
 
 from .choices import Backend, CredentialKind, NodeHealth
 from .crypto import CredentialsUnreadable, encrypt
+from .events import NODE_CHANGES_GROUP, node_changed_event
 from .models import Cluster, ClusterCredential, Node, ResourcePool
 
 logger = logging.getLogger(__name__)
@@ -98,6 +100,26 @@ def local_cluster_register() -> Node:
             node.last_seen_at = now
             node.save(update_fields=[*changed, "last_seen_at"])
     return node
+
+
+def node_cordon(*, node: Node, reason: str, message: str, health: str | None = None) -> Node:
+    """Stop placing new workloads on `node` (running ones keep running) and optionally set its
+    health. Writes only the fields that change; tells the dashboard's cluster topic after commit
+    (also when nothing changed, so a new reason is seen)."""
+    with transaction.atomic():
+        locked = Node.objects.select_for_update(of=("self",)).select_related("cluster", "pool").get(pk=node.pk)
+        changes: dict = {}
+        if locked.schedulable:
+            changes["schedulable"] = False
+        if health is not None and locked.health != health:
+            changes["health"] = health
+        if changes:
+            Node.objects.filter(pk=locked.pk).update(**changes)
+            for field, value in changes.items():
+                setattr(locked, field, value)
+            logger.warning("node %s cordoned (%s): %s", locked, reason, message)
+        publish(NODE_CHANGES_GROUP, node_changed_event(locked, reason=reason, message=message))
+    return locked
 
 
 # -- Kubernetes clusters -------------------------------------------------------------------------

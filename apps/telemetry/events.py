@@ -1,10 +1,30 @@
-"""Realtime payloads of telemetry."""
+"""Realtime payloads and groups of telemetry (sent after commit through apps.core.realtime)."""
 from __future__ import annotations
 
-NODES_GROUP = "telemetry.nodes"
+NODES_GROUP = "telemetry.nodes"  # every node's samples: the dashboard's cluster view
+
+
+def workload_telemetry_group(workload_id: int) -> str:
+    """Samples attributed to one workload (its pods' GPUs): the dashboard's workload page."""
+    return f"telemetry.workload.{workload_id}"
+
+
+def _rows(samples) -> list[dict]:
+    return [{"node": s.node, "gpu": s.gpu, "workload": s.workload_id, "metric": s.metric, "value": s.value,
+             "time": s.time.timestamp()} for s in samples]
 
 
 def samples_event(samples) -> dict:
-    return {"type": "telemetry.samples",
-            "samples": [{"node": s.node, "gpu": s.gpu, "workload": s.workload_id, "metric": s.metric,
-                         "value": s.value, "time": s.time.timestamp()} for s in samples]}
+    """A project's workload samples, on the project's events socket."""
+    return {"type": "telemetry.samples", "samples": _rows(samples)}
+
+
+def nodes_event(samples) -> dict:
+    """Samples of some nodes, for NODES_GROUP."""
+    return {"type": "telemetry.nodes", "samples": _rows(samples)}
+
+
+def workload_samples_event(workload_id: int, samples) -> dict:
+    return {"type": "workload.telemetry", "workload": workload_id,
+            "samples": [{"node": s.node, "gpu": s.gpu, "metric": s.metric, "value": s.value,
+                         "time": s.time.timestamp()} for s in samples]}

@@ -46,3 +46,27 @@ class TelemetryRollup(models.Model):
             models.Index(fields=["resolution", "workload", "metric", "bucket_start"], name="rollup_wl_metric"),
             models.Index(fields=["resolution", "bucket_start"], name="rollup_time"),
         ]
+
+
+class NodeHealthEvent(models.Model):
+    """A GPU fault seen in a node's telemetry (a new XID error, new uncorrectable ECC errors) and
+    what Cairn did about it. `node` is null when the telemetry names a node Cairn does not know."""
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    node = models.ForeignKey("clusters.Node", on_delete=models.CASCADE, null=True, blank=True,
+                             related_name="health_events")
+    node_name = models.CharField(max_length=253)
+    gpu = models.SmallIntegerField(null=True, blank=True)
+    reason = models.CharField(max_length=32)  # GpuXidError | GpuEccError
+    metric = models.CharField(max_length=64)
+    value = models.FloatField()
+    previous = models.FloatField(null=True, blank=True)
+    message = models.TextField(blank=True)
+    cordoned = models.BooleanField(default=False)  # this event cordoned the node (it was schedulable)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["node_name", "gpu", "reason", "-created_at"], name="health_event_lookup")]
+
+    def __str__(self) -> str:
+        return f"{self.node_name} GPU {self.gpu}: {self.reason}"

@@ -1,8 +1,10 @@
 """Reads of telemetry: per-node and per-workload series over raw samples and rollups."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -48,3 +50,23 @@ def telemetry_metrics(*, node: str | None = None, workload_id: int | None = None
     names = set(TelemetrySample.objects.filter(scope).values_list("metric", flat=True).distinct())
     names |= set(TelemetryRollup.objects.filter(scope).values_list("metric", flat=True).distinct())
     return sorted(names)
+
+
+def telemetry_latest(
+    *, metrics: Iterable[str], since: datetime, nodes: Iterable[str] | None = None, before: datetime | None = None,
+) -> dict[tuple[str, int | None, str], tuple[datetime, float]]:
+    """The latest raw sample per (node, gpu, metric) at or after `since` (and before `before`):
+    {(node, gpu, metric): (time, value)}. One query (DISTINCT ON on PostgreSQL)."""
+    rows = TelemetrySample.objects.filter(metric__in=list(metrics), time__gte=since)
+    if nodes is not None:
+        rows = rows.filter(node__in=list(nodes))
+    if before is not None:
+        rows = rows.filter(time__lt=before)
+    fields = ("node", "gpu", "metric", "time", "value")
+    if connection.vendor == "postgresql":
+        rows = rows.order_by("node", "gpu", "metric", "-time").distinct("node", "gpu", "metric")
+        return {(n, g, m): (t, v) for n, g, m, t, v in rows.values_list(*fields)}
+    latest: dict = {}
+    for n, g, m, t, v in rows.order_by("time").values_list(*fields):
+        latest[(n, g, m)] = (t, v)
+    return latest

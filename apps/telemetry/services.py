@@ -4,6 +4,8 @@ from __future__ import annotations
 import logging
 import re
 import socket
+import threading
+import time
 import urllib.request
 from datetime import datetime, timedelta
 
@@ -17,8 +19,10 @@ from apps.workloads.models import Workload
 
 from .conf import setting
 from .dcgm import parse_dcgm
-from .events import NODES_GROUP, samples_event
-from .models import TelemetryRollup, TelemetrySample
+from .events import NODES_GROUP, nodes_event, samples_event, workload_samples_event, workload_telemetry_group
+from .health import HEALTH_METRICS, detect_gpu_faults
+from .models import NodeHealthEvent, TelemetryRollup, TelemetrySample
+from .selectors import telemetry_latest
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +34,32 @@ def workload_from_pod(pod: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
+# node -> time.monotonic() of its last live publication (per process; see _publishable).
+_published_at: dict[str, float] = {}
+_published_lock = threading.Lock()
+
+
+def _publishable(samples: list[TelemetrySample]) -> list[TelemetrySample]:
+    """The samples of nodes not published in the last TELEMETRY_PUBLISH_MIN_INTERVAL seconds:
+    storage keeps everything, the dashboard's cluster stream gets at most one batch per node per
+    interval (a misbehaving exporter cannot flood every open cluster page)."""
+    interval = float(setting("TELEMETRY_PUBLISH_MIN_INTERVAL"))
+    now = time.monotonic()
+    allowed: set[str] = set()
+    with _published_lock:
+        for node in {s.node for s in samples}:
+            if now - _published_at.get(node, float("-inf")) >= interval:
+                _published_at[node] = now
+                allowed.add(node)
+        if len(_published_at) > 100_000:  # node names from the wire: keep the map bounded
+            _published_at.clear()
+    return [s for s in samples if s.node in allowed]
+
+
 def telemetry_record(*, samples: list[TelemetrySample]) -> list[TelemetrySample]:
-    """Store samples in bulk and publish them after commit (nodes group, and each workload's project)."""
+    """Store samples in bulk, act on GPU faults they show (telemetry_check_health), and publish
+    them after commit: every node's to NODES_GROUP (throttled per node), each workload's to its
+    telemetry group and to its project's events group."""
     if not samples:
         return []
     ids = {s.workload_id for s in samples if s.workload_id}
@@ -40,15 +68,79 @@ def telemetry_record(*, samples: list[TelemetrySample]) -> list[TelemetrySample]
         if sample.workload_id and sample.workload_id not in known:
             sample.workload_id = None  # a pod we do not know (or a deleted workload)
     with transaction.atomic():
+        try:
+            with transaction.atomic():  # a savepoint: a failed check never loses the samples
+                telemetry_check_health(samples=samples)
+        except Exception:  # noqa: BLE001 - health checks are best effort; storing samples is not
+            logger.exception("telemetry: the GPU health check failed")
         TelemetrySample.objects.bulk_create(samples, batch_size=2000)
-        publish(NODES_GROUP, samples_event(samples))
-        by_project: dict[int, list] = {}
+        live = _publishable(samples)
+        if live:
+            publish(NODES_GROUP, nodes_event(live))
+        by_workload: dict[int, list] = {}
         for sample in samples:
             if sample.workload_id:
-                by_project.setdefault(known[sample.workload_id], []).append(sample)
+                by_workload.setdefault(sample.workload_id, []).append(sample)
+        by_project: dict[int, list] = {}
+        for workload_id, mine in by_workload.items():
+            publish(workload_telemetry_group(workload_id), workload_samples_event(workload_id, mine))
+            by_project.setdefault(known[workload_id], []).extend(mine)
         for project_id, mine in by_project.items():
             publish(project_group(project_id), samples_event(mine))
     return samples
+
+
+def telemetry_check_health(*, samples: list[TelemetrySample]) -> list[NodeHealthEvent]:
+    """Record new GPU faults among `samples` (new XID errors, new uncorrectable ECC errors; see
+    health.py) before they are stored, and cordon the nodes they happened on (marked unhealthy,
+    so the scheduler places nothing new there; running workloads keep running). Each cordon is
+    published on the dashboard's cluster topic. Costs no query unless a GPU reports a fault value."""
+    from apps.clusters.choices import NodeHealth
+    from apps.clusters.models import Node
+    from apps.clusters.services import node_cordon
+
+    candidates = [s for s in samples if s.metric in HEALTH_METRICS and s.gpu is not None and s.value != 0]
+    if not candidates:
+        return []
+    nodes = {s.node for s in candidates}
+    earliest = min(s.time for s in candidates)
+    window = timedelta(seconds=max(15 * 60, 3 * float(setting("TELEMETRY_INTERVAL"))))
+    previous = {key: value for key, (_, value) in telemetry_latest(
+        metrics=HEALTH_METRICS, nodes=nodes, since=earliest - window, before=earliest).items()}
+    recorded: dict[tuple, float] = {}
+    for name, gpu, metric, value in (NodeHealthEvent.objects.filter(node_name__in=nodes)
+                                     .order_by("created_at", "id").values_list("node_name", "gpu", "metric", "value")):
+        recorded[(name, gpu, metric)] = value  # the latest wins
+    faults = detect_gpu_faults(candidates, previous=previous, recorded=recorded,
+                               ignored_xids=setting("TELEMETRY_XID_IGNORED"))
+    if not faults:
+        return []
+    rows: dict[str, list[Node]] = {}
+    for node in Node.objects.filter(name__in={f.node for f in faults}).select_related("cluster", "pool"):
+        rows.setdefault(node.name, []).append(node)  # names are unique per cluster only: all of them
+    cordon = setting("TELEMETRY_FAULT_CORDON")
+    events = []
+    for name in sorted({f.node for f in faults}):
+        mine = [f for f in faults if f.node == name]
+        cordoned: set[int] = set()
+        for node in rows.get(name, []):
+            if cordon:
+                was_schedulable = node.schedulable
+                more = f" (and {len(mine) - 1} more fault(s))" if len(mine) > 1 else ""
+                node_cordon(node=node, reason=mine[0].reason, health=NodeHealth.UNHEALTHY,
+                            message=f"{mine[0].message}{more} Node cordoned.")
+                if was_schedulable:
+                    cordoned.add(node.pk)
+        for fault in mine:
+            for node in rows.get(name) or [None]:
+                events.append(NodeHealthEvent(
+                    node=node, node_name=name, gpu=fault.gpu, reason=fault.reason, metric=fault.metric,
+                    value=fault.value, previous=fault.previous, message=fault.message,
+                    cordoned=node is not None and node.pk in cordoned and fault is mine[0],
+                ))
+        logger.warning("telemetry: GPU fault(s) on %s: %s", name, "; ".join(f.message for f in mine))
+    NodeHealthEvent.objects.bulk_create(events)
+    return events
 
 
 def telemetry_ingest_dcgm(*, node: str, text: str, at: datetime | None = None) -> list[TelemetrySample]:
