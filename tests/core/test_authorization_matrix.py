@@ -130,7 +130,7 @@ def test_authorization_matrix(case: Case, caller: str, world):
 
 
 @pytest.mark.parametrize("path", ["/api/v1/me/", "/api/v1/tokens/", "/api/v1/projects/", "/api/v1/clusters/",
-                                  "/api/v1/pools/", "/api/v1/nodes/", "/api/schema/"])
+                                  "/api/v1/pools/", "/api/v1/nodes/", "/api/v1/cluster/overview/", "/api/schema/"])
 def test_global_reads_need_authentication(path, alice, client_for):
     assert client_for().get(path).status_code == 401
     assert client_for(alice).get(path).status_code == 200

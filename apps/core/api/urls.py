@@ -3,7 +3,7 @@ from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
 from apps.accounts.api.views import ApiTokenViewSet, LoginView, MeView, SessionView
-from apps.clusters.api.views import ClusterViewSet, NodeViewSet, ResourcePoolViewSet
+from apps.clusters.api.views import ClusterOverviewView, ClusterViewSet, NodeViewSet, ResourcePoolViewSet
 from apps.deployments.api.views import DeploymentViewSet
 from apps.notebooks.api.views import NotebookViewSet
 from apps.projects.api.views import MembershipViewSet, ProjectViewSet
@@ -35,6 +35,7 @@ urlpatterns = [
     path("me/", MeView.as_view(), name="me"),
     path("auth/login/", LoginView.as_view(), name="login"),
     path("auth/session/", SessionView.as_view(), name="session"),
+    path("cluster/overview/", ClusterOverviewView.as_view(), name="cluster-overview"),
     path("pools/<str:pool>/queue/", PoolQueueView.as_view(), name="pool-queue"),
     path("telemetry/nodes/<str:node>/", NodeTelemetryView.as_view(), name="node-telemetry"),
     path("", include(router.urls)),
