@@ -39,7 +39,7 @@ describe("buildSubmitBody", () => {
     expect(notebook).not.toHaveProperty("replicas");
     expect(notebook).not.toHaveProperty("port");
     expect(notebook).not.toHaveProperty("working_dir");
-    expect(notebook.resources).toEqual({ gpu: "0.25", cpu: "4", memory: "16Gi" });
+    expect(notebook.resources).toEqual({ gpu: "0.25", cpu: "1", memory: "1Gi" });
     const deployment = buildSubmitBody("deployment", values({ command: "serve", replicas: 2, port: "8080", preemptible: "yes" })).body;
     expect(deployment).toMatchObject({ command: "serve", replicas: 2, port: 8080, preemptible: true });
     expect(deployment).not.toHaveProperty("working_dir");

@@ -31,9 +31,10 @@ export const DEFAULT_VALUES: SubmitValues = {
   image: "",
   command: "",
   workingDir: "",
-  gpu: 1,
-  cpu: 4,
-  memory: "16Gi",
+  // The API's own defaults, so an untouched field asks for what the CLI would.
+  gpu: 0,
+  cpu: 1,
+  memory: "1Gi",
   replicas: 1,
   priority: "P3",
   pool: null,

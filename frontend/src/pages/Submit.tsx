@@ -232,7 +232,11 @@ export function SubmitPage() {
               label="Command"
               name="command"
               placeholder={kind === "deployment" ? "python -m http.server $PORT" : "python train.py --epochs 10"}
-              description={kind === "deployment" ? "Run by /bin/sh; it must listen on $PORT." : "Run by /bin/sh in every replica."}
+              description={
+                kind === "deployment"
+                  ? "Required. Run by /bin/sh; it must listen on $PORT."
+                  : "Run by /bin/sh in every replica; required unless the image has an entrypoint."
+              }
               value={values.command}
               onChange={(e) => set("command", e.currentTarget.value)}
               error={err("command")}
@@ -240,7 +244,6 @@ export function SubmitPage() {
               minRows={2}
               maxRows={10}
               styles={{ input: { fontFamily: "var(--mantine-font-family-monospace)" } }}
-              required={kind === "deployment"}
             />
           )}
           {shows("workingDir") && (
