@@ -20,6 +20,15 @@ def budget_period_start(period: str, now: datetime) -> datetime:
     return day.replace(day=1)
 
 
+def budget_period_end(period: str, start: datetime) -> datetime:
+    """End (exclusive) of the budget period that starts at `start`."""
+    if period == BudgetPeriod.DAY:
+        return start + timedelta(days=1)
+    if period == BudgetPeriod.WEEK:
+        return start + timedelta(days=7)
+    return (start.replace(day=28) + timedelta(days=4)).replace(day=1)
+
+
 def _gpu_seconds(records, *, project_id: int, pool_id: int, since: datetime, now: datetime) -> float:
     total = 0.0
     for rec_project, rec_pool, gpu_milli, started_at, ended_at in records:
@@ -52,7 +61,8 @@ def usage_gpu_seconds(*, project_id: int, pool_id: int, since: datetime, now: da
 
 
 def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None) -> dict[int, dict]:
-    """Per quota: what its project's active workloads hold in the pool, and GPU-hours this period."""
+    """Per quota: what its project's active workloads hold in the pool (used, borrowed above
+    nominal, nominal left to lend) and its GPU-hours this budget period (and what is left)."""
     from apps.workloads.models import Workload
 
     now = now or timezone.now()
@@ -79,11 +89,22 @@ def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None) -> dict
         since = starts[quota.pk]
         gpu_hours = _gpu_seconds(ledger, project_id=quota.project_id, pool_id=quota.pool_id, since=since,
                                  now=now) / 3600
+        used = row.get("gpu") or 0
+        lendable = max(quota.nominal_gpu_milli - used, 0)
+        if quota.lending_limit_gpu_milli is not None:
+            lendable = min(lendable, quota.lending_limit_gpu_milli)
+        budget = None if quota.gpu_hour_budget is None else float(quota.gpu_hour_budget)
         result[quota.pk] = {
-            "allocated_gpu_milli": row.get("gpu") or 0,
+            "allocated_gpu_milli": used,
             "allocated_cpu_milli": row.get("cpu") or 0,
             "allocated_memory_mb": row.get("mem") or 0,
+            "used_gpu_milli": used,
+            "borrowed_gpu_milli": max(used - quota.nominal_gpu_milli, 0),  # used above nominal
+            "lendable_gpu_milli": lendable,  # unused nominal others may borrow
             "gpu_hours_this_period": round(gpu_hours, 3),
+            "gpu_hour_budget": budget,
+            "budget_left_gpu_hours": None if budget is None else round(max(budget - gpu_hours, 0.0), 3),
             "period_start": since,
+            "period_end": budget_period_end(quota.budget_period, since),
         }
     return result

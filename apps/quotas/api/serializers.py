@@ -1,9 +1,28 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.clusters.models import ResourcePool
 from apps.core.serializers import StrictModelSerializer
 
 from ..models import Quota
+from ..selectors import quota_usage
+
+
+class QuotaUsageSerializer(serializers.Serializer):
+    """How much of a quota is in use now and this budget period (see docs/live.md)."""
+
+    allocated_gpu_milli = serializers.IntegerField(help_text="Held by the project's admitted, running and stopping workloads.")
+    allocated_cpu_milli = serializers.IntegerField()
+    allocated_memory_mb = serializers.IntegerField()
+    used_gpu_milli = serializers.IntegerField(help_text="Same as allocated_gpu_milli.")
+    borrowed_gpu_milli = serializers.IntegerField(help_text="Used above nominal: max(0, used - nominal).")
+    lendable_gpu_milli = serializers.IntegerField(
+        help_text="Unused nominal others may borrow: max(0, nominal - used), capped by the lending limit.")
+    gpu_hours_this_period = serializers.FloatField()
+    gpu_hour_budget = serializers.FloatField(allow_null=True)
+    budget_left_gpu_hours = serializers.FloatField(allow_null=True, help_text="Never negative; null without a budget.")
+    period_start = serializers.DateTimeField()
+    period_end = serializers.DateTimeField()
 
 
 class QuotaSerializer(StrictModelSerializer):
@@ -25,8 +44,12 @@ class QuotaSerializer(StrictModelSerializer):
             "lending_limit_gpu_milli": {"max_value": 10_000_000},
         }
 
+    @extend_schema_field(QuotaUsageSerializer)
     def get_usage(self, obj) -> dict:
-        return self.context.get("usage", {}).get(obj.pk, {})
+        usage = self.context.get("usage", {}).get(obj.pk)
+        if usage is None:
+            usage = quota_usage(quotas=[obj])[obj.pk]
+        return QuotaUsageSerializer(usage).data
 
 
 class QuotaUpdateSerializer(QuotaSerializer):

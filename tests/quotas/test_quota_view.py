@@ -1,0 +1,87 @@
+"""GET /api/v1/projects/<p>/quotas/: per pool nominal, used, borrowed (above nominal), lendable,
+limits, GPU-hour budget and what is left of it, in a bounded number of queries."""
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from apps.quotas.models import UsageRecord
+from apps.quotas.selectors import budget_period_end, budget_period_start
+from tests.factories import PoolFactory, ProjectFactory, QuotaFactory, WorkloadFactory
+
+URL = "/api/v1/projects/vision/quotas/"
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def quotas(project, pool):
+    busy = QuotaFactory(project=project, pool=pool, nominal_gpu_milli=4000, borrowing_limit_gpu_milli=2000,
+                        lending_limit_gpu_milli=1000, gpu_hour_budget=Decimal("100"), budget_period="month")
+    spare_pool = PoolFactory(name="spare", cluster=pool.cluster)
+    idle = QuotaFactory(project=project, pool=spare_pool, nominal_gpu_milli=4000, lending_limit_gpu_milli=1500)
+    # 5.5 GPUs held now: 1.5 above the nominal 4.
+    WorkloadFactory(project=project, pool=pool, status="running", replicas=2, gpu_milli=2000)
+    WorkloadFactory(project=project, pool=pool, status="stopping", gpu_milli=1500)
+    WorkloadFactory(project=project, pool=pool, status="queued", gpu_milli=8000)  # holds nothing
+    WorkloadFactory(project=ProjectFactory(slug="other"), pool=pool, status="running", gpu_milli=8000)  # not ours
+    UsageRecord.objects.create(project=project, pool=pool, gpu_milli=4000, attempt=1,
+                               started_at=timezone.now() - timedelta(hours=2), ended_at=timezone.now() - timedelta(hours=1))
+    return busy, idle
+
+
+def test_quota_rows_show_used_borrowed_lendable_and_budget(quotas, vera, client_for):
+    busy, idle = quotas
+    response = client_for(vera).get(URL)
+    assert response.status_code == 200
+    rows = {row["pool"]: row for row in response.json()["results"]}
+    row = rows["local"]
+    assert (row["nominal_gpu_milli"], row["borrowing_limit_gpu_milli"], row["lending_limit_gpu_milli"]) == (
+        4000, 2000, 1000)
+    assert row["gpu_hour_budget"] == "100.00" and row["budget_period"] == "month"
+    usage = row["usage"]
+    assert usage["used_gpu_milli"] == usage["allocated_gpu_milli"] == 5500
+    assert usage["borrowed_gpu_milli"] == 1500 and usage["lendable_gpu_milli"] == 0
+    if timezone.now() - timedelta(hours=2) >= budget_period_start("month", timezone.now()):
+        assert usage["gpu_hours_this_period"] == pytest.approx(4.0, abs=0.01)
+        assert usage["budget_left_gpu_hours"] == pytest.approx(96.0, abs=0.01)
+    assert usage["gpu_hour_budget"] == 100.0
+    assert usage["period_start"].endswith("Z") and usage["period_end"] > usage["period_start"]
+
+    spare = rows["spare"]["usage"]
+    assert spare["used_gpu_milli"] == 0 and spare["borrowed_gpu_milli"] == 0
+    assert spare["lendable_gpu_milli"] == 1500  # 4 GPUs unused, lending capped at 1.5
+    assert spare["gpu_hour_budget"] is None and spare["budget_left_gpu_hours"] is None
+
+    one = client_for(vera).get(f"{URL}{busy.pk}/").json()
+    assert one["usage"] == usage
+
+
+def test_budget_left_is_never_negative(project, pool, alice, client_for):
+    QuotaFactory(project=project, pool=pool, gpu_hour_budget=Decimal("1"), budget_period="day")
+    UsageRecord.objects.create(project=project, pool=pool, gpu_milli=8000, attempt=1,
+                               started_at=budget_period_start("day", timezone.now()))
+    usage = client_for(alice).get(URL).json()["results"][0]["usage"]
+    assert usage["gpu_hours_this_period"] > 1 and usage["budget_left_gpu_hours"] == 0.0
+
+
+def test_budget_period_end():
+    assert budget_period_end("day", datetime(2025, 1, 31, tzinfo=UTC)) == datetime(2025, 2, 1, tzinfo=UTC)
+    assert budget_period_end("week", datetime(2025, 12, 29, tzinfo=UTC)) == datetime(2026, 1, 5, tzinfo=UTC)
+    assert budget_period_end("month", datetime(2025, 12, 1, tzinfo=UTC)) == datetime(2026, 1, 1, tzinfo=UTC)
+    assert budget_period_end("month", datetime(2024, 2, 1, tzinfo=UTC)) == datetime(2024, 3, 1, tzinfo=UTC)
+
+
+def test_list_queries_do_not_grow_with_quotas(quotas, project, pool, alice, client_for, django_assert_max_num_queries):
+    client = client_for(alice)
+    with django_assert_max_num_queries(8):
+        assert client.get(URL).status_code == 200
+    for i in range(10):
+        QuotaFactory(project=project, pool=PoolFactory(name=f"p{i}", cluster=pool.cluster))
+    with django_assert_max_num_queries(8):
+        assert client.get(URL).json()["count"] == 12
+
+
+def test_outsider_gets_404(quotas, charlie, client_for):
+    response = client_for(charlie).get(URL)
+    assert response.status_code == 404 and response.json()["detail"]
