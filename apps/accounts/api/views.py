@@ -40,7 +40,7 @@ def _me(user) -> dict:
 
 
 class MeView(APIView):
-    @extend_schema(responses={200: MeSerializer}, summary="The signed-in user and their projects")
+    @extend_schema(responses={200: MeSerializer, 401: DetailSerializer}, summary="The signed-in user and their projects")
     def get(self, request):
         return Response(_me(request.user))
 
