@@ -16,6 +16,7 @@ import {
   allNodes, applyClusterFrame, HEALTH_COLOUR, percentOf, type ClusterOverview, type NodeRow, type OverviewPool,
 } from "../lib/cluster";
 import { formatBytesMb, formatGpu, formatPercent, formatRelative } from "../lib/format";
+import { formatAgo, formatWaiting } from "../lib/time";
 import { KIND_LABEL, type WorkloadKind } from "../lib/status";
 import { gpuLabel } from "../lib/workloads";
 import { useTopic } from "../live/LiveProvider";
@@ -178,7 +179,7 @@ function NodesTable({ nodes, now }: { nodes: NodeRow[]; now: number }) {
               </Table.Td>
               <Table.Td>
                 <Text size="sm" c="dimmed">
-                  {formatRelative(n.telemetry_time ?? n.last_seen_at, now)}
+                  {formatAgo(n.telemetry_time ?? n.last_seen_at, now)}
                 </Text>
               </Table.Td>
             </Table.Tr>
@@ -313,7 +314,7 @@ function QueueTable({ rows, empty, now }: { rows: QueueEntry[]; empty: string; n
                 </Table.Td>
                 <Table.Td>
                   <Text size="sm" c="dimmed">
-                    {formatRelative(q.submitted_at, now).replace(/ ago$/, "")}
+                    {formatWaiting(q.submitted_at, now)}
                   </Text>
                 </Table.Td>
               </Table.Tr>

@@ -6,7 +6,7 @@ import {
 } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useMemo, useState, type FormEvent } from "react";
+import { useEffect, useMemo, useRef, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, ApiError, unwrap, type Schemas } from "../api/client";
 import { errorAdvice } from "../components/States";
@@ -76,6 +76,15 @@ export function SubmitPage() {
   const [values, setValues] = useState<SubmitValues>(DEFAULT_VALUES);
   const [fieldErrors, setFieldErrors] = useState<FieldErrors>({});
   const [general, setGeneral] = useState<string[]>([]);
+  // Bumped when a submission is refused, to bring the first field in error into view.
+  const [refusals, setRefusals] = useState(0);
+  const formRef = useRef<HTMLFormElement>(null);
+  useEffect(() => {
+    if (!refusals) return;
+    const target = formRef.current?.querySelector<HTMLElement>('[aria-invalid="true"]') ?? formRef.current?.querySelector<HTMLElement>('[data-testid="submit-error"]');
+    target?.scrollIntoView({ block: "center" });
+    if (target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement) target.focus({ preventScroll: true });
+  }, [refusals]);
 
   const quotas = useQuery({
     queryKey: ["quotas", project],
@@ -121,6 +130,7 @@ export function SubmitPage() {
         setFieldErrors({});
         setGeneral([errorAdvice(error).detail]);
       }
+      setRefusals((n) => n + 1);
     },
   });
 
@@ -135,6 +145,7 @@ export function SubmitPage() {
     setGeneral([]);
     if (Object.keys(errors).length) {
       setFieldErrors(errors);
+      setRefusals((n) => n + 1);
       return;
     }
     setFieldErrors({});
@@ -184,7 +195,7 @@ export function SubmitPage() {
         </Tabs.List>
       </Tabs>
 
-      <Card withBorder padding="lg" component="form" onSubmit={onSubmit} noValidate data-testid="submit-form" data-kind={kind}>
+      <Card withBorder padding="lg" component="form" ref={formRef} onSubmit={onSubmit} noValidate data-testid="submit-form" data-kind={kind}>
         <Stack gap="md">
           <Text size="sm" c="dimmed">
             {KIND_HELP[kind]}
@@ -203,7 +214,13 @@ export function SubmitPage() {
             <Select
               label="Pool"
               name="pool"
-              placeholder={quotas.isPending ? "Loading pools…" : "The project's only pool"}
+              placeholder={
+                quotas.isPending
+                  ? "Loading pools…"
+                  : poolOptions.length === 1
+                    ? `Default: ${poolOptions[0].value}`
+                    : "Choose a pool"
+              }
               description="Where it runs; the project needs a quota there."
               data={poolOptions}
               value={values.pool}

@@ -1,6 +1,6 @@
 // Personal API tokens: list, create (the secret is shown once), revoke.
 import {
-  ActionIcon, Alert, Badge, Button, Card, Code, CopyButton, Group, Modal, SegmentedControl, Select, Stack, Table,
+  ActionIcon, Alert, Badge, Button, Card, Code, CopyButton, Group, Input, Modal, SegmentedControl, Select, Stack, Table,
   Text, TextInput, Title, Tooltip,
 } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
@@ -10,6 +10,7 @@ import { api, ApiError, unwrap, type Schemas } from "../api/client";
 import { useNow } from "../components/hooks";
 import { EmptyState, ErrorState, errorAdvice, Loading } from "../components/States";
 import { formatRelative } from "../lib/format";
+import { formatAgo } from "../lib/time";
 import {
   buildTokenBody, EXPIRY_OPTIONS, TOKEN_STATE_COLOUR, tokenState, type ExpiryChoice, type ScopeChoice, type TokenCreateBody, type TokenForm,
 } from "../lib/tokens";
@@ -24,11 +25,11 @@ function scopesOf(token: Token): string[] {
   return Array.isArray(raw) ? raw.filter((s): s is string => typeof s === "string") : [];
 }
 
-function When({ iso, now, empty = "—" }: { iso: string | null; now: number; empty?: string }) {
+function When({ iso, now, empty = "—", past = true }: { iso: string | null; now: number; empty?: string; past?: boolean }) {
   if (!iso) return <Text size="sm" c="dimmed">{empty}</Text>;
   return (
     <Tooltip label={new Date(iso).toLocaleString()} withArrow>
-      <Text size="sm">{formatRelative(iso, now)}</Text>
+      <Text size="sm">{past ? formatAgo(iso, now) : formatRelative(iso, now)}</Text>
     </Tooltip>
   );
 }
@@ -113,9 +114,7 @@ function CreateToken({ onCreated }: { onCreated: (token: Created) => void }) {
             />
           )}
           <Stack gap={4}>
-            <Text size="sm" fw={500}>
-              Access
-            </Text>
+            <Input.Label>Access</Input.Label>
             <SegmentedControl
               data={[
                 { value: "read,write", label: "Read & write" },
@@ -278,7 +277,7 @@ export function TokensPage() {
                       {state === "revoked" ? (
                         <Text size="sm" c="dimmed">—</Text>
                       ) : (
-                        <When iso={token.expires_at} now={now} empty="Never" />
+                        <When iso={token.expires_at} now={now} empty="Never" past={false} />
                       )}
                     </Table.Td>
                     <Table.Td>

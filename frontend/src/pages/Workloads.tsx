@@ -11,6 +11,7 @@ import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { StatusBadge } from "../components/StatusBadge";
 import { formatRelative } from "../lib/format";
+import { formatAgo } from "../lib/time";
 import { KIND_LABEL, KINDS, STATUSES, type WorkloadKind, type WorkloadStatus } from "../lib/status";
 import {
   applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, gpuLabel, hasFilters, PAGE_SIZE,
@@ -26,7 +27,7 @@ export function workloadPath(project: string, row: Pick<Workload, "kind" | "id">
 function QueueCell({ row, now }: { row: Workload; now: number }) {
   if (row.status !== "queued") return <Text size="sm" c="dimmed">—</Text>;
   const position = row.queue_position ? `#${row.queue_position}` : "waiting";
-  const start = row.estimated_start ? `starts ${formatRelative(row.estimated_start, now)}` : "start unknown";
+  const start = row.estimated_start ? `starts ${formatRelative(row.estimated_start, now)}` : "no estimate yet";
   const text = (
     <Text size="sm" data-testid="queue-cell">
       {position} <Text span c="dimmed" size="sm">· {start}</Text>
@@ -236,7 +237,7 @@ export function WorkloadsPage() {
                     <Table.Td>
                       <Tooltip label={new Date(row.created_at).toLocaleString()} withArrow>
                         <Text size="sm" c="dimmed">
-                          {formatRelative(row.created_at, now)}
+                          {formatAgo(row.created_at, now)}
                         </Text>
                       </Tooltip>
                     </Table.Td>
