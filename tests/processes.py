@@ -70,3 +70,44 @@ def wait_for(predicate, timeout: float = 30, interval: float = 0.2, message: str
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+def free_port() -> int:
+    """A TCP port on the loopback that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_ok(url: str) -> bool:
+    import requests
+
+    try:
+        return requests.get(url, timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+class EmbeddedServer:
+    """`manage.py run_embedded` (web, websockets, scheduler, reconciler, in-process tasks) on a free
+    loopback port, against the test database. `url` is its base URL; `stop()` ends it (SIGINT, so it
+    stops the replica processes it started)."""
+
+    def __init__(self, env: dict[str, str], log: Path, port: int | None = None, timeout: float = 60):
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {"CAIRN_PUBLIC_URL": self.url, **env}
+        self.process = manage("run_embedded", "--no-demo", "--port", str(self.port), env=env, log=log)
+        try:
+            wait_for(lambda: self.process.popen.poll() is not None or http_ok(f"{self.url}/healthz"),
+                     timeout=timeout, message=f"the server on {self.url} to answer")
+            if self.process.popen.poll() is not None:
+                raise AssertionError(f"the server exited with {self.process.popen.returncode}:\n{self.process.output()}")
+        except BaseException:
+            self.process.stop(signal.SIGINT)
+            raise
+
+    def stop(self) -> None:
+        self.process.stop(signal.SIGINT)

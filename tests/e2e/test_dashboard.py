@@ -1,0 +1,335 @@
+"""The dashboard in a real browser (Debian's chromium through Playwright) against a live Cairn:
+`manage.py run_embedded` on a free port, on the test PostgreSQL and Redis, running jobs as real
+local processes that log metrics with the SDK.
+
+One server per module (and per xdist worker that runs tests of it): its rows are created once,
+and the database is flushed when the module is done, as a transactional test would.
+"""
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import in_thread
+from tests.processes import EmbeddedServer, cairn_env
+
+# django_db: so that pytest-django sets up the test database; the rows the server reads are
+# committed by the module fixture (in its own connection) and flushed after the module.
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db, pytest.mark.timeout(240)]
+
+PASSWORD = "pw-for-tests-123"  # tests/factories.py
+PROJECT, PROJECT_NAME = "dash", "Dashboard"
+OTHER_PROJECT, OTHER_PROJECT_NAME = "other-team", "Other team"
+UI = 15_000  # ms: a page, a request, a websocket frame (2 shared cores)
+JOB = 60_000  # ms: a job's progress through the scheduler and the local backend
+
+# The job of the submit test: 20 steps of loss, then it waits for the test to open the gate
+# (so points and log lines provably arrive after the detail page loaded), then 20 more.
+GATED_JOB = textwrap.dedent("""
+    import sys, time, pathlib
+    import cairn
+    gate = pathlib.Path(sys.argv[1])
+    cairn.init(system_metrics=False)
+    cairn.log_params({"lr": 0.1, "optimizer": "sgd"})
+    for step in range(40):
+        if step == 20:
+            print("waiting at the gate", flush=True)
+            deadline = time.monotonic() + 120
+            while not gate.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+        loss = 2.0 / (1 + step)
+        cairn.log({"loss": loss}, step=step)
+        print(f"step {step} loss {loss:.4f}", flush=True)
+        time.sleep(0.2)
+    print("training done", flush=True)
+    cairn.finish()
+""")
+
+# A standalone script logging one run with the SDK (as a researcher's laptop would).
+SDK_RUN = textwrap.dedent("""
+    import math, sys
+    import cairn
+    url, token, project, name, lr = sys.argv[1:6]
+    cairn.init(url=url, project=project, token=token, name=name, system_metrics=False)
+    cairn.log_params({"lr": float(lr), "optimizer": "adam", "batch_size": 64})
+    for step in range(30):
+        cairn.log({"loss": 2.0 * math.exp(-float(lr) * step) + 0.05}, step=step)
+    sys.exit(0 if cairn.finish() else 1)
+""")
+
+
+@dataclass
+class Cairn:
+    url: str
+    tmp: Path
+    server: EmbeddedServer
+
+    def token(self, username: str) -> str:
+        """An API token for `username`, through the password login."""
+        answer = requests.post(f"{self.url}/api/v1/auth/login/", json={"username": username, "password": PASSWORD},
+                               timeout=10)
+        assert answer.status_code in (200, 201), answer.text
+        return answer.json()["token"]
+
+
+def _redis_url_of_this_worker(env: dict[str, str]) -> dict[str, str]:
+    """A Redis database of its own for this worker's server, so that the websocket groups of two
+    servers (whose databases both count ids from 1) never mix."""
+    url = env.get("REDIS_URL")
+    if not url:
+        return {}
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = 8 + int(re.sub(r"\D", "", worker) or 0) % 8
+    return {"REDIS_URL": re.sub(r"(/\d+)?$", f"/{index}", url, count=1)}
+
+
+@pytest.fixture(scope="module")
+def cairn(django_db_setup, django_db_blocker, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dashboard")
+    data_dir = tmp / "cairn-data"
+    data_dir.mkdir()
+
+    def seed():
+        from apps.clusters.services import local_cluster_register
+        from tests.factories import MembershipFactory, ProjectFactory, QuotaFactory, UserFactory
+
+        node = local_cluster_register()
+        project = ProjectFactory(slug=PROJECT, name=PROJECT_NAME)
+        MembershipFactory(project=project, user=UserFactory(username="erin"), role="owner")
+        other = ProjectFactory(slug=OTHER_PROJECT, name=OTHER_PROJECT_NAME)
+        MembershipFactory(project=other, user=UserFactory(username="olga"), role="owner")
+        QuotaFactory(project=project, pool=node.pool, nominal_cpu_milli=8000, nominal_memory_mb=16384)
+
+    def flush():
+        from django.core.management import call_command
+
+        call_command("flush", interactive=False, verbosity=0, allow_cascade=True)
+
+    with django_db_blocker.unblock():
+        in_thread(seed)
+    env = cairn_env(CAIRN_DATA_DIR=str(data_dir), CAIRN_MODE="embedded", CAIRN_TASKS_IN_PROCESS="1",
+                    CAIRN_SCHEDULER_INTERVAL="0.3", CAIRN_RECONCILER_INTERVAL="0.3")
+    env.update(_redis_url_of_this_worker(env))
+    server = None
+    try:
+        server = EmbeddedServer(env, log=tmp / "server.log")
+        yield Cairn(url=server.url, tmp=tmp, server=server)
+    finally:
+        if server is not None:
+            server.stop()
+            print(f"server log: {tmp / 'server.log'}")
+        with django_db_blocker.unblock():
+            in_thread(flush)
+
+
+def field(page, label: str):
+    """The input labelled exactly `label` (a required field's label ends with an asterisk)."""
+    return page.get_by_label(re.compile(rf"^{re.escape(label)}\s*\*?$"))
+
+
+def sign_in(page, username: str, password: str = PASSWORD) -> None:
+    page.goto("/signin")
+    field(page, "Username").fill(username)
+    field(page, "Password").fill(password)
+    page.get_by_test_id("signin-submit").click()
+
+
+def workloads_url(project: str = PROJECT) -> str:
+    return f"/projects/{project}/workloads"
+
+
+def test_sign_in_rejects_a_wrong_password_and_lands_on_the_projects_workloads(cairn, new_page):
+    page = new_page(cairn.url)
+    page.goto(workloads_url())
+    expect(page).to_have_url(re.compile(r"/signin\?next="), timeout=UI)  # signed out: sent to sign in
+
+    field(page, "Username").fill("erin")
+    field(page, "Password").fill("not-her-password")
+    page.get_by_test_id("signin-submit").click()
+    expect(page.get_by_test_id("signin-error")).to_contain_text("Wrong username or password", timeout=UI)
+    expect(page).to_have_url(re.compile(r"/signin"))
+
+    field(page, "Password").fill(PASSWORD)
+    page.get_by_test_id("signin-submit").click()
+    expect(page).to_have_url(re.compile(rf"{workloads_url()}$"), timeout=UI)
+    expect(page.get_by_test_id("signin-error")).to_have_count(0)
+    expect(page.get_by_test_id("project-switcher")).to_have_value(re.compile(PROJECT_NAME))
+    expect(page.get_by_test_id("live-indicator")).to_have_attribute("data-status", "open", timeout=UI)
+
+    # a fresh visit of the root goes to the (only) project, the session being kept
+    page.goto("/")
+    expect(page).to_have_url(re.compile(rf"{workloads_url()}$"), timeout=UI)
+
+
+def test_submitted_job_goes_live_in_the_list_and_its_detail_page_draws_new_points_and_logs(cairn, new_page):
+    script = cairn.tmp / "gated_job.py"
+    script.write_text(GATED_JOB)
+    gate = cairn.tmp / "gate-open"
+
+    listing = new_page(cairn.url)
+    sign_in(listing, "erin")
+    expect(listing).to_have_url(re.compile(rf"{workloads_url()}$"), timeout=UI)
+    expect(listing.get_by_test_id("live-indicator")).to_have_attribute("data-status", "open", timeout=UI)
+    listing.evaluate("window.__notReloaded = true")
+
+    form = listing.context.new_page()
+    form.goto(f"/projects/{PROJECT}/workloads/new?kind=training")
+    field(form, "Name").fill("Not A Valid Name")
+    field(form, "Command").fill(f"python {script} {gate}")
+    field(form, "GPUs").fill("0")
+    field(form, "Replicas").fill("1")
+    form.get_by_test_id("submit-workload").click()
+    # refused: the error is on the field, the form stays
+    expect(field(form, "Name")).to_have_attribute("aria-invalid", "true", timeout=UI)
+    expect(form).to_have_url(re.compile(r"/workloads/new"))
+
+    field(form, "Name").fill("gated-loss")
+    form.get_by_test_id("submit-workload").click()
+    expect(form).to_have_url(re.compile(rf"/projects/{PROJECT}/workloads/training/\d+$"), timeout=UI)
+    job_id = int(form.url.rstrip("/").rsplit("/", 1)[1])
+
+    # the list, never reloaded, shows the new job and its status going to running
+    row = listing.locator(f"[data-testid=workload-row][data-workload-id='{job_id}']")
+    expect(row).to_contain_text("gated-loss", timeout=UI)
+    expect(row.get_by_test_id("status-badge")).to_have_attribute("data-status", "running", timeout=JOB)
+
+    # its detail page, opened while the job waits at the gate with 20 points and 20 lines written
+    detail = listing.context.new_page()
+    detail.goto(form.url)
+    log = detail.get_by_test_id("log-view")
+    expect(log).to_contain_text("waiting at the gate", timeout=JOB)
+    expect(log).to_contain_text("step 19")
+    expect(log).not_to_contain_text("step 20")
+    chart = detail.get_by_test_id("metrics-chart")
+    expect(chart).to_have_attribute("data-point-count", re.compile(r"^[1-9]\d*$"), timeout=UI)
+    expect(detail.get_by_test_id("status-timeline")).to_be_visible()
+    expect(detail.get_by_test_id("events-table")).to_contain_text("Submitted")
+    expect(detail.get_by_test_id("stop-workload")).to_be_enabled()
+    loaded_points = int(chart.get_attribute("data-point-count"))
+    assert loaded_points <= 20, loaded_points  # nothing past the gate has been logged yet
+
+    gate.write_text("open")
+    # points and lines written after the page loaded arrive over the websocket and are drawn
+    expect(log).to_contain_text("step 39", timeout=JOB)
+    expect(log).to_contain_text("training done", timeout=UI)
+    expect(chart).to_have_attribute("data-point-count", re.compile(r"^\d+$"))
+    _expect_at_least(chart, "data-point-count", loaded_points + 1, timeout=UI)
+
+    expect(row.get_by_test_id("status-badge")).to_have_attribute("data-status", "succeeded", timeout=JOB)
+    assert listing.evaluate("window.__notReloaded === true"), "the list was reloaded"
+    expect(detail.get_by_test_id("stop-workload")).to_have_count(0, timeout=UI)
+
+
+def _expect_at_least(locator, attribute: str, minimum: int, timeout: int) -> None:
+    """Waits (polling, like expect) until the integer attribute reaches `minimum`."""
+    deadline = time.monotonic() + timeout / 1000
+    value = None
+    while time.monotonic() < deadline:
+        value = locator.get_attribute(attribute)
+        if value is not None and value.isdigit() and int(value) >= minimum:
+            return
+        locator.page.wait_for_timeout(200)
+    raise AssertionError(f"{attribute} stayed at {value!r}, expected at least {minimum}")
+
+
+def test_comparing_two_runs_highlights_the_differing_param_and_overlays_their_curves(cairn, new_page):
+    token = cairn.token("erin")
+    logs = [subprocess.Popen([sys.executable, "-c", SDK_RUN, cairn.url, token, PROJECT, f"sweep-lr-{lr}", lr],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for lr in ("0.1", "0.3")]
+    for sdk in logs:
+        output, _ = sdk.communicate(timeout=60)
+        assert sdk.returncode == 0, output
+
+    page = new_page(cairn.url)
+    sign_in(page, "erin")
+    expect(page).to_have_url(re.compile(rf"{workloads_url()}$"), timeout=UI)
+    page.goto(f"/projects/{PROJECT}/runs")
+    expect(page.get_by_test_id("runs-table")).to_be_visible(timeout=UI)
+    ids = []
+    for name in ("sweep-lr-0.1", "sweep-lr-0.3"):
+        row = page.get_by_test_id("run-row").filter(has_text=name)
+        expect(row).to_have_count(1, timeout=UI)
+        row.get_by_role("checkbox").check()
+        ids.append(row.get_attribute("data-run-id"))
+    page.get_by_test_id("compare-runs").click()
+
+    expect(page).to_have_url(re.compile(rf"/projects/{PROJECT}/compare\?runs="), timeout=UI)
+    assert sorted(re.search(r"runs=([\d,%C]+)", page.url).group(1).replace("%2C", ",").split(",")) == sorted(ids)
+    params = page.get_by_test_id("params-table")
+    expect(params).to_be_visible(timeout=UI)
+    differing = params.locator("[data-differs=true]")
+    expect(differing).to_have_count(1)
+    expect(differing).to_contain_text("lr")
+    expect(params.locator("tr", has_text="optimizer")).not_to_have_attribute("data-differs", "true")
+    expect(page.get_by_test_id("compare-chart")).to_be_visible()
+    expect(page.get_by_test_id("parallel-coordinates")).to_be_visible()
+
+
+def test_an_outsider_cannot_see_the_project(cairn, new_page):
+    page = new_page(cairn.url)
+    sign_in(page, "olga")
+    expect(page).to_have_url(re.compile(rf"{workloads_url(OTHER_PROJECT)}$"), timeout=UI)
+
+    switcher = page.get_by_test_id("project-switcher")
+    switcher.click()
+    expect(page.get_by_role("option", name=re.compile(OTHER_PROJECT_NAME))).to_be_visible(timeout=UI)
+    expect(page.get_by_role("option", name=re.compile(PROJECT_NAME))).to_have_count(0)
+    page.keyboard.press("Escape")
+
+    page.goto(workloads_url())
+    empty = page.get_by_test_id("empty-state")
+    expect(empty).to_contain_text("Project not found", timeout=UI)
+    expect(page.get_by_test_id("workloads-table")).to_have_count(0)
+    # with her session cookie, the API says the project does not exist (never 403)
+    for path in (f"/api/v1/projects/{PROJECT}/workloads/", f"/api/v1/projects/{PROJECT}/runs/"):
+        assert page.request.get(path).status == 404, path
+    assert page.request.get(f"/api/v1/projects/{OTHER_PROJECT}/workloads/").status == 200
+
+
+def test_a_new_token_secret_is_shown_once_and_works(cairn, new_page):
+    page = new_page(cairn.url)
+    sign_in(page, "erin")
+    expect(page).to_have_url(re.compile(rf"{workloads_url()}$"), timeout=UI)
+    page.goto("/tokens")
+    field(page, "Name").fill("laptop")
+    page.get_by_role("button", name=re.compile("create", re.I)).click()
+    secret = page.get_by_test_id("token-secret")
+    expect(secret).to_contain_text(re.compile(r"cairn_\S+"), timeout=UI)
+    value = re.search(r"cairn_\S+", secret.inner_text()).group(0)
+    me = requests.get(f"{cairn.url}/api/v1/me/", headers={"Authorization": f"Bearer {value}"}, timeout=10)
+    assert me.status_code == 200 and me.json()["username"] == "erin", me.text
+
+    page.reload()
+    expect(page.get_by_text("laptop").first).to_be_visible(timeout=UI)
+    expect(page.get_by_test_id("token-secret")).to_have_count(0)
+    assert value not in page.content()
+
+
+def test_cluster_and_quota_pages_show_the_local_pool_and_the_theme_switches(cairn, new_page):
+    page = new_page(cairn.url)
+    sign_in(page, "erin")
+    expect(page).to_have_url(re.compile(rf"{workloads_url()}$"), timeout=UI)
+
+    page.goto("/cluster")
+    expect(page.get_by_test_id("cluster-pools")).to_contain_text("local", timeout=UI)
+    expect(page.get_by_test_id("gpu-heatmap")).to_be_attached()
+    expect(page.get_by_test_id("queue-table")).to_be_attached()
+
+    page.goto(f"/projects/{PROJECT}/quotas")
+    expect(page.get_by_test_id("quotas-table")).to_contain_text("local", timeout=UI)
+
+    html = page.locator("html")
+    before = html.get_attribute("data-mantine-color-scheme")
+    page.get_by_test_id("theme-toggle").click()
+    expect(html).not_to_have_attribute("data-mantine-color-scheme", before or "")
+    page.reload()  # the choice is kept
+    expect(html).not_to_have_attribute("data-mantine-color-scheme", before or "", timeout=UI)
