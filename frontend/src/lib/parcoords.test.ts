@@ -59,9 +59,10 @@ describe("params helpers", () => {
 
 describe("rampColour", () => {
   it("goes from the low end to the high end, grey when missing", () => {
-    expect(rampColour(0, 0, 1)).toBe("rgb(68, 1, 84)");
-    expect(rampColour(1, 0, 1)).toBe("rgb(253, 231, 37)");
-    expect(rampColour(5, 0, 1)).toBe("rgb(253, 231, 37)");
+    expect(rampColour(0, 0, 1)).toBe("rgb(66, 99, 235)");
+    expect(rampColour(1, 0, 1)).toBe("rgb(224, 49, 49)");
+    expect(rampColour(5, 0, 1)).toBe("rgb(224, 49, 49)");
+    expect(rampColour(0.5, 0, 1)).toBe("rgb(55, 178, 77)");
     expect(rampColour(null, 0, 1)).toBe(MISSING_COLOUR);
     expect(rampColour(3, 3, 3)).toMatch(/^rgb/);
   });

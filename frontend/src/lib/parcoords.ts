@@ -102,16 +102,17 @@ export function tickLabel(value: number): string {
   return String(Number(value.toPrecision(4)));
 }
 
-// A perceptually ordered ramp (dark blue → teal → green → yellow), readable on both themes.
+// Blue → cyan → green → orange → red: every stop has a middle lightness, so lines read on
+// the light and the dark theme alike.
 const RAMP: [number, number, number][] = [
-  [68, 1, 84],
-  [59, 82, 139],
-  [33, 145, 140],
-  [94, 201, 98],
-  [253, 231, 37],
+  [66, 99, 235],
+  [16, 152, 173],
+  [55, 178, 77],
+  [245, 159, 0],
+  [224, 49, 49],
 ];
 
-/** Colour of a metric value within [min, max] (t = 0 dark blue, 1 yellow). */
+/** Colour of a metric value within [min, max] (t = 0 blue, 1 red). */
 export function rampColour(value: number | null, min: number, max: number): string {
   if (value === null || !Number.isFinite(value)) return MISSING_COLOUR;
   const t = max > min ? Math.min(1, Math.max(0, (value - min) / (max - min))) : 0.5;

@@ -49,12 +49,12 @@ export function ParallelCoordinates({ runs, paramKeys, metricLabel, height = 320
             >
               <title>{axis.label}</title>
               {shorten(axis.label, 18)}
+              {axis.kind === "log" && (
+                <tspan fontSize={9} fontWeight={400} dx={4}>
+                  log
+                </tspan>
+              )}
             </text>
-            {axis.kind === "log" && (
-              <text x={axis.x} y={MARGINS.top - 4} textAnchor="middle" fontSize={9} fill={chrome.axis} opacity={0.7}>
-                log
-              </text>
-            )}
             {axis.ticks.map((tick) => (
               <g key={`${tick.label}-${tick.y}`}>
                 <line x1={axis.x - 4} x2={axis.x} y1={tick.y} y2={tick.y} stroke={chrome.axis} />

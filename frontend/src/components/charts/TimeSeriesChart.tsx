@@ -207,7 +207,7 @@ export function TimeSeriesChart({
       },
       scales: { x: { time: xKind === "time" }, y: yScale },
       axes: [
-        axis(xKind === "step" ? { incrs: STEP_INCRS, values: (_u, splits) => splits.map(compactNumber) } : {}),
+        axis(xKind === "step" ? { incrs: STEP_INCRS, values: (_u, splits) => splits.map(compactNumber), size: 30 } : {}),
         axis({
           values: (_u, splits) => splits.map((v) => (v === null || v === undefined ? "" : compactNumber(v))),
           size: (_u, values) => Math.max(36, Math.max(0, ...(values ?? []).map((v) => v.length)) * 7 + 14),
