@@ -19,6 +19,7 @@ import { formatBytesMb, formatGpu, formatPercent, formatRelative } from "../lib/
 import { formatAgo, formatWaiting } from "../lib/time";
 import { KIND_LABEL, type WorkloadKind } from "../lib/status";
 import { gpuLabel } from "../lib/workloads";
+import { retryTransient } from "../lib/retry";
 import { useTopic } from "../live/LiveProvider";
 import { useMe } from "../session";
 
@@ -201,6 +202,7 @@ function QueueSection({ pools, now }: { pools: OverviewPool[]; now: number }) {
     queryFn: () => unwrap(api.GET("/api/v1/pools/{pool}/queue/", { params: { path: { pool: pool! }, query: { page_size: 200 } } })),
     enabled: pool !== null,
     refetchInterval: 10_000,
+    retry: retryTransient,
   });
 
   return (
@@ -227,7 +229,7 @@ function QueueSection({ pools, now }: { pools: OverviewPool[]; now: number }) {
         </>
       ) : queue.isPending ? (
         <Loading label={`Loading the queue of ${pool}…`} />
-      ) : queue.error ? (
+      ) : !queue.data ? (
         <ErrorState error={queue.error} onRetry={() => queue.refetch()} />
       ) : (
         <>
@@ -330,7 +332,7 @@ export function ClusterPage() {
   const me = useMe();
   const queryClient = useQueryClient();
   const now = useNow(15_000);
-  const overview = useQuery({ queryKey: OVERVIEW_KEY, queryFn: fetchOverview, refetchInterval: 30_000 });
+  const overview = useQuery({ queryKey: OVERVIEW_KEY, queryFn: fetchOverview, refetchInterval: 30_000, retry: retryTransient });
 
   const refetchSoon = useDebounced(() => void queryClient.invalidateQueries({ queryKey: OVERVIEW_KEY }), 1000);
   useTopic("cluster", (frame) => {

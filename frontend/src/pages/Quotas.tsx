@@ -10,6 +10,7 @@ import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { formatBytesMb, formatGpu, formatRelative } from "../lib/format";
 import { budgetColour, quotaView, type QuotaLike, type QuotaView } from "../lib/quotas";
+import { retryTransient } from "../lib/retry";
 import { useTopic } from "../live/LiveProvider";
 import { useMe } from "../session";
 
@@ -78,6 +79,7 @@ export function QuotasPage() {
     queryKey: ["quotas", project],
     queryFn: () => unwrap(api.GET("/api/v1/projects/{project}/quotas/", { params: { path: { project }, query: { page_size: 500 } } })),
     refetchInterval: 30_000,
+    retry: retryTransient,
   });
 
   // Usage follows the project's workloads: refresh when one starts, ends or goes away.

@@ -10,6 +10,7 @@ import { api, ApiError, unwrap, type Schemas } from "../api/client";
 import { useNow } from "../components/hooks";
 import { EmptyState, ErrorState, errorAdvice, Loading } from "../components/States";
 import { formatRelative } from "../lib/format";
+import { retryTransient } from "../lib/retry";
 import { formatAgo } from "../lib/time";
 import {
   buildTokenBody, EXPIRY_OPTIONS, TOKEN_STATE_COLOUR, tokenState, type ExpiryChoice, type ScopeChoice, type TokenCreateBody, type TokenForm,
@@ -198,6 +199,7 @@ export function TokensPage() {
   const tokens = useQuery({
     queryKey: TOKENS_KEY,
     queryFn: () => unwrap(api.GET("/api/v1/tokens/", { params: { query: { page_size: 500, ordering: "-created_at" } } })),
+    retry: retryTransient,
   });
 
   const revoke = useMutation({

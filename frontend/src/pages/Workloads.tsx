@@ -17,6 +17,7 @@ import {
   applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, gpuLabel, hasFilters, PAGE_SIZE,
   serverQuery, USER_FILTER_PAGE_SIZE, visibleRows, type Workload, type WorkloadFilters, type WorkloadPage,
 } from "../lib/workloads";
+import { retryTransient } from "../lib/retry";
 import { useTopic } from "../live/LiveProvider";
 import { canWrite, useMe } from "../session";
 
@@ -58,6 +59,7 @@ export function WorkloadsPage() {
     queryFn: () =>
       unwrap(api.GET("/api/v1/projects/{project}/workloads/", { params: { path: { project }, query } })) as Promise<WorkloadPage>,
     placeholderData: keepPreviousData,
+    retry: retryTransient,
   });
 
   const members = useQuery({
