@@ -248,7 +248,7 @@ export function SubmitPage() {
             <Textarea
               label="Command"
               name="command"
-              placeholder={kind === "deployment" ? "python -m http.server $PORT" : "python train.py --epochs 10"}
+              placeholder={kind === "deployment" ? "e.g. python -m http.server $PORT" : "e.g. python train.py --epochs 10"}
               description={
                 kind === "deployment"
                   ? "Required. Run by /bin/sh; it must listen on $PORT."
