@@ -1,5 +1,7 @@
 // The cluster page's data: GET /api/v1/cluster/overview/ (docs/live.md §3), the live frames of
 // the "cluster" topic applied to it (pure), and the heatmap's colour scale.
+// The shapes below are the OpenAPI ones (Schemas["ClusterOverview"] is assigned to them where the
+// page fetches, so the build breaks if they drift), widened where live frames add metrics.
 import type { LiveFrame } from "../live/socket";
 
 export interface OverviewGpu {

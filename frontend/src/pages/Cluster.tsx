@@ -7,7 +7,7 @@ import { notifications } from "@mantine/notifications";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useMemo } from "react";
 import { Link, useSearchParams } from "react-router";
-import { api, apiRequest, unwrap, type Schemas } from "../api/client";
+import { api, unwrap, type Schemas } from "../api/client";
 import { GpuHeatmap } from "../components/GpuHeatmap";
 import { useDebounced, useNow } from "../components/hooks";
 import { LiveIndicator } from "../components/LiveIndicator";
@@ -26,7 +26,7 @@ import { useMe } from "../session";
 const OVERVIEW_KEY = ["cluster", "overview"] as const;
 
 function fetchOverview(): Promise<ClusterOverview> {
-  return apiRequest<ClusterOverview>("GET", "/api/v1/cluster/overview/");
+  return unwrap(api.GET("/api/v1/cluster/overview/"));
 }
 
 function Bar({ label, value, total, colour, testId }: { label: string; value: number; total: number; colour: string; testId?: string }) {

@@ -9,7 +9,7 @@ import { useDebounced, useNow } from "../components/hooks";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { formatBytesMb, formatGpu, formatRelative } from "../lib/format";
-import { budgetColour, quotaView, type QuotaLike, type QuotaView } from "../lib/quotas";
+import { budgetColour, quotaView, type QuotaView } from "../lib/quotas";
 import { retryTransient } from "../lib/retry";
 import { useTopic } from "../live/LiveProvider";
 import { useMe } from "../session";
@@ -89,7 +89,7 @@ export function QuotasPage() {
   });
 
   const rows = useMemo(
-    () => (quotas.data?.results ?? []).map((q) => quotaView(q as unknown as QuotaLike)).sort((a, b) => a.pool.localeCompare(b.pool)),
+    () => (quotas.data?.results ?? []).map((q) => quotaView(q)).sort((a, b) => a.pool.localeCompare(b.pool)),
     [quotas.data],
   );
 
