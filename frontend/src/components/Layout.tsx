@@ -5,7 +5,7 @@ import {
 import { useQueryClient } from "@tanstack/react-query";
 import { Link, Outlet, useLocation, useNavigate, useParams } from "react-router";
 import { config } from "../config";
-import { ME_KEY, rememberProject, signOut, useMe } from "../session";
+import { defaultProject, ME_KEY, rememberProject, signOut, useMe } from "../session";
 
 const PROJECT_PAGES = [
   { path: "workloads", label: "Workloads" },
@@ -32,14 +32,16 @@ export function ThemeToggle() {
 
 export function Layout() {
   const me = useMe();
-  const { project } = useParams();
+  const { project: routeProject } = useParams();
+  // Pages outside a project (cluster, tokens) keep the last project in the switcher and nav.
+  const project = routeProject ?? defaultProject(me) ?? undefined;
   const location = useLocation();
   const navigate = useNavigate();
   const queryClient = useQueryClient();
-  if (project) rememberProject(project);
+  if (routeProject) rememberProject(routeProject);
 
   const switchProject = (slug: string | null) => {
-    if (!slug || slug === project) return;
+    if (!slug || slug === routeProject) return;
     const section = location.pathname.split("/")[3] ?? "workloads";
     const keep = PROJECT_PAGES.some((p) => p.path === section) ? section : "workloads";
     navigate(`/projects/${slug}/${keep}`);

@@ -48,9 +48,9 @@ export function SignInPage() {
               {error}
             </Alert>
           )}
-          <TextInput label="Username" name="username" autoComplete="username" required autoFocus
+          <TextInput label="Username" name="username" autoComplete="username" required withAsterisk={false} autoFocus
             value={username} onChange={(e) => setUsername(e.currentTarget.value)} />
-          <PasswordInput label="Password" name="password" autoComplete="current-password" required
+          <PasswordInput label="Password" name="password" autoComplete="current-password" required withAsterisk={false}
             value={password} onChange={(e) => setPassword(e.currentTarget.value)} />
           <Button type="submit" loading={busy} data-testid="signin-submit">Sign in</Button>
           <Center><ThemeToggle /></Center>
