@@ -10,6 +10,12 @@ DEFAULTS = {
     "TRACKING_PARAM_VALUE_MAX_LENGTH": 5_000,
     # Ingestion requests per token (run token or API token) per second; above it, 429.
     "TRACKING_INGEST_RATE_PER_SECOND": 50,
+    # Run tokens checked by the ingestion fast path are cached per process this long (their hash, run
+    # and project); revocation and the run's status are checked again by every ingest statement.
+    "TRACKING_RUN_TOKEN_CACHE_SECONDS": 30,
+    # Long-lived threads per server process that run tracking's database work under ASGI (so that
+    # their connections persist); 0 runs it in each request's own thread, as Django does.
+    "TRACKING_DB_THREADS": 4,
     # Full-resolution reads: points per page.
     "TRACKING_PAGE_MAX": 10_000,
     # Live websockets: frames per second per subscription, and points buffered per subscription

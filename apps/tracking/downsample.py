@@ -36,13 +36,67 @@ def merge(a: Agg | None, b: Agg) -> Agg:
 
 def rollups(points: Iterable[tuple[str, int, float]]) -> dict[tuple[str, int, int], Agg]:
     """(key, level, bucket) -> aggregate of the given points, for every rollup level."""
-    out: dict[tuple[str, int, int], Agg] = {}
-    widths = [(level, ROLLUP_BASE**level) for level in ROLLUP_LEVELS]
+    by_key: dict[str, list[tuple[int, float]]] = {}
     for key, step, value in points:
-        agg = point_agg(step, value)
-        for level, width in widths:
-            slot = (key, level, step // width)
-            out[slot] = merge(out.get(slot), agg)
+        rows = by_key.get(key)
+        if rows is None:
+            by_key[key] = rows = []
+        rows.append((step, value))
+    out: dict[tuple[str, int, int], Agg] = {}
+    for key, rows in by_key.items():
+        rows.sort(key=_step_of)  # stable: equal steps keep their arrival order
+        for level, bucket, agg in key_rollups(rows):
+            out[(key, level, bucket)] = agg
+    return out
+
+
+def _step_of(row) -> int:
+    return row[0]
+
+
+def key_rollups(rows) -> list[tuple[int, int, Agg]]:
+    """[(level, bucket, aggregate)] of one key's points, `rows` = [(step, value, ...)] sorted by step.
+
+    Level 1 is one pass over the points; each coarser level merges the finer one's blocks, which
+    nest exactly (16 blocks of level L make one of level L+1). Ties: first keeps the earliest
+    point of the smallest step, last the latest of the largest, min and max the first seen."""
+    shift = ROLLUP_BASE.bit_length() - 1
+    assert 1 << shift == ROLLUP_BASE
+    level1: list[tuple[int, Agg]] = []
+    current = None
+    count = first_step = first_value = last_step = last_value = min_step = min_value = max_step = max_value = 0
+    for row in rows:
+        step, value = row[0], row[1]
+        bucket = step >> shift
+        if bucket != current:
+            if current is not None:
+                level1.append((current, (count, first_step, first_value, last_step, last_value, min_step, min_value,
+                                         max_step, max_value)))
+            current, count = bucket, 1
+            first_step = last_step = min_step = max_step = step
+            first_value = last_value = min_value = max_value = value
+            continue
+        count += 1
+        last_step, last_value = step, value
+        if value < min_value:
+            min_step, min_value = step, value
+        elif value > max_value:
+            max_step, max_value = step, value
+    if current is not None:
+        level1.append((current, (count, first_step, first_value, last_step, last_value, min_step, min_value,
+                                 max_step, max_value)))
+    out = [(ROLLUP_LEVELS[0], bucket, agg) for bucket, agg in level1]
+    finer = level1
+    for level in ROLLUP_LEVELS[1:]:
+        coarser: list[tuple[int, Agg]] = []
+        for bucket, agg in finer:
+            parent = bucket >> shift
+            if coarser and coarser[-1][0] == parent:
+                coarser[-1] = (parent, merge(coarser[-1][1], agg))
+            else:
+                coarser.append((parent, agg))
+        out.extend((level, bucket, agg) for bucket, agg in coarser)
+        finer = coarser
     return out
 
 

@@ -77,18 +77,29 @@ class Param(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "key"], name="param_unique_key")]
 
 
-class MetricPoint(models.Model):
-    """One logged value. Written in bulk (COPY on PostgreSQL); read through MetricRollup for charts."""
+class MetricChunk(models.Model):
+    """The points of one key that one batch stored, sorted by step, packed in columns:
+    little-endian int64 steps, float64 values and float64 Unix times (`count` of each).
+
+    One row per key and batch instead of one per point: ingestion writes a few rows and index
+    entries per batch, and a raw read decodes whole columns at once (see apps.tracking.points).
+    Batches may overlap in steps; reads order points by (step, chunk id, position)."""
 
     id = models.BigAutoField(primary_key=True)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+", db_index=False)
     key = models.CharField(max_length=200)
-    step = models.BigIntegerField()
-    value = models.FloatField()
-    time = models.DateTimeField()
+    first_step = models.BigIntegerField()
+    last_step = models.BigIntegerField()
+    count = models.PositiveIntegerField()
+    step_data = models.BinaryField()
+    value_data = models.BinaryField()
+    time_data = models.BinaryField()
 
     class Meta:
-        indexes = [models.Index(fields=["run", "key", "step"], name="metricpoint_run_key_step")]
+        indexes = [
+            # Chunks overlapping [lo, hi]: last_step >= lo scanned in the index, first_step <= hi filtered there.
+            models.Index(fields=["run", "key", "last_step", "first_step"], name="metricchunk_run_key_last"),
+        ]
 
 
 class MetricSummary(models.Model):
@@ -113,7 +124,7 @@ class MetricRollup(models.Model):
     """Aggregate of the points of one key whose step falls in block `bucket` of width 16**level.
 
     Keeps the first, last, min and max points (with their steps), so any downsampled read built
-    from whole blocks keeps every spike. Upserted per batch, merged with LEAST/GREATEST."""
+    from whole blocks keeps every spike. Upserted per batch, merged with LEAST/GREATEST-style updates."""
 
     id = models.BigAutoField(primary_key=True)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+", db_index=False)

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 
+import numpy as np
 from django.db.models import Q
 
 from . import downsample
-from .models import MetricPoint, MetricRollup, MetricSummary, Param, Run
+from . import points as points_
+from .models import MetricChunk, MetricRollup, MetricSummary, Param, Run
+
+CHUNK_COLUMNS = ("id", "step_data", "value_data", "time_data")
 
 
 def run_summaries(*, runs: list[Run]) -> dict[int, dict[str, dict]]:
@@ -50,9 +54,8 @@ def series_read(
     aggs = _plan_aggregates(run=run, key=key, plan=plan)
     count = sum(agg[0] for agg in aggs)
     if count <= max_points:
-        rows = (MetricPoint.objects.filter(run=run, key=key, step__gte=lo, step__lte=hi)
-                .order_by("step", "id").values_list("step", "value"))
-        return {"key": key, "downsampled": False, "count": count, "points": [list(r) for r in rows], "buckets": None}
+        raw = raw_points(run=run, key=key, lo=lo, hi=hi)
+        return {"key": key, "downsampled": False, "count": count, "points": raw.pairs(), "buckets": None}
     buckets = downsample.assemble(plan, aggs)
     return {"key": key, "downsampled": True, "count": count, "bucket_width": plan.width, "buckets": buckets,
             "points": downsample.bucket_points(buckets)}
@@ -70,53 +73,102 @@ def _plan_aggregates(*, run: Run, key: str, plan: downsample.Plan) -> list[downs
                 "max_step", "max_value",
             )
         )
-    if plan.raw:
-        condition = Q()
-        for raw_lo, raw_hi in plan.raw:
-            condition |= Q(step__gte=raw_lo, step__lte=raw_hi)
-        rows = MetricPoint.objects.filter(condition, run=run, key=key).order_by("step", "id").values_list("step", "value")
-        aggs.extend(downsample.point_agg(step, value) for step, value in rows)
+    for raw_lo, raw_hi in plan.raw:
+        raw = raw_points(run=run, key=key, lo=raw_lo, hi=raw_hi)
+        aggs.extend(downsample.point_agg(step, value) for step, value in zip(raw.steps.tolist(), raw.values.tolist(),
+                                                                               strict=True))
     return aggs
+
+
+def raw_points(*, run: Run, key: str, lo: int, hi: int) -> points_.Points:
+    """The stored points of one key with lo <= step <= hi, sorted by (step, order)."""
+    chunks = MetricChunk.objects.filter(run=run, key=key, last_step__gte=lo, first_step__lte=hi)
+    return points_.decode(chunks.values_list(*CHUNK_COLUMNS), lo=lo, hi=hi)
+
+
+def ordered_points(*, run: Run, key: str, after: tuple[int, int] | None = None, want: int = 5000):
+    """Every point of one key after the cursor (step, order), in order, as successive Points.
+
+    Chunks are read in first_step order, about `want` points at a time; points below the next
+    unread chunk's first step are final (no unread chunk holds a smaller step) and are yielded."""
+    meta = MetricChunk.objects.filter(run=run, key=key)
+    if after is not None:
+        meta = meta.filter(last_step__gte=after[0])
+    meta = meta.order_by("first_step", "id").values_list("id", "first_step", "count")
+    pending = points_.Points.empty()
+    position: tuple[int, int] | None = None
+    page: list[tuple[int, int, int]] = []
+    while True:
+        if len(page) < 2:  # keep one chunk ahead: its first step bounds what is final
+            query = meta if position is None else meta.filter(
+                Q(first_step__gt=position[0]) | Q(first_step=position[0], id__gt=position[1]))
+            more = list(query[:512])
+            if more:
+                position = (more[-1][1], more[-1][0])
+            page.extend(more)
+        if not page:
+            if len(pending):
+                yield pending
+            return
+        taken, total = [], 0
+        while page and (total < want or not taken):
+            chunk_id, _, count = page.pop(0)
+            taken.append(chunk_id)
+            total += count
+        rows = MetricChunk.objects.filter(id__in=taken).values_list(*CHUNK_COLUMNS)
+        pending = pending.concat(points_.decode(rows, after=after)).sorted()
+        if page:
+            final = int(np.searchsorted(pending.steps, page[0][1], side="left"))
+            if final:
+                yield pending.take(slice(0, final))
+                pending = pending.take(slice(final, None))
+        else:
+            if len(pending):
+                yield pending
+            pending = points_.Points.empty()
 
 
 def _series_by_time(*, run, key, lo, hi, max_points, time_min, time_max) -> dict:
     """Time-range zoom: rollups are by step, so this path reads the raw points of the range."""
-    qs = MetricPoint.objects.filter(run=run, key=key, step__gte=lo, step__lte=hi)
+    raw = raw_points(run=run, key=key, lo=lo, hi=hi)
+    keep = np.ones(len(raw), dtype=bool)
     if time_min is not None:
-        qs = qs.filter(time__gte=time_min)
+        keep &= raw.times >= time_min.timestamp()
     if time_max is not None:
-        qs = qs.filter(time__lte=time_max)
-    rows = list(qs.order_by("step", "id").values_list("step", "value"))
-    if len(rows) <= max_points:
-        return {"key": key, "downsampled": False, "count": len(rows), "points": [list(r) for r in rows],
-                "buckets": None}
-    plan = downsample.plan(rows[0][0], rows[-1][0], max_points)
-    buckets = downsample.assemble(plan, (downsample.point_agg(s, v) for s, v in rows))
-    return {"key": key, "downsampled": True, "count": len(rows), "bucket_width": plan.width, "buckets": buckets,
+        keep &= raw.times <= time_max.timestamp()
+    raw = raw.take(keep)
+    if len(raw) <= max_points:
+        return {"key": key, "downsampled": False, "count": len(raw), "points": raw.pairs(), "buckets": None}
+    plan = downsample.plan(int(raw.steps[0]), int(raw.steps[-1]), max_points)
+    buckets = downsample.assemble(plan, (downsample.point_agg(s, v) for s, v in raw.pairs()))
+    return {"key": key, "downsampled": True, "count": len(raw), "bucket_width": plan.width, "buckets": buckets,
             "points": downsample.bucket_points(buckets)}
 
 
 def points_page(*, run: Run, key: str, after_step: int | None, after_id: int | None, limit: int) -> dict:
-    """Full resolution, in step order, keyset-paged by (step, id)."""
-    qs = MetricPoint.objects.filter(run=run, key=key)
-    if after_step is not None:
-        qs = qs.filter(Q(step__gt=after_step) | Q(step=after_step, id__gt=after_id or 0))
-    rows = list(qs.order_by("step", "id").values_list("step", "value", "time", "id")[: limit + 1])
-    more = len(rows) > limit
-    rows = rows[:limit]
-    cursor = {"after_step": rows[-1][0], "after_id": rows[-1][3]} if more else None
-    return {"key": key, "points": [[s, v, t.timestamp()] for s, v, t, _ in rows], "next": cursor}
+    """Full resolution, in step order, keyset-paged by (step, id); `id` orders equal steps."""
+    after = None if after_step is None else (after_step, after_id or 0)
+    page = points_.Points.empty()
+    for part in ordered_points(run=run, key=key, after=after, want=limit + 1):
+        page = page.concat(part)
+        if len(page) > limit:
+            break
+    more = len(page) > limit
+    page = page.take(slice(0, limit))
+    cursor = {"after_step": int(page.steps[-1]), "after_id": int(page.order[-1])} if more else None
+    return {"key": key, "points": [list(p) for p in zip(page.steps.tolist(), page.values.tolist(), page.times.tolist(),
+                                                        strict=True)], "next": cursor}
 
 
 def csv_rows(*, run: Run, keys: list[str] | None) -> Iterator[tuple]:
-    """(key, step, value, time ISO) of the run, by key then step, streamed from a server-side cursor."""
-    qs = MetricPoint.objects.filter(run=run)
+    """(key, step, value, time ISO) of the run, by key then step, read chunk by chunk."""
+    names = MetricSummary.objects.filter(run=run)
     if keys:
-        qs = qs.filter(key__in=keys)
-    for key, step, value, when in qs.order_by("key", "step", "id").values_list("key", "step", "value", "time").iterator(
-        chunk_size=5000
-    ):
-        yield key, step, repr(value), when.isoformat()
+        names = names.filter(key__in=keys)
+    for key in names.order_by("key").values_list("key", flat=True):
+        for part in ordered_points(run=run, key=key):
+            for step, value, when in zip(part.steps.tolist(), part.values.tolist(), part.times.tolist(), strict=True):
+                yield key, step, repr(value), datetime.fromtimestamp(when, tz=UTC).isoformat()
 
 
 def runs_compare(*, runs: list[Run], only_differs: bool, keys: list[str], max_points: int) -> dict:

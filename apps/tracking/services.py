@@ -1,10 +1,13 @@
 """Every write of tracking: runs, run tokens, ingestion (points, params, summaries, rollups)."""
 from __future__ import annotations
 
+import asyncio
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from channels.layers import get_channel_layer
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -14,10 +17,13 @@ from apps.projects.models import Project
 from apps.workloads.models import Workload
 
 from . import downsample
+from . import points as points_
 from .choices import RunStatus, can_transition
 from .events import metrics_event, project_runs_group, run_group, status_event, summary_event
-from .models import IngestBatch, MetricPoint, MetricRollup, MetricSummary, Param, Run, RunToken
+from .models import IngestBatch, MetricChunk, MetricRollup, MetricSummary, Param, Run, RunToken
 from .validation import Batch, check_key
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -90,37 +96,124 @@ def run_finish(*, run: Run, status: str = RunStatus.FINISHED) -> Run:
 
 def run_delete(*, run: Run) -> None:
     with transaction.atomic():
-        MetricPoint.objects.filter(run=run).delete()
+        MetricChunk.objects.filter(run=run).delete()
         MetricRollup.objects.filter(run=run).delete()
         IngestBatch.objects.filter(run=run).delete()
         run.delete()
 
 
 def run_ingest(*, run: Run, batch: Batch) -> IngestResult:
-    """Store a validated batch in one transaction: points (COPY), params, summaries, rollups.
+    """Store a validated batch in one transaction: points, params, summaries, rollups.
 
     A batch id already stored for this run is acknowledged without storing anything again.
     Live subscribers get the points after commit."""
     if run.status != RunStatus.RUNNING:
         raise ConflictError(f"The run is {run.status}; it no longer accepts data.")
     points = batch.points
+    rows = ingest_rows(points)
     with transaction.atomic():
-        if batch.batch_id is not None:
-            try:
-                with transaction.atomic():
-                    IngestBatch.objects.create(run=run, batch_id=batch.batch_id, points=len(points))
-            except IntegrityError:
+        if connection.vendor == "postgresql":
+            outcome = _ingest_statement(run_id=run.pk, batch=batch, rows=rows, token_id=None)
+            if outcome is None or outcome.status != RunStatus.RUNNING:  # finished meanwhile
+                raise ConflictError(f"The run is {outcome.status if outcome else 'gone'}; it no longer accepts data.")
+            if outcome.duplicate:
                 return IngestResult(points=0, params=0, duplicate=True)
+        else:
+            if batch.batch_id is not None:
+                try:
+                    with transaction.atomic():
+                        IngestBatch.objects.create(run=run, batch_id=batch.batch_id, points=len(points))
+                except IntegrityError:
+                    return IngestResult(points=0, params=0, duplicate=True)
+            if points:
+                _chunks_insert(run_id=run.pk, chunks=rows.chunks)
+                _summaries_upsert(run_id=run.pk, rows=rows.summaries)
+                _rollups_upsert(run_id=run.pk, rows=rows.rollups)
+            if batch.params:
+                _params_upsert(run=run, params=batch.params)
         if points:
-            _points_insert(run_id=run.pk, points=points)
-            _summaries_upsert(run_id=run.pk, points=points)
-            _rollups_upsert(run_id=run.pk, points=points)
-        if batch.params:
-            _params_upsert(run=run, params=batch.params)
-        if points:
-            publish(run_group(run.pk), metrics_event(run_id=run.pk, points=points))
-            publish(project_runs_group(run.project_id), summary_event(run_id=run.pk, points=points))
+            publish(run_group(run.pk), metrics_event(run_id=run.pk, by_key=rows.by_key))
+            publish(project_runs_group(run.project_id), summary_event(run_id=run.pk, latest=rows.latest()))
     return IngestResult(points=len(points), params=len(batch.params), duplicate=False)
+
+
+async def points_publish(*, run_id: int, project_id: int, rows: IngestRows) -> None:
+    """Send the points of a committed batch to the run's and the project's live subscribers (once
+    per batch; each subscription coalesces). From async code, where run_ingest's on_commit is not."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await asyncio.gather(
+            layer.group_send(run_group(run_id), {"type": "cairn.event",
+                                                 "event": metrics_event(run_id=run_id, by_key=rows.by_key)}),
+            layer.group_send(project_runs_group(project_id), {"type": "cairn.event",
+                                                              "event": summary_event(run_id=run_id,
+                                                                                     latest=rows.latest())}),
+        )
+    except Exception as exc:  # noqa: BLE001 - realtime is best effort; the database is the truth
+        logger.warning("realtime: could not publish the points of run %s: %s", run_id, exc)
+
+
+@dataclass
+class TokenIngestOutcome:
+    """What the single ingest statement found: the run's status (None: no such run), whether the
+    token is valid (None: gone, False: revoked) and whether the batch id was already stored."""
+
+    status: str | None
+    token_valid: bool | None
+    duplicate: bool
+
+
+def run_ingest_with_token(*, token_id: int, run_id: int, batch: Batch, rows: IngestRows) -> TokenIngestOutcome:
+    """The ingestion hot path (PostgreSQL, autocommit): one statement checks that the token is
+    still valid and the run still running, stores the batch and tells what it found. Nothing is
+    stored when a check fails. The caller publishes the points once this returns (committed)."""
+    outcome = _ingest_statement(run_id=run_id, batch=batch, rows=rows, token_id=token_id)
+    return outcome or TokenIngestOutcome(status=None, token_valid=None, duplicate=False)
+
+
+@dataclass
+class IngestRows:
+    """A batch prepared for storage: per-key summaries and every rollup block it touches."""
+
+    by_key: dict[str, list[tuple[int, float, float]]]  # (step, value, time) sorted by step
+    chunks: list[tuple[str, points_.Packed]]  # one per key
+    summaries: list[tuple]  # (key, count, min, max, first_step, last_step, last_value, last_time)
+    rollups: list[tuple]  # (key, level, bucket, count, first_step, first_value, last_step, last_value,
+    #                        min_step, min_value, max_step, max_value), sorted (one lock order for all writers)
+
+    def latest(self) -> dict[str, list]:
+        """The point of the highest step per key (the latest logged among equal steps)."""
+        return {s[0]: [s[5], s[6], s[7]] for s in self.summaries}
+
+
+def ingest_rows(points: list[tuple[str, int, float, float]]) -> IngestRows:
+    by_key: dict[str, list[tuple[int, float, float]]] = {}
+    for key, step, value, when in points:
+        rows = by_key.get(key)
+        if rows is None:
+            by_key[key] = rows = []
+        rows.append((step, value, when))
+    chunks, summaries, rollups = [], [], []
+    for key in sorted(by_key):
+        rows = by_key[key]
+        rows.sort(key=_first)  # stable: equal steps keep their arrival order
+        chunks.append((key, points_.pack(rows)))
+        values = [r[1] for r in rows]
+        last = rows[-1]
+        summaries.append((key, len(rows), min(values), max(values), rows[0][0], last[0], last[1], last[2]))
+        rollups.extend((key, level, bucket, *agg) for level, bucket, agg in downsample.key_rollups(rows))
+    rollups.sort(key=_rollup_order)
+    return IngestRows(by_key=by_key, chunks=chunks, summaries=summaries, rollups=rollups)
+
+
+def _first(row):
+    return row[0]
+
+
+def _rollup_order(row):
+    return row[0], row[1], row[2]
 
 
 def run_params_set(*, run: Run, params: dict) -> None:
@@ -140,20 +233,13 @@ def _epoch(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
-def _points_insert(*, run_id: int, points) -> None:
-    if connection.vendor == "postgresql":
-        table = MetricPoint._meta.db_table
-        with connection.cursor() as cursor:
-            raw = cursor.cursor  # the psycopg 3 cursor under Django's wrapper
-            with raw.copy(f"COPY {table} (run_id, key, step, value, time) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["int8", "text", "int8", "float8", "timestamptz"])
-                for key, step, value, when in points:
-                    copy.write_row((run_id, key, step, value, _epoch(when)))
-        return
-    MetricPoint.objects.bulk_create(
-        [MetricPoint(run_id=run_id, key=k, step=s, value=v, time=_epoch(t)) for k, s, v, t in points],
-        batch_size=2000,
-    )
+def _chunks_insert(*, run_id: int, chunks) -> None:
+    """SQLite (embedded mode); PostgreSQL uses _statement_sql."""
+    MetricChunk.objects.bulk_create([
+        MetricChunk(run_id=run_id, key=key, first_step=c.first_step, last_step=c.last_step, count=c.count,
+                    step_data=c.step_data, value_data=c.value_data, time_data=c.time_data)
+        for key, c in chunks
+    ])
 
 
 def _least(a: str, b: str) -> str:
@@ -178,25 +264,12 @@ def _upsert(table: str, columns: list[str], conflict: list[str], updates: list[s
             cursor.execute(sql, [value for row in chunk for value in row])
 
 
-def _summaries_upsert(*, run_id: int, points) -> None:
-    table = MetricSummary._meta.db_table
-    per_key: dict[str, list] = {}
-    for key, step, value, when in points:
-        s = per_key.get(key)
-        if s is None:
-            per_key[key] = [1, value, value, step, step, value, when]
-            continue
-        s[0] += 1
-        s[1] = min(s[1], value)
-        s[2] = max(s[2], value)
-        s[3] = min(s[3], step)
-        if step >= s[4]:
-            s[4], s[5], s[6] = step, value, when
-    rows = [(run_id, key, s[0], s[1], s[2], s[3], s[4], s[5], _epoch(s[6])) for key, s in sorted(per_key.items())]
-    t = table
+def _summaries_upsert(*, run_id: int, rows: list[tuple]) -> None:
+    """SQLite (embedded mode); PostgreSQL uses _statement_sql."""
+    t = MetricSummary._meta.db_table
     newer = f"EXCLUDED.last_step >= {t}.last_step"
     _upsert(
-        table, ["run_id", "key", "count", "min", "max", "first_step", "last_step", "last_value", "last_time"],
+        t, ["run_id", "key", "count", "min", "max", "first_step", "last_step", "last_value", "last_time"],
         ["run_id", "key"],
         [
             f"count = {t}.count + EXCLUDED.count",
@@ -207,14 +280,13 @@ def _summaries_upsert(*, run_id: int, points) -> None:
             f"last_value = CASE WHEN {newer} THEN EXCLUDED.last_value ELSE {t}.last_value END",
             f"last_time = CASE WHEN {newer} THEN EXCLUDED.last_time ELSE {t}.last_time END",
         ],
-        rows,
+        [(run_id, *row[:7], _epoch(row[7])) for row in rows],
     )
 
 
-def _rollups_upsert(*, run_id: int, points) -> None:
+def _rollups_upsert(*, run_id: int, rows: list[tuple]) -> None:
+    """SQLite (embedded mode); PostgreSQL uses _statement_sql."""
     t = MetricRollup._meta.db_table
-    aggs = downsample.rollups((key, step, value) for key, step, value, _ in points)
-    rows = [(run_id, key, level, bucket, *agg) for (key, level, bucket), agg in sorted(aggs.items())]
 
     def pick(cond: str, column: str) -> str:
         return f"{column} = CASE WHEN {cond} THEN EXCLUDED.{column} ELSE {t}.{column} END"
@@ -235,8 +307,130 @@ def _rollups_upsert(*, run_id: int, points) -> None:
             pick(lower, "min_step"), pick(lower, "min_value"),
             pick(higher, "max_step"), pick(higher, "max_value"),
         ],
-        rows,
+        [(run_id, *row) for row in rows],
     )
+
+
+_STATEMENTS: dict[tuple[bool, bool, bool, bool], str] = {}
+
+
+def _statement_sql(*, token: bool, batch_id: bool, points: bool, params: bool) -> str:
+    """The SQL of one ingest: data-modifying CTEs gated on the run (and token) checks and on the
+    batch id being new; every part runs or none does, atomically, in one round trip."""
+    key = (token, batch_id, points, params)
+    sql = _STATEMENTS.get(key)
+    if sql is not None:
+        return sql
+    run_t, token_t = Run._meta.db_table, RunToken._meta.db_table
+    batch_t, chunk_t = IngestBatch._meta.db_table, MetricChunk._meta.db_table
+    summary_t, rollup_t, param_t = MetricSummary._meta.db_table, MetricRollup._meta.db_table, Param._meta.db_table
+    valid = (f"(SELECT t.revoked_at IS NULL FROM {token_t} t WHERE t.id = %(token)s AND t.run_id = r.id)"
+             if token else "true")
+    parts = [
+        f"gate AS (SELECT r.status, {valid} AS valid FROM {run_t} r WHERE r.id = %(run)s)",
+        f"ok AS (SELECT 1 FROM gate WHERE status = '{RunStatus.RUNNING}' AND valid)",
+        (f"go AS (INSERT INTO {batch_t} (run_id, batch_id, points, created_at) "
+         f"SELECT %(run)s, %(batch_id)s, %(count)s, now() FROM ok "
+         f"ON CONFLICT (run_id, batch_id) DO NOTHING RETURNING 1)") if batch_id else "go AS (SELECT 1 FROM ok)",
+    ]
+    if points:
+        later = newer = "EXCLUDED.last_step >= t.last_step"
+
+        def pick(cond: str, column: str) -> str:
+            return f"{column} = CASE WHEN {cond} THEN EXCLUDED.{column} ELSE t.{column} END"
+
+        parts += [
+            (f"c AS (INSERT INTO {chunk_t} (run_id, key, first_step, last_step, count, step_data, value_data, "
+             f"time_data) SELECT %(run)s, (%(keys)s::text[])[u.k], u.f, u.l, u.c, u.s, u.v, u.t "
+             f"FROM unnest(%(c_key)s::int4[], %(c_first)s::int8[], %(c_last)s::int8[], %(c_count)s::int4[], "
+             f"%(c_steps)b::bytea[], %(c_values)b::bytea[], %(c_times)b::bytea[]) AS u(k, f, l, c, s, v, t) "
+             f"WHERE EXISTS (SELECT 1 FROM go))"),
+            (f"s AS (INSERT INTO {summary_t} AS t (run_id, key, count, min, max, first_step, last_step, last_value, "
+             f"last_time) SELECT %(run)s, (%(keys)s::text[])[u.k], u.c, u.lo, u.hi, u.fs, u.ls, u.lv, "
+             f"to_timestamp(u.lt) FROM unnest(%(s_key)s::int4[], %(s_count)s::int8[], %(s_min)s::float8[], %(s_max)s::float8[], "
+             f"%(s_first)s::int8[], %(s_last)s::int8[], %(s_value)s::float8[], %(s_time)s::float8[]) "
+             f"AS u(k, c, lo, hi, fs, ls, lv, lt) WHERE EXISTS (SELECT 1 FROM go) "
+             f"ON CONFLICT (run_id, key) DO UPDATE SET count = t.count + EXCLUDED.count, "
+             f"min = LEAST(t.min, EXCLUDED.min), max = GREATEST(t.max, EXCLUDED.max), "
+             f"first_step = LEAST(t.first_step, EXCLUDED.first_step), "
+             f"{pick(newer, 'last_step')}, {pick(newer, 'last_value')}, {pick(newer, 'last_time')})"),
+            (f"ru AS (INSERT INTO {rollup_t} AS t (run_id, key, level, bucket, count, first_step, first_value, "
+             f"last_step, last_value, min_step, min_value, max_step, max_value) "
+             f"SELECT %(run)s, (%(keys)s::text[])[u.k], u.l, u.b, u.c, u.fs, u.fv, u.ls, u.lv, u.mins, u.minv, "
+             f"u.maxs, u.maxv FROM unnest(%(r_key)s::int4[], %(r_level)s::int2[], %(r_bucket)s::int8[], "
+             f"%(r_count)s::int8[], %(r_fs)s::int8[], %(r_fv)s::float8[], %(r_ls)s::int8[], %(r_lv)s::float8[], "
+             f"%(r_mins)s::int8[], %(r_minv)s::float8[], %(r_maxs)s::int8[], %(r_maxv)s::float8[]) "
+             f"AS u(k, l, b, c, fs, fv, ls, lv, mins, minv, maxs, maxv) "
+             f"WHERE EXISTS (SELECT 1 FROM go) "
+             f"ON CONFLICT (run_id, key, level, bucket) DO UPDATE SET count = t.count + EXCLUDED.count, "
+             f"{pick('EXCLUDED.first_step < t.first_step', 'first_step')}, "
+             f"{pick('EXCLUDED.first_step < t.first_step', 'first_value')}, "
+             f"{pick(later, 'last_step')}, {pick(later, 'last_value')}, "
+             f"{pick('EXCLUDED.min_value < t.min_value', 'min_step')}, "
+             f"{pick('EXCLUDED.min_value < t.min_value', 'min_value')}, "
+             f"{pick('EXCLUDED.max_value > t.max_value', 'max_step')}, "
+             f"{pick('EXCLUDED.max_value > t.max_value', 'max_value')})"),
+        ]
+    if params:
+        parts.append(
+            f"pa AS (INSERT INTO {param_t} AS t (run_id, key, value) "
+            f"SELECT %(run)s, u.k, u.v FROM unnest(%(pa_key)s::text[], %(pa_value)s::jsonb[]) AS u(k, v) "
+            f"WHERE EXISTS (SELECT 1 FROM go) ON CONFLICT (run_id, key) DO UPDATE SET value = EXCLUDED.value)"
+        )
+    sql = "WITH " + ",\n".join(parts) + "\nSELECT g.status, g.valid, NOT EXISTS (SELECT 1 FROM go) FROM gate g"
+    _STATEMENTS[key] = sql
+    return sql
+
+
+def _array(numbers) -> str:
+    """A PostgreSQL array literal of ints or finite floats (repr round-trips a float exactly)."""
+    return "{" + ",".join(map(repr, numbers)) + "}"
+
+
+def _text_array(texts) -> str:
+    return "{" + ",".join('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"' for t in texts) + "}"
+
+
+def _ingest_statement(*, run_id: int, batch: Batch, rows: IngestRows, token_id: int | None):
+    """Run the ingest statement on Django's connection (in its transaction, if any), with
+    server-side parameters: the arrays travel in binary, not as SQL text."""
+    import psycopg
+    from psycopg.types.json import Jsonb
+
+    points = batch.points
+    args: dict = {"run": run_id, "token": token_id, "batch_id": batch.batch_id, "count": len(points)}
+    if points:
+        # Number arrays travel as PostgreSQL array literals built with str.join (psycopg's list
+        # dumpers are pure Python), keys as indexes into the batch's distinct keys, points packed.
+        keys = [row[0] for row in rows.summaries]
+        index = {key: i for i, key in enumerate(keys, 1)}
+        chunks = [c for _, c in rows.chunks]
+        args.update(keys=_text_array(keys), c_key=_array(range(1, len(keys) + 1)),
+                    c_first=_array([c.first_step for c in chunks]), c_last=_array([c.last_step for c in chunks]),
+                    c_count=_array([c.count for c in chunks]), c_steps=[c.step_data for c in chunks],
+                    c_values=[c.value_data for c in chunks], c_times=[c.time_data for c in chunks])
+        columns = list(zip(*rows.summaries, strict=True))
+        for name, column in zip(("s_key", "s_count", "s_min", "s_max", "s_first", "s_last", "s_value", "s_time"),
+                                columns, strict=True):
+            args[name] = _array([index[k] for k in column] if name == "s_key" else column)
+        columns = list(zip(*rows.rollups, strict=True))
+        for name, column in zip(("r_key", "r_level", "r_bucket", "r_count", "r_fs", "r_fv", "r_ls", "r_lv", "r_mins",
+                                 "r_minv", "r_maxs", "r_maxv"), columns, strict=True):
+            args[name] = _array([index[k] for k in column] if name == "r_key" else column)
+    if batch.params:
+        args["pa_key"] = list(batch.params)
+        args["pa_value"] = [Jsonb(v) for v in batch.params.values()]
+    sql = _statement_sql(token=token_id is not None, batch_id=batch.batch_id is not None, points=bool(points),
+                         params=bool(batch.params))
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, args)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return TokenIngestOutcome(status=row[0], token_valid=row[1], duplicate=row[2] and row[0] == RunStatus.RUNNING
+                              and bool(row[1]))
+
 
 
 def run_env_for_attempt(*, workload: Workload, attempt: int) -> dict[str, str]:

@@ -39,6 +39,39 @@ def _is_number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+_TIMES = (float, int)
+_POINT_FIELDS = frozenset({"key", "step", "value", "time"})
+
+
+def _check_point(point, where: str, keys: set[str], max_keys: int, now: float) -> tuple[str, int, float, float]:
+    if not isinstance(point, dict):
+        raise ServiceError(f"{where}: each point must be an object with key, step, value and optional time.")
+    if len(point) > 4 or not point.keys() <= _POINT_FIELDS:
+        extra = sorted(set(point) - _POINT_FIELDS)
+        raise ServiceError(f"{where}: unknown field(s): {', '.join(map(str, extra))}.")
+    key = point.get("key")
+    if key not in keys:
+        check_key(key, where)
+        keys.add(key)
+        if len(keys) > max_keys:
+            raise ServiceError(f"Too many distinct keys in one batch (at most {max_keys}).")
+    step = point.get("step")
+    if not isinstance(step, int) or isinstance(step, bool):
+        raise ServiceError(f"{where}: step must be an integer.")
+    if step < 0 or step > MAX_STEP:
+        raise ServiceError(f"{where}: step must be between 0 and {MAX_STEP}.")
+    value = point.get("value")
+    if not _is_number(value):
+        raise ServiceError(f"{where}: value must be a number, not {type(value).__name__}.")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ServiceError(f"{where}: value must be finite (no NaN or Infinity).")
+    when = point.get("time", now)
+    if not _is_number(when) or not (TIME_MIN <= when <= TIME_MAX):
+        raise ServiceError(f"{where}: time must be a Unix timestamp in seconds.")
+    return key, int(step), value, float(when)
+
+
 def parse_batch(data, *, now: float) -> Batch:
     if not isinstance(data, dict):
         raise ServiceError("The body must be a JSON object with 'points' and/or 'params'.")
@@ -59,34 +92,22 @@ def parse_batch(data, *, now: float) -> Batch:
     max_keys = setting("TRACKING_MAX_KEYS_PER_BATCH")
     keys: set[str] = set()
     out = batch.points
+    append = out.append
     for index, point in enumerate(points):
-        where = f"points[{index}]"
-        if not isinstance(point, dict):
-            raise ServiceError(f"{where}: each point must be an object with key, step, value and optional time.")
-        if len(point) > 4 or not point.keys() <= {"key", "step", "value", "time"}:
-            extra = sorted(set(point) - {"key", "step", "value", "time"})
-            raise ServiceError(f"{where}: unknown field(s): {', '.join(map(str, extra))}.")
-        key = point.get("key")
-        if key not in keys:
-            check_key(key, where)
-            keys.add(key)
-            if len(keys) > max_keys:
-                raise ServiceError(f"Too many distinct keys in one batch (at most {max_keys}).")
-        step = point.get("step")
-        if not isinstance(step, int) or isinstance(step, bool):
-            raise ServiceError(f"{where}: step must be an integer.")
-        if step < 0 or step > MAX_STEP:
-            raise ServiceError(f"{where}: step must be between 0 and {MAX_STEP}.")
-        value = point.get("value")
-        if not _is_number(value):
-            raise ServiceError(f"{where}: value must be a number, not {type(value).__name__}.")
-        value = float(value)
-        if not math.isfinite(value):
-            raise ServiceError(f"{where}: value must be finite (no NaN or Infinity).")
-        when = point.get("time", now)
-        if not _is_number(when) or not (TIME_MIN <= when <= TIME_MAX):
-            raise ServiceError(f"{where}: time must be a Unix timestamp in seconds.")
-        out.append((key, step, value, float(when)))
+        # The common case in a few cheap checks; anything unusual takes _check_point, which
+        # raises the first error in the documented order (or accepts, e.g. int subclasses).
+        if type(point) is dict:
+            key, step, value = point.get("key"), point.get("step"), point.get("value")
+            when = point.get("time", now)
+            kind = type(value)
+            if (key in keys and type(step) is int and 0 <= step <= MAX_STEP and (kind is float or kind is int)
+                    and len(point) == (4 if "time" in point else 3) and type(when) in _TIMES
+                    and TIME_MIN <= when <= TIME_MAX):
+                value = float(value)
+                if value - value == 0.0:  # finite
+                    append((key, step, value, float(when)))
+                    continue
+        append(_check_point(point, f"points[{index}]", keys, max_keys, now))
 
     params = data.get("params", {})
     if not isinstance(params, dict):

@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from apps.tracking.models import MetricPoint, MetricRollup, MetricSummary, Param
+from apps.tracking.models import MetricRollup, MetricSummary, Param
 from tests.factories import ProjectFactory
 from tests.tracking.conftest import batch_url, points
-from tests.tracking.factories import run_with_token
+from tests.tracking.factories import run_with_token, stored_points
 
 
 def _post_raw(client, run, body: bytes):
@@ -19,7 +19,7 @@ def test_run_token_ingests_thousands_of_points_and_params(run_and_token, token_c
     response = token_client(token).post(batch_url(run), body, format="json")
     assert response.status_code == 200, response.json()
     assert response.json() == {"points": 5010, "params": 2, "duplicate": False}
-    assert MetricPoint.objects.filter(run=run).count() == 5010
+    assert len(stored_points(run)) == 5010
     summary = MetricSummary.objects.get(run=run, key="loss")
     assert (summary.count, summary.min, summary.max, summary.last_step, summary.last_value) == (5000, 0, 4999, 4999, 4999)
     assert {p.key: p.value for p in Param.objects.filter(run=run)} == {"lr": 0.01, "opt": "adam"}
@@ -33,7 +33,7 @@ def test_retried_batch_is_stored_once(run_and_token, token_client):
     assert client.post(batch_url(run), body, format="json").json()["duplicate"] is False
     second = client.post(batch_url(run), body, format="json")
     assert second.status_code == 200 and second.json()["duplicate"] is True
-    assert MetricPoint.objects.filter(run=run).count() == 100
+    assert len(stored_points(run)) == 100
     assert MetricSummary.objects.get(run=run, key="loss").count == 100
 
 
@@ -78,7 +78,7 @@ def test_malformed_batch_is_rejected_whole(run_and_token, token_client, body, me
     response = _post_raw(token_client(token), run, body)
     assert response.status_code == 400, response.content[:200]
     assert message in response.json()["detail"]
-    assert MetricPoint.objects.filter(run=run).count() == 0
+    assert len(stored_points(run)) == 0
     assert not MetricSummary.objects.filter(run=run).exists()
     assert not Param.objects.filter(run=run).exists()
 
@@ -89,7 +89,7 @@ def test_ten_megabyte_body_is_413(run_and_token, token_client):
     response = _post_raw(token_client(token), run, body)
     assert response.status_code == 413
     assert "larger than" in response.json()["detail"]
-    assert MetricPoint.objects.filter(run=run).count() == 0
+    assert len(stored_points(run)) == 0
 
 
 def test_ingest_limit_is_its_own(run_and_token, token_client, settings):
@@ -120,7 +120,7 @@ def test_run_token_cannot_write_another_run(run_and_token, token_client):
     other, _ = run_with_token(project=run.project)
     response = token_client(token).post(batch_url(other), {"points": points(1)}, format="json")
     assert response.status_code == 404
-    assert MetricPoint.objects.filter(run=other).count() == 0
+    assert len(stored_points(other)) == 0
 
 
 def test_run_token_cannot_write_into_another_project(run_and_token, token_client):
@@ -167,7 +167,7 @@ def test_member_ingests_with_own_token_viewer_cannot(project, bob, vera, client_
     assert client_for(bob).post(batch_url(run), {"points": points(2)}, format="json").status_code == 200
     response = client_for(vera).post(batch_url(run), {"points": points(2)}, format="json")
     assert response.status_code == 403
-    assert MetricPoint.objects.filter(run=run).count() == 2
+    assert len(stored_points(run)) == 2
 
 
 def test_member_of_other_project_cannot_write(project, charlie, client_for):
@@ -179,4 +179,4 @@ def test_member_of_other_project_cannot_write(project, charlie, client_for):
     assert client_for(charlie).post(batch_url(run), {"points": points(2)}, format="json").status_code == 404
     url = f"/api/v1/projects/charlies/runs/{run.pk}/batches/"
     assert client_for(charlie).post(url, {"points": points(2)}, format="json").status_code == 404
-    assert MetricPoint.objects.filter(run=run).count() == 0
+    assert len(stored_points(run)) == 0

@@ -23,6 +23,7 @@ from ..selectors import csv_rows, points_page, runs_compare, series_read
 from ..services import run_create, run_delete, run_finish, run_ingest, run_token_create
 from ..throttling import IngestRateThrottle
 from ..validation import parse_batch
+from . import fast
 from .serializers import (
     BatchResultSerializer,
     BatchSerializer,
@@ -40,6 +41,7 @@ from .serializers import (
 ERRORS = {400: DetailSerializer, 401: DetailSerializer, 403: DetailSerializer, 404: DetailSerializer,
           409: DetailSerializer}
 RUN_TOKEN_ACTIONS = frozenset({"batches", "finish"})
+LIGHT_ACTIONS = frozenset({"series", "points", "export", "batches", "destroy"})
 
 
 class _Echo:
@@ -61,6 +63,21 @@ class RunViewSet(mixins.ListModelMixin, ProjectScopedViewSet):
     ordering = ["-created_at", "-id"]
     required_actions = {"create": Action.SUBMIT, "destroy": Action.SUBMIT, "batches": Action.SUBMIT,
                         "finish": Action.SUBMIT}
+
+    @classmethod
+    def as_view(cls, actions=None, **initkwargs):
+        """Async views on tracking's database threads; ingestion with a run token has a fast path.
+        CSV export keeps Django's own handling (it streams from the request thread)."""
+        view = super().as_view(actions, **initkwargs)
+        if actions and "export" in actions.values():
+            return view
+        return fast.tracking_view(view, fast=fast.batches if actions == {"post": "batches"} else None)
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        if self.action in LIGHT_ACTIONS:  # no summaries needed: no prefetch
+            queryset = queryset.select_related(None).prefetch_related(None)
+        return queryset
 
     def get_authenticators(self):
         return [RunTokenAuthentication(), *super().get_authenticators()]

@@ -168,8 +168,10 @@ class Sender:
                 if self._inflight is None:
                     self._inflight = self._take()
                 batch = self._inflight
-            outcome = self._send(session, batch)
+            # The interval runs from the start of a request: a script logging once per interval
+            # has each point sent as it comes, not a request's duration later each time.
             last_send = time.monotonic()
+            outcome = self._send(session, batch)
             if outcome == "retry":
                 attempt += 1
                 self.stats.retries += 1
