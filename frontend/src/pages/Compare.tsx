@@ -2,7 +2,7 @@
 // side by side with differences highlighted, and parallel coordinates of params → final metric.
 import {
   Anchor, Badge, Box, Button, Card, CloseButton, Group, MultiSelect, SegmentedControl, Select, Stack, Switch, Table,
-  Text, Title,
+  Text, Title, useComputedColorScheme,
 } from "@mantine/core";
 import { useQuery } from "@tanstack/react-query";
 import { useCallback, useMemo, useState } from "react";
@@ -105,6 +105,8 @@ function CompareView({ project }: { project: string }) {
 
 function CompareBody({ project, data, onRemove }: { project: string; data: CompareAnswer; onRemove: (id: number) => void }) {
   const runs = data.runs;
+  const scheme = useComputedColorScheme("light");
+  const diffBackground = scheme === "dark" ? "rgba(250, 176, 5, 0.10)" : "rgba(250, 176, 5, 0.16)";
   const colours = useMemo(() => new Map(runs.map((r, i) => [r.id, seriesColour(i)])), [runs]);
   const [statuses, setStatuses] = useState<Record<number, string>>({});
   const keysPerRun = useMemo(() => runs.map((r) => Object.keys(data.summaries[String(r.id)] ?? {})), [runs, data.summaries]);
@@ -276,7 +278,11 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
                       data-testid="param-row"
                       data-param={key}
                       data-differs={differs ? "true" : "false"}
-                      bg={differs ? "var(--mantine-color-yellow-light)" : undefined}
+                      style={
+                        differs
+                          ? { background: diffBackground, boxShadow: "inset 3px 0 0 var(--mantine-color-yellow-filled)" }
+                          : undefined
+                      }
                     >
                       <Table.Td fw={differs ? 600 : 400} ff="monospace">
                         {key}

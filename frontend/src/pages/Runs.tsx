@@ -116,6 +116,14 @@ function RunsView({ project }: { project: string }) {
     return fetchedValue ? fetchedValue[1] : null;
   };
 
+  const lastStep = (run: Run): number | null => {
+    let step: number | null = null;
+    for (const source of [fetched[run.id], live.latest[run.id]]) {
+      for (const point of Object.values(source ?? {})) if (step === null || point[0] > step) step = point[0];
+    }
+    return step;
+  };
+
   const setFilter = (name: string, value: string | null) => {
     const next = new URLSearchParams(search);
     if (value) next.set(name, value);
@@ -254,6 +262,7 @@ function RunsView({ project }: { project: string }) {
                   <Table.Th>Status</Table.Th>
                   <Table.Th>Workload</Table.Th>
                   <Table.Th>Created</Table.Th>
+                  <Table.Th ta="right">Step</Table.Th>
                   {shownColumns.map((key) => (
                     <Table.Th key={key} ta="right" style={{ whiteSpace: "nowrap" }}>
                       {key}
@@ -297,6 +306,9 @@ function RunsView({ project }: { project: string }) {
                             {formatRelative(run.created_at)}
                           </Text>
                         </Tooltip>
+                      </Table.Td>
+                      <Table.Td ta="right" ff="monospace" fz="sm" data-testid="run-step">
+                        {lastStep(run)?.toLocaleString() ?? "—"}
                       </Table.Td>
                       {shownColumns.map((key) => (
                         <Table.Td key={key} ta="right" ff="monospace" fz="sm" data-testid="run-metric" data-key={key}>

@@ -328,7 +328,7 @@ export function TimeSeriesChart({
                     value={smoothing}
                     onChange={setSmoothing}
                     label={(v) => v.toFixed(2)}
-                    aria-label="Smoothing"
+                    thumbLabel="Smoothing"
                     data-testid="chart-smoothing"
                   />
                 </Group>
