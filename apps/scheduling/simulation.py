@@ -305,6 +305,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                     id=victim.id, project=victim.project, pool=victim.pool, priority=victim.priority,
                     per_replica=victim.per_replica, placement=victim.placement, preemptible=victim.preemptible,
                     admitted_at=victim.admitted_at, expected_end=EPOCH + timedelta(seconds=exit_at), stopping=True,
+                    preempted_for=decision.preemptor_id,
                 )
                 running[victim.id] = (stopping, exit_at)
                 # Replace its completion event by an exit event.

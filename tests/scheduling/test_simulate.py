@@ -46,6 +46,18 @@ def test_priority_preemption_in_simulation_requeues_and_finishes_everything():
     assert result.avg_jct == pytest.approx((115 + 15) / 2)
 
 
+def test_a_preemptor_waits_for_its_exiting_victims_instead_of_preempting_more():
+    nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(2000, 64000, 10**6))]
+    one = Resources(1000, 1000, 1024)
+    jobs = [SimJob(id=1, project="a", arrival=0, duration=1000, per_replica=one),
+            SimJob(id=2, project="a", arrival=1, duration=1000, per_replica=one),  # borrows b's idle GPU
+            SimJob(id=3, project="b", arrival=100, duration=10, per_replica=one),  # reclaims it
+            SimJob(id=4, project="a", arrival=110, duration=10, per_replica=one)]  # a cycle in the grace period
+    result = simulate(nodes=nodes, quotas=equal_quotas(nodes, ["a", "b"]), jobs=jobs, grace_seconds=30)
+    assert result.preemptions == 1 and result.finished == 4
+    assert result.delays[3] == 30  # admitted when its one victim has exited
+
+
 @needs_trace
 def test_loaders_read_the_alibaba_trace():
     nodes = load_alibaba_nodes(TRACE / "openb_node_list_gpu_node.csv")
