@@ -18,12 +18,14 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
@@ -139,7 +141,34 @@ def seed_rows() -> dict:
                              nominal_memory_mb=512 * 1024, borrowing_limit_gpu_milli=0, gpu_hour_budget=2000)
         Quota.objects.create(project=language, pool=a100, nominal_gpu_milli=16000, nominal_cpu_milli=192000,
                              nominal_memory_mb=1024 * 1024, borrowing_limit_gpu_milli=8000, gpu_hour_budget=6000)
+    # Work already running on the GPU pool, placed as the scheduler and the Kubernetes backend
+    # would have (the demo cluster is never contacted, so nothing moves them on).
+    placed = [
+        (language, ben, "llama-pretrain-8b", 2, 8, [{"replica": 0, "node": "a100-01", "gpus": list(range(8))},
+                                                   {"replica": 1, "node": "a100-02", "gpus": list(range(8))}]),
+        (vision, ada, "detr-coco-train", 1, 4, [{"replica": 0, "node": "a100-03", "gpus": [0, 1, 2, 3]}]),
+    ]
+    for project, user, name, replicas, gpus, placement in placed:
+        start_running(project=project, user=user, name=name, pool=a100, replicas=replicas, gpus=gpus,
+                      placement=placement)
     return {"local": local, "gpu_nodes": [n.name for n in nodes]}
+
+
+def start_running(*, project, user, name, pool, replicas, gpus, placement) -> None:
+    from django.utils import timezone
+
+    from apps.workloads.services import workload_submit, workload_transition
+
+    workload = workload_submit(
+        project=project, kind="training", name=name, pool=pool, created_by=user, priority=3, preemptible=True,
+        spec={"command": ["torchrun", "--nproc_per_node", str(gpus), "train.py"], "env": {}}, replicas=replicas,
+        gpu_milli=gpus * 1000, cpu_milli=gpus * 8000, memory_mb=gpus * 64 * 1024, gpu_model="NVIDIA A100-SXM4-80GB")
+    nodes = ", ".join(sorted({p["node"] for p in placement}))
+    workload_transition(workload_id=workload.pk, from_statuses={"queued"}, to_status="admitted", reason="Admitted",
+                        message=f"Placed on {nodes}.", placement=placement, admitted_at=timezone.now())
+    workload_transition(workload_id=workload.pk, from_statuses={"admitted"}, to_status="running", reason="Started",
+                        message=f"Started {replicas} replica(s), attempt 1.", attempt=1, started_at=timezone.now(),
+                        runtime={"backend": "kubernetes", "attempt": 1, "replicas": [], "alive": True})
 
 
 def record_gpu_telemetry(nodes: list[str]) -> None:
@@ -164,6 +193,15 @@ def record_gpu_telemetry(nodes: list[str]) -> None:
                                   ("gpu.power_w", 70 + util * 3.1)):
                 samples.append(TelemetrySample(time=now, node=node, gpu=gpu, metric=metric, value=value))
     telemetry_record(samples=samples)
+
+
+def _closing_connections(work, *args) -> None:
+    from django.db import connections
+
+    try:
+        work(*args)
+    finally:
+        connections.close_all()
 
 
 def start_server(data_dir: Path, log_path: Path):
@@ -265,27 +303,51 @@ def take_screenshots(url: str, username: str, password: str, project: str, demo:
         page.get_by_test_id("signin-submit").click()
         page.wait_for_url(lambda u: "/signin" not in u, timeout=30_000)
 
-        def shot(name: str, path: str, ready: str, settle_ms: int = 1200) -> None:
+        def shot(name: str, path: str, ready: str, settle_ms: int = 1200, scroll_to: str | None = None,
+                 prepare=None) -> None:
             page.goto(path)
             expect(page.get_by_test_id(ready).first).to_be_visible(timeout=30_000)
+            if prepare:
+                prepare()
+            if scroll_to:  # bring that part of the page up, just below the header
+                page.evaluate("""([testid, offset]) => {
+                    const el = document.querySelector(`[data-testid="${testid}"]`);
+                    if (el) window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - offset);
+                }""", [scroll_to, 150])
             page.wait_for_timeout(settle_ms)  # let charts and live frames draw; not an assertion
             target = out / f"{name}.png"
             page.screenshot(path=str(target))
             shots.append(target)
             log(f"saved {target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}")
 
+        def fill_form() -> None:
+            page.get_by_label(re.compile(r"^Name")).first.fill("resnet50-mixup")
+            page.get_by_label(re.compile(r"^Command")).first.fill(
+                "python examples/train.py --epochs 90 --mixup 0.2")
+            page.get_by_label(re.compile(r"^Replicas")).first.fill("2")
+            page.get_by_label(re.compile(r"^GPUs")).first.fill("8")
+            try:  # the pool picker, when the project has several pools
+                page.get_by_label(re.compile(r"^Pool")).first.click(timeout=3000)
+                page.get_by_role("option", name=re.compile("a100")).first.click(timeout=3000)
+            except Exception:  # noqa: BLE001 - a picture without it is still a picture
+                page.keyboard.press("Escape")
+
         base = f"/projects/{project}"
+        detail = f"{base}/workloads/training/{demo['running']}"
         shot("workloads", f"{base}/workloads", "workloads-table")
-        shot("submit", f"{base}/workloads/new?kind=training", "submit-workload", settle_ms=500)
-        shot("detail", f"{base}/workloads/training/{demo['running']}", "metrics-chart", settle_ms=4000)
+        shot("submit", f"{base}/workloads/new?kind=training", "submit-workload", settle_ms=500, prepare=fill_form)
         shot("runs", f"{base}/runs", "runs-table")
         shot("compare", f"{base}/compare?runs={','.join(map(str, demo['sweep']))}", "compare-chart", settle_ms=2000)
-        if refresh_telemetry:
-            refresh_telemetry()
+        if refresh_telemetry:  # ORM work: not in this thread, where Playwright's event loop runs
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                pool.submit(refresh_telemetry).result()
         shot("cluster", "/cluster", "cluster-pools", settle_ms=2000)
         shot("quotas", f"{base}/quotas", "quotas-table")
+        shot("detail", detail, "metrics-chart", settle_ms=3000)
+        shot("detail-metrics", detail, "metrics-chart", settle_ms=3000, scroll_to="metrics-chart")
+        shot("detail-logs", detail, "log-view", settle_ms=2000, scroll_to="log-view")
         page.get_by_test_id("theme-toggle").first.click()
-        shot("detail-dark", f"{base}/workloads/training/{demo['running']}", "metrics-chart", settle_ms=3000)
+        shot("detail-dark", detail, "metrics-chart", settle_ms=3000, scroll_to="metrics-chart")
         page.get_by_test_id("theme-toggle").first.click()  # leave the stored preference as it was
         context.close()
         browser.close()
@@ -319,7 +381,7 @@ def main() -> int:
         demo = seed_through_api(api, with_gpu_pool=True, pool=rows["local"].pool.name)
         record_gpu_telemetry(rows["gpu_nodes"])
         take_screenshots(server.url, "ada", PASSWORD, PROJECT, demo, args.out,
-                         refresh_telemetry=lambda: record_gpu_telemetry(rows["gpu_nodes"]))
+                         refresh_telemetry=lambda: _closing_connections(record_gpu_telemetry, rows["gpu_nodes"]))
         return 0
     except BaseException:
         if (tmp / "server.log").exists():
