@@ -5,7 +5,7 @@ import {
   TextInput, Title, Tooltip,
 } from "@mantine/core";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useMemo, useState } from "react";
+import { useMemo, useRef, useState } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, unwrap, type Schemas } from "../api/client";
 import { useDebounced } from "../components/hooks";
@@ -82,12 +82,24 @@ function RunsView({ project }: { project: string }) {
   const known = useMemo(() => new Set(rows.map((r) => r.id)), [rows]);
   const fetched = useMemo(() => latestFromSummaries(rows as unknown as { id: number; status: string; summaries: Record<string, unknown> }[]), [rows]);
 
+  // New runs show up in runs.latest before the list has them: re-read the list once per new id
+  // (runs on other pages or outside the filters would otherwise trigger a read every frame).
+  const liveRef = useRef(live);
+  liveRef.current = live;
+  const askedFor = useRef(new Set<number>());
   useTopic("runs", (frame) => {
-    setLive((prev) => {
-      const out = applyRunsFrame(prev.latest, prev.statuses, frame, known);
-      if (out.unknown.length && page === 1) refresh();
-      return out.latest === prev.latest && out.statuses === prev.statuses ? prev : { latest: out.latest, statuses: out.statuses };
-    });
+    const prev = liveRef.current;
+    const out = applyRunsFrame(prev.latest, prev.statuses, frame, known);
+    const fresh = out.unknown.filter((id) => !askedFor.current.has(id));
+    if (fresh.length) {
+      fresh.forEach((id) => askedFor.current.add(id));
+      if (page === 1) refresh();
+    }
+    if (out.latest !== prev.latest || out.statuses !== prev.statuses) {
+      const next = { latest: out.latest, statuses: out.statuses };
+      liveRef.current = next;
+      setLive(next);
+    }
   });
 
   const keysPerRun = useMemo(
@@ -272,6 +284,15 @@ function RunsView({ project }: { project: string }) {
                 </Table.Tr>
               </Table.Thead>
               <Table.Tbody>
+                {filtered.length === 0 && (
+                  <Table.Tr>
+                    <Table.Td colSpan={7 + shownColumns.length}>
+                      <Text size="sm" c="dimmed">
+                        No run on this page has “{nameFilter.trim()}” in its name. Clear the name filter or try another page.
+                      </Text>
+                    </Table.Td>
+                  </Table.Tr>
+                )}
                 {filtered.map((run) => {
                   const runStatus = live.statuses[run.id] ?? run.status;
                   return (

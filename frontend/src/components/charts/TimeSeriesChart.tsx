@@ -40,6 +40,8 @@ export interface TimeSeriesChartProps {
   /** y axis always covers at least this range (e.g. [0, 100] for percentages) */
   yRange?: [number, number];
   formatValue?: (value: number) => string;
+  /** labels of the y axis (default: compact numbers) */
+  formatAxis?: (value: number) => string;
   /** shown over the chart while it holds no points */
   emptyMessage?: ReactNode;
   /** extra controls to the left of the chart's own */
@@ -88,6 +90,7 @@ export function TimeSeriesChart({
   loadRange,
   yRange,
   formatValue = (v) => formatNumber(v),
+  formatAxis,
   emptyMessage,
   toolbar,
 }: TimeSeriesChartProps) {
@@ -102,6 +105,8 @@ export function TimeSeriesChart({
   const plotRef = useRef<uPlot | null>(null);
   const shownData = useRef<AlignedData | null>(null);
   const zoomToken = useRef(0);
+  const formatAxisRef = useRef(formatAxis ?? compactNumber);
+  formatAxisRef.current = formatAxis ?? compactNumber;
   const loadRangeRef = useRef(loadRange);
   loadRangeRef.current = loadRange;
   const hiddenRef = useRef(hidden);
@@ -209,7 +214,7 @@ export function TimeSeriesChart({
       axes: [
         axis(xKind === "step" ? { incrs: STEP_INCRS, values: (_u, splits) => splits.map(compactNumber), size: 30 } : {}),
         axis({
-          values: (_u, splits) => splits.map((v) => (v === null || v === undefined ? "" : compactNumber(v))),
+          values: (_u, splits) => splits.map((v) => (v === null || v === undefined ? "" : formatAxisRef.current(v))),
           size: (_u, values) => Math.max(36, Math.max(0, ...(values ?? []).map((v) => v.length)) * 7 + 14),
         }),
       ],

@@ -54,6 +54,7 @@ function Panel({
         controls={false}
         yRange={yRange}
         formatValue={unitFormatter(unit)}
+        formatAxis={unit === "MiB" ? (v) => (v >= 1024 ? `${Number((v / 1024).toPrecision(3))}G` : `${Math.round(v)}M`) : undefined}
         emptyMessage="No samples in this range."
       />
     </Box>

@@ -5,7 +5,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { api, unwrap } from "../../api/client";
 import type { LiveFrame } from "../../live/socket";
-import { appendPoints, emptySeries, fromPoints, mergeSeries, type SeriesData } from "../../lib/series";
+import { appendPoints, emptySeries, fromPoints, mergeSeries, sliceRange, type SeriesData } from "../../lib/series";
 import type { ChartSeries } from "./TimeSeriesChart";
 
 export interface RunSeriesSpec {
@@ -19,6 +19,8 @@ export interface RunSeriesSpec {
 export const OVERVIEW_POINTS = 1000;
 /** A zoomed range at most this many points is answered raw (the endpoint allows 20,000). */
 export const ZOOM_POINTS = 5000;
+/** Live points held per series before the older ones are swapped for a downsampled read. */
+export const MAX_HELD_POINTS = 50_000;
 
 interface SeriesAnswer {
   key?: string;
@@ -80,6 +82,7 @@ export function useRunSeries(
   const requested = useRef(new Set<string>());
   const acks = useRef(new Map<number, number>());
   const knownKeys = useRef(new Set<string>());
+  const compacting = useRef(new Set<string>());
   const [revision, setRevision] = useState(0);
   const [pending, setPending] = useState(0);
   const [error, setError] = useState<unknown>(null);
@@ -130,6 +133,28 @@ export function useRunSeries(
     [load],
   );
 
+  // A long live session would hold every point: past MAX_HELD_POINTS, the points up to the
+  // newest step the server has are replaced by its downsampled series (spikes kept), newer ones stay.
+  const compact = useCallback(
+    (run: number, key: string) => {
+      const id = idOf(run, key);
+      if (compacting.current.has(id)) return;
+      compacting.current.add(id);
+      fetchSeries(project, run, key)
+        .then((overview) => {
+          const held = store.current.get(id);
+          if (!held || !requested.current.has(id) || !overview.steps.length) return;
+          const last = overview.steps[overview.steps.length - 1];
+          const newer = sliceRange(held, last + 1, Number.MAX_SAFE_INTEGER);
+          store.current.set(id, mergeSeries(overview, newer));
+          setRevision((r) => r + 1);
+        })
+        .catch(() => undefined)
+        .finally(() => compacting.current.delete(id));
+    },
+    [project],
+  );
+
   const retry = useCallback(() => {
     setError(null);
     load(specsRef.current.filter((s) => !requested.current.has(idOf(s.run, s.key))));
@@ -169,6 +194,7 @@ export function useRunSeries(
         }
         appendPoints(target, list);
         changed = true;
+        if (target.steps.length > MAX_HELD_POINTS) compact(run, key);
       }
       if (fresh.length) {
         setLiveKeys((prev) => ({ ...prev, [run]: [...new Set([...(prev[run] ?? []), ...fresh])].sort() }));
@@ -176,7 +202,7 @@ export function useRunSeries(
       if (changed) setRevision((r) => r + 1);
       if (typeof frame.dropped === "number" && frame.dropped > 0) refetchRun(run);
     },
-    [refetchRun],
+    [refetchRun, compact],
   );
 
   const loadRange = useCallback(
