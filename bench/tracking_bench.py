@@ -194,16 +194,24 @@ def _request(system: str, url: str, target, batch: int, size: int) -> tuple[str,
 def _writer(system: str, url: str, target, batches: int, size: int, barrier, queue) -> None:
     # Every request body is serialized before the clock starts (for both systems): what is
     # measured is the servers' ingestion, not the clients' JSON encoding on the same 2 CPUs.
+    # One keep-alive connection per writer through http.client (lighter than requests on the
+    # CPUs the servers share; the same client for both systems).
+    import http.client
+
     requests_ = [_request(system, url, target, batch, size) for batch in range(batches)]
-    session = requests.Session()
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300)
     latencies = []
     barrier.wait()
     for endpoint, body, headers in requests_:
         started = time.perf_counter()
-        response = session.post(endpoint, data=body, headers=headers, timeout=300)
+        conn.request("POST", urllib.parse.urlsplit(endpoint).path, body=body, headers=headers)
+        response = conn.getresponse()
+        answer = response.read()
         latencies.append(time.perf_counter() - started)
-        if response.status_code >= 300:
-            raise RuntimeError(f"{system}: HTTP {response.status_code}: {response.text[:300]}")
+        if response.status >= 300:
+            raise RuntimeError(f"{system}: HTTP {response.status}: {answer[:300]!r}")
+    conn.close()
     queue.put((latencies, time.time()))
 
 

@@ -1,11 +1,11 @@
 """Pure downsampling over step rollups. No ORM, no I/O: unit- and property-tested directly.
 
-Points of one series are aggregated at ingestion into blocks of 16**L steps (levels 1..5).
+Points of one series are aggregated at ingestion into blocks of 16**L steps (levels 2..5).
 Each aggregate keeps count, first, last, min and max *with their steps*. Two aggregates merge
 exactly, so a chart bucket built from whole blocks (plus the few raw points at the edges of
 the requested range) has exactly the extremes of the raw points inside it: spikes survive.
 
-An aggregate is a tuple:
+Raw points are aggregated with numpy (`raw_aggregates`). An aggregate is a tuple:
   (count, first_step, first_value, last_step, last_value, min_step, min_value, max_step, max_value)
 """
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+import numpy as np
 
 from .choices import ROLLUP_BASE, ROLLUP_LEVELS
 
@@ -57,21 +59,22 @@ def _step_of(row) -> int:
 def key_rollups(rows) -> list[tuple[int, int, Agg]]:
     """[(level, bucket, aggregate)] of one key's points, `rows` = [(step, value, ...)] sorted by step.
 
-    Level 1 is one pass over the points; each coarser level merges the finer one's blocks, which
-    nest exactly (16 blocks of level L make one of level L+1). Ties: first keeps the earliest
-    point of the smallest step, last the latest of the largest, min and max the first seen."""
+    The finest level is one pass over the points; each coarser level merges the finer one's
+    blocks, which nest exactly (16 blocks of level L make one of level L+1). Ties: first keeps
+    the earliest point of the smallest step, last the latest of the largest, min and max the
+    first seen."""
     shift = ROLLUP_BASE.bit_length() - 1
-    assert 1 << shift == ROLLUP_BASE
-    level1: list[tuple[int, Agg]] = []
+    finest = shift * ROLLUP_LEVELS[0]  # levels are consecutive from the finest
+    finest_blocks: list[tuple[int, Agg]] = []
     current = None
     count = first_step = first_value = last_step = last_value = min_step = min_value = max_step = max_value = 0
     for row in rows:
         step, value = row[0], row[1]
-        bucket = step >> shift
+        bucket = step >> finest
         if bucket != current:
             if current is not None:
-                level1.append((current, (count, first_step, first_value, last_step, last_value, min_step, min_value,
-                                         max_step, max_value)))
+                finest_blocks.append((current, (count, first_step, first_value, last_step, last_value, min_step,
+                                                min_value, max_step, max_value)))
             current, count = bucket, 1
             first_step = last_step = min_step = max_step = step
             first_value = last_value = min_value = max_value = value
@@ -83,10 +86,10 @@ def key_rollups(rows) -> list[tuple[int, int, Agg]]:
         elif value > max_value:
             max_step, max_value = step, value
     if current is not None:
-        level1.append((current, (count, first_step, first_value, last_step, last_value, min_step, min_value,
-                                 max_step, max_value)))
-    out = [(ROLLUP_LEVELS[0], bucket, agg) for bucket, agg in level1]
-    finer = level1
+        finest_blocks.append((current, (count, first_step, first_value, last_step, last_value, min_step, min_value,
+                                        max_step, max_value)))
+    out = [(ROLLUP_LEVELS[0], bucket, agg) for bucket, agg in finest_blocks]
+    finer = finest_blocks
     for level in ROLLUP_LEVELS[1:]:
         coarser: list[tuple[int, Agg]] = []
         for bucket, agg in finer:
@@ -104,18 +107,19 @@ def cover(lo: int, hi: int, level: int) -> tuple[list[tuple[int, int, int]], lis
     """Cover steps [lo, hi] with whole aligned blocks of levels <= `level` plus raw step ranges.
 
     Returns ([(level, first_bucket, last_bucket), ...], [(raw_lo, raw_hi), ...]). Raw ranges
-    are shorter than 16 steps each and there are at most two of them."""
+    are shorter than one block of the finest level each and there are at most two of them."""
     if lo > hi:
         return [], []
     if level == 0:
         return [], [(lo, hi)]
+    finer = level - 1 if level - 1 in ROLLUP_LEVELS else 0
     width = ROLLUP_BASE**level
     first = -(-lo // width)
     last = (hi + 1) // width - 1
     if first > last:
-        return cover(lo, hi, level - 1)
-    left_blocks, left_raw = cover(lo, first * width - 1, level - 1)
-    right_blocks, right_raw = cover((last + 1) * width, hi, level - 1)
+        return cover(lo, hi, finer)
+    left_blocks, left_raw = cover(lo, first * width - 1, finer)
+    right_blocks, right_raw = cover((last + 1) * width, hi, finer)
     return [*left_blocks, (level, first, last), *right_blocks], [*left_raw, *right_raw]
 
 
@@ -144,6 +148,25 @@ def plan(lo: int, hi: int, max_points: int) -> Plan:
     width = math.ceil(ideal / block) * block
     blocks, raw = cover(lo, hi, level)
     return Plan(lo=lo, hi=hi, width=width, level=level, blocks=blocks, raw=raw)
+
+
+def raw_aggregates(steps: np.ndarray, values: np.ndarray, width: int) -> list[Agg]:
+    """One aggregate per block of `width` steps of raw points sorted by step (ties in arrival
+    order), the same as merging their point_agg one by one, in numpy."""
+    if not len(steps):
+        return []
+    groups = steps // width
+    starts = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1])))
+    ends = np.concatenate((starts[1:], [len(steps)])) - 1
+    counts = ends - starts + 1
+    lows, highs = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
+    group = np.repeat(np.arange(len(starts)), counts)
+    index = np.arange(len(steps))
+    low_at = np.minimum.reduceat(np.where(values == lows[group], index, len(steps)), starts)
+    high_at = np.minimum.reduceat(np.where(values == highs[group], index, len(steps)), starts)
+    return list(zip(counts.tolist(), steps[starts].tolist(), values[starts].tolist(), steps[ends].tolist(),
+                    values[ends].tolist(), steps[low_at].tolist(), values[low_at].tolist(), steps[high_at].tolist(),
+                    values[high_at].tolist(), strict=True))
 
 
 def assemble(plan: Plan, aggs: Iterable[Agg]) -> list[dict]:

@@ -75,8 +75,7 @@ def _plan_aggregates(*, run: Run, key: str, plan: downsample.Plan) -> list[downs
         )
     for raw_lo, raw_hi in plan.raw:
         raw = raw_points(run=run, key=key, lo=raw_lo, hi=raw_hi)
-        aggs.extend(downsample.point_agg(step, value) for step, value in zip(raw.steps.tolist(), raw.values.tolist(),
-                                                                               strict=True))
+        aggs.extend(downsample.raw_aggregates(raw.steps, raw.values, plan.width))
     return aggs
 
 
@@ -140,7 +139,7 @@ def _series_by_time(*, run, key, lo, hi, max_points, time_min, time_max) -> dict
     if len(raw) <= max_points:
         return {"key": key, "downsampled": False, "count": len(raw), "points": raw.pairs(), "buckets": None}
     plan = downsample.plan(int(raw.steps[0]), int(raw.steps[-1]), max_points)
-    buckets = downsample.assemble(plan, (downsample.point_agg(s, v) for s, v in raw.pairs()))
+    buckets = downsample.assemble(plan, downsample.raw_aggregates(raw.steps, raw.values, plan.width))
     return {"key": key, "downsampled": True, "count": len(raw), "bucket_width": plan.width, "buckets": buckets,
             "points": downsample.bucket_points(buckets)}
 

@@ -1,8 +1,10 @@
 """Downsampling keeps every bucket's extremes: property-based, against brute force over raw points."""
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apps.tracking import downsample
+from apps.tracking.choices import ROLLUP_LEVELS
 
 values = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 
@@ -63,9 +65,34 @@ def test_plan_reads_few_rows_and_never_straddles(lo, span, max_points):
     blocks = sum(last - first + 1 for _, first, last in plan.blocks)
     assert blocks <= 16 * max_points + 200
     raw = sum(b - a + 1 for a, b in plan.raw)
-    if plan.level == 0:  # short ranges are read raw: at most 16 steps per output bucket
-        assert raw == span + 1 and raw <= 16 * max_points // 4
-    else:
-        assert raw <= 2 * 16 * 2
+    finest = 16 ** ROLLUP_LEVELS[0]
+    if plan.level == 0:  # short ranges are read raw: less than one finest block per output bucket
+        assert raw == span + 1 and raw <= finest * max_points // 4
+    else:  # two edges, each shorter than one finest block
+        assert raw <= 2 * (finest - 1)
     assert covered + raw == span + 1
     assert hi // plan.width - lo // plan.width + 1 <= max(2, max_points // 4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(min_value=0, max_value=5000), values), min_size=1, max_size=300),
+       st.integers(min_value=1, max_value=700))
+def test_raw_aggregates_equal_merging_the_points_one_by_one(points, width):
+    points.sort(key=lambda p: p[0])  # by step; equal steps keep their order, as stored
+    expected: dict = {}
+    for step, value in points:
+        expected[step // width] = downsample.merge(expected.get(step // width), downsample.point_agg(step, value))
+    got = downsample.raw_aggregates(np.array([p[0] for p in points], dtype=np.int64),
+                                    np.array([p[1] for p in points]), width)
+    assert got == [expected[k] for k in sorted(expected)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(series())
+def test_rollups_equal_merging_the_points_one_by_one(points):
+    expected: dict = {}
+    for step, value in sorted(points, key=lambda p: p[0]):
+        for level in ROLLUP_LEVELS:
+            slot = ("k", level, step // 16**level)
+            expected[slot] = downsample.merge(expected.get(slot), downsample.point_agg(step, value))
+    assert downsample.rollups(("k", s, v) for s, v in points) == expected

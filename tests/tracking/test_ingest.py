@@ -23,7 +23,7 @@ def test_run_token_ingests_thousands_of_points_and_params(run_and_token, token_c
     summary = MetricSummary.objects.get(run=run, key="loss")
     assert (summary.count, summary.min, summary.max, summary.last_step, summary.last_value) == (5000, 0, 4999, 4999, 4999)
     assert {p.key: p.value for p in Param.objects.filter(run=run)} == {"lr": 0.01, "opt": "adam"}
-    assert MetricRollup.objects.filter(run=run, key="loss", level=1).count() == 313  # ceil(5000 / 16)
+    assert MetricRollup.objects.filter(run=run, key="loss", level=2).count() == 20  # ceil(5000 / 256)
 
 
 def test_retried_batch_is_stored_once(run_and_token, token_client):
@@ -45,9 +45,9 @@ def test_batches_merge_summaries_and_rollups(run_and_token, token_client):
                                             {"key": "loss", "step": 12, "value": 99.0}]}, format="json")
     summary = MetricSummary.objects.get(run=run, key="loss")
     assert (summary.count, summary.min, summary.max, summary.first_step, summary.last_step) == (12, -7.5, 99.0, 3, 19)
-    block = MetricRollup.objects.get(run=run, key="loss", level=1, bucket=0)  # steps 0..15
+    block = MetricRollup.objects.get(run=run, key="loss", level=2, bucket=0)  # steps 0..255
     assert (block.count, block.first_step, block.first_value, block.min_value, block.max_step, block.max_value) == (
-        8, 3, -7.5, -7.5, 12, 99.0)
+        12, 3, -7.5, -7.5, 12, 99.0)
 
 
 @pytest.mark.parametrize("body, message", [

@@ -83,6 +83,34 @@ def test_full_resolution_paging(project, alice, client_for):
     assert [p[1] for p in got] == [float(i) for i in range(2500)]
 
 
+def test_paging_and_export_merge_overlapping_batches(project, alice, client_for):
+    """Batches whose steps overlap and repeat: every read orders by step, then by arrival."""
+    from apps.tracking.selectors import ordered_points
+
+    run = RunFactory(project=project)
+    rng = random.Random(3)
+    batches = [[("loss", rng.randrange(0, 400), float(b * 1000 + i), T0 + i) for i in range(60)] for b in range(25)]
+    for pts in batches:
+        _ingest(run, pts)
+    expected = [v for _, _, _, v in sorted((s, b, i, v) for b, pts in enumerate(batches)
+                                           for i, (_, s, v, _) in enumerate(pts))]
+    streamed = [v for part in ordered_points(run=run, key="loss", want=70) for v in part.values.tolist()]
+    assert streamed == expected
+    client = client_for(alice)
+    got, query = [], {"key": "loss", "limit": 37}
+    while True:
+        body = client.get(_url(run, "points/"), query).json()
+        got += body["points"]
+        if not body["next"]:
+            break
+        query = {"key": "loss", "limit": 37, **body["next"]}
+    assert [p[1] for p in got] == expected
+    rows = list(csv.reader(io.StringIO(b"".join(client.get(_url(run, "export/")).streaming_content).decode())))
+    assert [float(r[2]) for r in rows[1:]] == expected
+    series = client.get(_url(run, "series/"), {"key": "loss", "max_points": 5000}).json()
+    assert series["downsampled"] is False and [p[1] for p in series["points"]] == expected
+
+
 def test_compare_runs(project, bob, client_for):
     a, b, c = (RunFactory(project=project, name=n) for n in ("a", "b", "c"))
     _ingest(a, [("loss", i, 1.0 / (i + 1), T0) for i in range(100)], {"lr": 0.1, "opt": "adam", "seed": 1})

@@ -1,7 +1,7 @@
 """Points move from one row each (MetricPoint) to one row per key and batch (MetricChunk).
 
 Existing points are packed into chunks of up to 4,096 points per key, in (step, id) order, so
-reads answer exactly what they answered before. On PostgreSQL the packed columns are stored
+reads answer exactly what they answered before. Level-1 rollups are dropped. On PostgreSQL the packed columns are stored
 uncompressed (random floats do not compress; trying costs ingestion time)."""
 import django.db.models.deletion
 import numpy as np
@@ -50,6 +50,12 @@ def chunks_to_points(apps, schema_editor):
         ], batch_size=2000)
 
 
+def drop_level_one_rollups(apps, schema_editor):
+    """Rollups start at level 2 (256 steps) now: shorter ranges decode raw chunks instead.
+    (Going back to 0001 leaves level-1 blocks missing: charts of short ranges would be empty.)"""
+    apps.get_model("tracking", "MetricRollup").objects.filter(level__lt=2).delete()
+
+
 def uncompressed_storage(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         for column in ("step_data", "value_data", "time_data"):
@@ -84,6 +90,7 @@ class Migration(migrations.Migration):
         ),
         migrations.RunPython(uncompressed_storage, migrations.RunPython.noop),
         migrations.RunPython(points_to_chunks, chunks_to_points),
+        migrations.RunPython(drop_level_one_rollups, migrations.RunPython.noop),
         migrations.DeleteModel(
             name='MetricPoint',
         ),
