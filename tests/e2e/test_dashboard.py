@@ -211,6 +211,8 @@ def test_submitted_job_goes_live_in_the_list_and_its_detail_page_draws_new_point
     chart = detail.get_by_test_id("metrics-chart")
     expect(chart).to_have_attribute("data-point-count", re.compile(r"^[1-9]\d*$"), timeout=UI)
     expect(detail.get_by_test_id("status-timeline")).to_be_visible()
+    expect(detail.get_by_test_id("status-timeline")).to_have_attribute("data-status", "running")
+    expect(detail.get_by_test_id("gpu-panels")).to_be_visible()
     expect(detail.get_by_test_id("events-table")).to_contain_text("Submitted")
     expect(detail.get_by_test_id("stop-workload")).to_be_enabled()
     loaded_points = int(chart.get_attribute("data-point-count"))
