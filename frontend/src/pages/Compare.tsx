@@ -16,6 +16,7 @@ import { useRunSeries, type RunSeriesSpec } from "../components/charts/useRunSer
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { formatNumber } from "../lib/format";
 import { differingKeys, metricValue, paramText, type MetricMode, type ParcoordsRun } from "../lib/parcoords";
+import { retryTransient } from "../lib/retry";
 import { allMetricKeys, defaultMetricKeys, parseRunIds, RUN_STATUS_COLOUR } from "../lib/runs";
 
 interface CompareAnswer {
@@ -55,6 +56,7 @@ function CompareView({ project }: { project: string }) {
         api.GET("/api/v1/projects/{project}/runs/compare/", { params: { path: { project }, query: { runs: idsKey } } }),
       )) as unknown as CompareAnswer,
     enabled: runIds.length > 0,
+    retry: retryTransient,
     refetchInterval: (query) => (query.state.data?.runs.some((r) => r.status === "running") ? 15_000 : false),
   });
 
@@ -83,8 +85,7 @@ function CompareView({ project }: { project: string }) {
       </Stack>
     );
   }
-  if (compare.isPending) return <Loading label="Loading the runs to compare…" />;
-  if (compare.error) {
+  if (compare.error && !compare.data) {
     const missing = missingRuns(compare.error);
     return (
       <Stack>
@@ -100,6 +101,7 @@ function CompareView({ project }: { project: string }) {
       </Stack>
     );
   }
+  if (!compare.data) return <Loading label="Loading the runs to compare…" />;
   return <CompareBody project={project} data={compare.data} onRemove={(id) => setRuns(runIds.filter((r) => r !== id))} />;
 }
 

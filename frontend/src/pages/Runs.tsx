@@ -15,6 +15,7 @@ import {
   allMetricKeys, applyRunsFrame, comparePath, defaultMetricKeys, latestFromSummaries, RUN_STATUS_COLOUR, workloadPath,
   type LatestValues,
 } from "../lib/runs";
+import { retryTransient } from "../lib/retry";
 import { useTopic } from "../live/LiveProvider";
 
 type Run = Schemas["Run"];
@@ -74,6 +75,7 @@ function RunsView({ project }: { project: string }) {
         }),
       ),
     placeholderData: keepPreviousData,
+    retry: retryTransient,
   });
   const workloads = useWorkloadNames(project);
   const refresh = useDebounced(() => queryClient.invalidateQueries({ queryKey: ["runs", project] }), 1500);

@@ -22,6 +22,7 @@ import { formatDuration, formatRelative } from "../lib/format";
 import { appendLog, appendNote, emptyLog, logText, type LogBuffer } from "../lib/logbuffer";
 import { allMetricKeys, defaultMetricKeys, isSystemKey, RUN_STATUS_COLOUR } from "../lib/runs";
 import { isFinal, KIND_LABEL, KINDS, statusColour, type WorkloadKind } from "../lib/status";
+import { retryTransient } from "../lib/retry";
 import { deriveSegments, layoutTimeline } from "../lib/timeline";
 import { gpuLabel } from "../lib/workloads";
 import { useTopic } from "../live/LiveProvider";
@@ -103,14 +104,15 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
   const runsKey = useMemo(() => ["workload-runs", project, id] as const, [project, id]);
   const [deleted, setDeleted] = useState(false);
 
-  const workload = useQuery({ queryKey: workloadKey, queryFn: () => getWorkload(project, kind, id) });
-  const events = useQuery({ queryKey: eventsKey, queryFn: () => getEvents(project, kind, id) });
+  const workload = useQuery({ queryKey: workloadKey, queryFn: () => getWorkload(project, kind, id), retry: retryTransient });
+  const events = useQuery({ queryKey: eventsKey, queryFn: () => getEvents(project, kind, id), retry: retryTransient });
   const status = workload.data?.status;
   const active = !!status && !isFinal(status);
   const runs = useQuery({
     queryKey: runsKey,
     queryFn: () =>
       unwrap(api.GET("/api/v1/projects/{project}/runs/", { params: { path: { project }, query: { workload: id, page_size: 100 } } })),
+    retry: retryTransient,
     // A run is made when an attempt starts: look again while the workload may still make one.
     refetchInterval: (query) => {
       if (!active) return false;
@@ -170,8 +172,7 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
     onError: (error) => notifications.show({ color: "red", title: "Could not stop the workload", message: (error as Error).message }),
   });
 
-  if (workload.isPending) return <Loading label="Loading the workload…" />;
-  if (workload.error) {
+  if (workload.error && !workload.data) {
     return (
       <Stack>
         <ErrorState error={workload.error} onRetry={() => workload.refetch()} />
@@ -182,6 +183,7 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
     );
   }
   const w = workload.data;
+  if (!w) return <Loading label="Loading the workload…" />;
   const runList = runs.data?.results ?? [];
 
   return (
