@@ -233,7 +233,15 @@ function Header({
   const now = useNow(15_000);
   const started = w.started_at ? Date.parse(w.started_at) : null;
   const ended = w.finished_at ? Date.parse(w.finished_at) : now;
-  const notebookUrl = (w.runtime as unknown as { url?: string } | null)?.url;
+  // The local backend records where a notebook or deployment listens (runtime.url, and the
+  // notebook's login token).
+  const runtime = (w.runtime ?? {}) as unknown as { url?: string; token?: string | null };
+  const serviceUrl =
+    runtime.url && w.status === "running"
+      ? w.kind === "notebook" && runtime.token
+        ? `${runtime.url}${runtime.url.includes("?") ? "&" : "?"}token=${encodeURIComponent(runtime.token)}`
+        : runtime.url
+      : null;
   return (
     <Card withBorder padding="md">
       <Group justify="space-between" align="flex-start" wrap="nowrap">
@@ -260,9 +268,9 @@ function Header({
           )}
         </Stack>
         <Group gap="xs" wrap="nowrap">
-          {notebookUrl && w.status === "running" && (
-            <Button component="a" href={notebookUrl} target="_blank" rel="noreferrer" variant="light">
-              Open notebook
+          {serviceUrl && w.kind !== "training" && (
+            <Button component="a" href={serviceUrl} target="_blank" rel="noreferrer" variant="light" data-testid="open-service">
+              {w.kind === "notebook" ? "Open notebook" : "Open endpoint"}
             </Button>
           )}
           <Button component={Link} to={`/projects/${project}/runs?workload=${w.id}`} variant="default">
