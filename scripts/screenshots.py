@@ -251,27 +251,29 @@ class Api:
         return answer["results"] if isinstance(answer, dict) else answer
 
 
-def seed_through_api(api: Api, *, with_gpu_pool: bool, pool: str | None = None) -> dict:
+def seed_through_api(api: Api, *, with_gpu_pool: bool, pool: str | None = None, suffix: str = "") -> dict:
+    """Runs and jobs made through the API; `suffix` keeps the names unique on a shared Cairn."""
     log("logging a sweep of three runs with the SDK")
+    sweep_runs = [(name + suffix, *rest) for name, *rest in SWEEP]
     sweep = [subprocess.Popen([sys.executable, "-c", SWEEP_RUN, api.url, api.token, api.project, *run],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT) for run in SWEEP]
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT) for run in sweep_runs]
     example = str(ROOT / "examples" / "train.py")
     where = {"pool": pool} if pool else {}
-    done = api.submit(name="resnet50-baseline", **where, command=["python", example], replicas=1,
+    done = api.submit(name="resnet50-baseline" + suffix, **where, command=["python", example], replicas=1,
                       env={"STEPS": "60", "STEP_SECONDS": "0.02", "LR": "0.02"},
                       resources={"cpu": 0.5, "memory": "512Mi"})
-    failed = api.submit(name="vit-augment-test", **where, command="python -c \"import sys; print('loading conf/augment.yaml');"
+    failed = api.submit(name="vit-augment-test" + suffix, **where, command="python -c \"import sys; print('loading conf/augment.yaml');"
                         " sys.exit('config not found: conf/augment.yaml')\"",
                         resources={"cpu": 0.25, "memory": "256Mi"})
     api.wait_status(done["id"], ("succeeded", "failed"))
     api.wait_status(failed["id"], ("succeeded", "failed"))
-    running = api.submit(name="resnet50-finetune", **where, command=["python", example], replicas=2, priority="P2",
+    running = api.submit(name="resnet50-finetune" + suffix, **where, command=["python", example], replicas=2, priority="P2",
                          env={"STEPS": "5000", "STEP_SECONDS": "0.25", "LR": "0.01"},
                          resources={"cpu": 0.5, "memory": "512Mi"})
     api.wait_status(running["id"], ("running",))
     # waits for this machine's CPUs while the fine-tuning runs
     cores = os.cpu_count() or 2
-    api.submit(name="vit-large-pretrain", **where, command=["python", example], replicas=1,
+    waiting = api.submit(name="vit-large-pretrain" + suffix, **where, command=["python", example], replicas=1,
                resources={"cpu": cores, "memory": "1Gi"}, env={"STEPS": "100"})
     if with_gpu_pool:  # beyond the project's 8 GPUs on a100, and it may not borrow: it waits
         api.submit(name="llama-sft-70b", command="torchrun --nproc_per_node 8 sft.py", pool="a100", replicas=2,
@@ -281,7 +283,8 @@ def seed_through_api(api: Api, *, with_gpu_pool: bool, pool: str | None = None) 
         if process.returncode != 0:
             raise SystemExit(f"a sweep run failed:\n{output}")
     by_name = {run["name"]: run["id"] for run in api.runs()}
-    return {"running": running["id"], "sweep": [by_name[name] for name, *_ in SWEEP]}
+    return {"running": running["id"], "sweep": [by_name[name] for name, *_ in sweep_runs],
+            "started": [running["id"], waiting["id"]]}
 
 
 # ---------------------------------------------------------------- the pictures
@@ -360,8 +363,12 @@ def main() -> int:
         raise SystemExit(f"Debian's chromium is needed at {CHROMIUM}: make chromium (apt-get install -y chromium)")
     if args.url:
         api = Api(args.url, args.username, args.password, args.project)
-        demo = seed_through_api(api, with_gpu_pool=False)
-        take_screenshots(args.url, args.username, args.password, args.project, demo, args.out)
+        demo = seed_through_api(api, with_gpu_pool=False, suffix=f"-{os.urandom(2).hex()}")
+        try:
+            take_screenshots(args.url, args.username, args.password, args.project, demo, args.out)
+        finally:  # leave that Cairn as it was: stop the jobs this script started
+            for workload_id in demo["started"]:
+                api.http.post(api.project_url(f"training-jobs/{workload_id}/stop/"), timeout=30)
         return 0
     if not os.environ.get("DATABASE_URL"):
         # a private PostgreSQL and Redis for this run, like the tests
