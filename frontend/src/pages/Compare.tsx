@@ -149,7 +149,7 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
     [runs, paramsByRun, metric, mode, data.summaries],
   );
 
-  const metricSelect = (
+  const metricSelect = (testId: string) => (
     <Select
       size="xs"
       label="Metric"
@@ -160,7 +160,7 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
       allowDeselect={false}
       w={240}
       nothingFoundMessage="No such metric"
-      data-testid="compare-metric"
+      data-testid={testId}
       placeholder={metricKeys.length ? "Pick a metric" : "No metrics logged"}
     />
   );
@@ -213,7 +213,7 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
           revision={curves.revision}
           loadRange={curves.loadRange}
           height={320}
-          toolbar={metricSelect}
+          toolbar={metricSelect("compare-metric")}
           emptyMessage={
             !metric
               ? "These runs have logged no metrics yet."
@@ -323,7 +323,7 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
               w={320}
               placeholder={allParamKeys.length ? "Pick params" : "No params logged"}
             />
-            {metricSelect}
+            {metricSelect("parcoords-metric")}
             <Box>
               <Text size="xs" fw={500} mb={2}>
                 Final value

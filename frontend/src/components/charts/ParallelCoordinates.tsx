@@ -31,40 +31,22 @@ export function ParallelCoordinates({ runs, paramKeys, metricLabel, height = 320
     () => layoutParcoords(runs, paramKeys, metricLabel, plotWidth, height, MARGINS),
     [runs, paramKeys, metricLabel, plotWidth, height],
   );
+  const halo = scheme === "dark" ? "var(--mantine-color-dark-6)" : "var(--mantine-color-white)";
   const hovered = layout.lines.find((l) => l.runId === hover) ?? null;
 
   return (
     <Box ref={ref} data-testid="parallel-coordinates" data-axes={layout.axes.length} data-lines={layout.lines.length}>
       <svg width={plotWidth} height={height} role="img" aria-label={`Parallel coordinates of ${runs.length} runs`} style={{ display: "block" }}>
         {layout.axes.map((axis) => (
-          <g key={axis.key} data-axis={axis.key}>
-            <line x1={axis.x} x2={axis.x} y1={MARGINS.top} y2={height - MARGINS.bottom} stroke={chrome.axis} strokeWidth={1} />
-            <text
-              x={axis.x}
-              y={MARGINS.top - 16}
-              textAnchor="middle"
-              fontSize={12}
-              fontWeight={axis.source === "metric" ? 700 : 600}
-              fill={chrome.axis}
-            >
-              <title>{axis.label}</title>
-              {shorten(axis.label, 18)}
-              {axis.kind === "log" && (
-                <tspan fontSize={9} fontWeight={400} dx={4}>
-                  log
-                </tspan>
-              )}
-            </text>
-            {axis.ticks.map((tick) => (
-              <g key={`${tick.label}-${tick.y}`}>
-                <line x1={axis.x - 4} x2={axis.x} y1={tick.y} y2={tick.y} stroke={chrome.axis} />
-                <text x={axis.x - 6} y={tick.y + 3.5} textAnchor="end" fontSize={10} fill={chrome.axis}>
-                  <title>{tick.label}</title>
-                  {shorten(tick.label)}
-                </text>
-              </g>
-            ))}
-          </g>
+          <line
+            key={axis.key}
+            x1={axis.x}
+            x2={axis.x}
+            y1={MARGINS.top}
+            y2={height - MARGINS.bottom}
+            stroke={chrome.axis}
+            strokeWidth={1}
+          />
         ))}
         {layout.lines.map((line) => {
           const dim = hover !== null && hover !== line.runId;
@@ -91,6 +73,35 @@ export function ParallelCoordinates({ runs, paramKeys, metricLabel, height = 320
             </g>
           );
         })}
+        {layout.axes.map((axis) => (
+          <g key={axis.key} data-axis={axis.key} pointerEvents="none" paintOrder="stroke" stroke={halo} strokeWidth={3} strokeLinejoin="round">
+            <text
+              x={axis.x}
+              y={MARGINS.top - 16}
+              textAnchor="middle"
+              fontSize={12}
+              fontWeight={axis.source === "metric" ? 700 : 600}
+              fill={chrome.axis}
+            >
+              <title>{axis.label}</title>
+              {shorten(axis.label, 18)}
+              {axis.kind === "log" && (
+                <tspan fontSize={9} fontWeight={400} dx={4}>
+                  log
+                </tspan>
+              )}
+            </text>
+            {axis.ticks.map((tick) => (
+              <g key={`${tick.label}-${tick.y}`}>
+                <line x1={axis.x - 4} x2={axis.x} y1={tick.y} y2={tick.y} stroke={chrome.axis} strokeWidth={1} />
+                <text x={axis.x - 6} y={tick.y + 3.5} textAnchor="end" fontSize={10} fill={chrome.axis}>
+                  <title>{tick.label}</title>
+                  {shorten(tick.label)}
+                </text>
+              </g>
+            ))}
+          </g>
+        ))}
       </svg>
       <Group justify="space-between" mt={4} gap="md" wrap="wrap">
         <Text size="xs" c="dimmed" mih={18}>
