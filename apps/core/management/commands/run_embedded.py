@@ -5,6 +5,7 @@ outbox relay (which runs tasks in-process) and the local reconciler. Ctrl-C stop
 server, then the loops, then every replica process Cairn started.
 """
 import logging
+import os
 import threading
 
 from django.conf import settings
@@ -52,6 +53,10 @@ class Command(BaseCommand):
             thread.start()
 
         url = f"http://{host}:{port}"
+        if "CAIRN_PUBLIC_URL" not in os.environ:
+            # Jobs report metrics to the address this server really listens on.
+            local_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+            settings.CAIRN["PUBLIC_URL"] = f"http://{local_host}:{port}"
         self.stdout.write(self.style.SUCCESS(f"\nCairn is running at {url}  (API docs: {url}/api/docs/)"))
         if not no_demo:
             from .seed_demo import _admin_password
