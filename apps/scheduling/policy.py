@@ -95,6 +95,9 @@ class PendingWorkload:
     gpu_model: str = ""  # allowed models, "|"-separated ("A100|H100"); empty: any
     expected_seconds: float | None = None  # how long it will hold its resources, when known
     name: str = ""
+    # Requeued after a preemption: the workload that preempted it. While that one is still
+    # pending, this one is not considered before it (it must not take back what it gave up).
+    preempted_by: int | None = None
 
 
 @dataclass(frozen=True)
@@ -622,22 +625,44 @@ class _Cycle:
     # in Kueue: nominal is guaranteed, so a reclaim is not undone by a borrower taking the freed
     # resources back); then priority, then fair share, then submit time. Within a project, a
     # higher priority always goes first. Dynamic: shares change as the cycle admits.
+    #
+    # A workload requeued after a preemption is not considered before its preemptor while that
+    # one is pending: otherwise a borrower could take back the very resources it was preempted
+    # to free (ordered first because its project's head differs), and the preemptor would
+    # preempt again, and again (preemption ping-pong). Its project's queue waits meanwhile.
     def _order(self) -> Iterable[PendingWorkload]:
         queues: dict[tuple[str, str], list[PendingWorkload]] = {}
         for w in self.snap.pending:
             queues.setdefault((w.pool, w.project), []).append(w)
+        pending = {w.id for w in self.snap.pending}
+        decided: set[int] = set()
+        held: dict[int, list[tuple[str, str]]] = {}  # preemptor id -> queues waiting for it
         heap = []
         for key, items in queues.items():
             items.sort(key=lambda w: (w.priority, w.submitted_at, w.id), reverse=True)
             heap.append(self._entry(key, items[-1]))
         heapq.heapify(heap)
-        while heap:
+        while heap or held:
+            if not heap:  # only holds left (preemptors waiting on each other): release them all
+                for keys in held.values():
+                    heap.extend(self._entry(k, queues[k][-1]) for k in keys)
+                held.clear()
+                pending = set()
+                heapq.heapify(heap)
+                continue
             key = heapq.heappop(heap)[-1]
             items = queues[key]
+            by = items[-1].preempted_by
+            if by is not None and by in pending and by not in decided and by != items[-1].id:
+                held.setdefault(by, []).append(key)
+                continue
             w = items.pop()
             yield w
+            decided.add(w.id)
             if items:
                 heapq.heappush(heap, self._entry(key, items[-1]))
+            for k in held.pop(w.id, ()):
+                heapq.heappush(heap, self._entry(k, queues[k][-1]))
 
     def _entry(self, key, w: PendingWorkload):
         q = self.cohorts[w.pool].quotas.get(w.project) if w.pool in self.cohorts else None

@@ -109,7 +109,7 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
         PendingWorkload(
             id=w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority, submitted_at=w.created_at,
             replicas=w.replicas, per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), gpu_model=w.gpu_model,
-            name=w.name,
+            name=w.name, preempted_by=(w.runtime or {}).get("preempted_by"),
         )
         for w in Workload.objects.filter(status=WorkloadStatus.QUEUED).select_related("project", "pool")
     ]

@@ -266,7 +266,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                 if progress:
                     progress(1)
             else:  # a preempted job has exited: requeue it with the work it has left
-                pending[job_id] = _pending(by_id[job_id], known_durations, remaining[job_id])
+                pending[job_id] = _pending(by_id[job_id], known_durations, remaining[job_id],
+                                           preempted_by=state.preempted_for)
         if cycle_due is not None and cycle_due <= t:
             cycle_due = None
             changed = True
@@ -339,11 +340,11 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
     )
 
 
-def _pending(j: SimJob, known_durations: bool, left: float) -> PendingWorkload:
+def _pending(j: SimJob, known_durations: bool, left: float, preempted_by: int | None = None) -> PendingWorkload:
     return PendingWorkload(
         id=j.id, project=j.project, pool=j.pool, priority=j.priority, submitted_at=EPOCH + timedelta(seconds=j.arrival),
         replicas=j.replicas, per_replica=j.per_replica, gpu_model=j.gpu_model,
-        expected_seconds=left if known_durations else None,
+        expected_seconds=left if known_durations else None, preempted_by=preempted_by,
     )
 
 

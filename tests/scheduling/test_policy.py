@@ -227,6 +227,34 @@ def test_a_project_reclaiming_its_nominal_preempts_only_borrowers():
     assert preempted(decisions) == {10}
 
 
+def test_a_requeued_victim_does_not_take_back_what_it_freed_for_its_pending_preemptor():
+    # x's queue is headed by a big P3 job that would borrow, so x's small in-nominal job W comes
+    # after it; y's requeued victim V (P2, borrowing) would come before both and take back the
+    # GPU it was preempted to free, and W would preempt again next cycle (ping-pong).
+    quotas = [quota("x", gpus=2), quota("y", gpus=2)]
+    run = [running(10, project="x", priority=0), running(11, project="y", priority=2),
+           running(12, project="y", priority=2)]
+    head = job(1, project="x", priority=3, gpu=4000, at=0)
+    w = job(2, project="x", priority=4, gpu=1000, at=1)
+    v = PendingWorkload(id=3, project="y", pool="p", priority=2, submitted_at=T0, replicas=1,
+                        per_replica=Resources(1000, 1000, 1024), preempted_by=2)
+    decisions = by_id(schedule(snap([node("n1", gpus=4)], quotas, [head, w, v], run)))
+    assert isinstance(decisions[2], Admit)
+    assert isinstance(decisions[3], Wait) and decisions[3].reason.startswith("quota:")
+    # Once its preemptor is no longer pending, it is ordered as usual.
+    again = by_id(schedule(snap([node("n1", gpus=4)], quotas, [head, v], run)))
+    assert isinstance(again[3], Admit)
+
+
+def test_workloads_that_name_each_other_as_preemptor_still_get_a_decision():
+    a = PendingWorkload(id=1, project="a", pool="p", priority=3, submitted_at=T0, replicas=1,
+                        per_replica=Resources(1000, 1000, 1024), preempted_by=2)
+    b = PendingWorkload(id=2, project="b", pool="p", priority=3, submitted_at=T0, replicas=1,
+                        per_replica=Resources(1000, 1000, 1024), preempted_by=1)
+    decisions = by_id(schedule(snap([node("n1")], [quota("a"), quota("b")], [a, b])))
+    assert isinstance(decisions[1], Admit) and isinstance(decisions[2], Admit)
+
+
 def test_stopping_workloads_are_not_preempted_twice():
     run = [running(10, priority=5, gpu=8000, stopping=True, end=T0 + timedelta(seconds=20))]
     decisions = schedule(snap([node("n1")], [quota(gpus=16)], [job(1, priority=0, gpu=8000)], run))

@@ -114,3 +114,13 @@ def test_stopped_while_scheduling_is_not_admitted(setup):
     workload.refresh_from_db()
     assert workload.status == "stopped"
     assert not OutboxMessage.objects.filter(topic="workload.dispatch").exists()
+
+
+def test_snapshot_carries_the_preemptor_of_a_requeued_workload(setup):
+    from apps.scheduling.services import scheduling_snapshot
+
+    project, pool = setup
+    preemptor = WorkloadFactory(project=project, pool=pool)
+    victim = WorkloadFactory(project=project, pool=pool, runtime={"preempted": False, "preempted_by": preemptor.pk})
+    pending = {w.id: w for w in scheduling_snapshot().pending}
+    assert pending[victim.pk].preempted_by == preemptor.pk and pending[preemptor.pk].preempted_by is None
