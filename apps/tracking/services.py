@@ -438,3 +438,15 @@ def run_env_for_attempt(*, workload: Workload, attempt: int) -> dict[str, str]:
     fresh write-only run token (CAIRN_RUN_ID, CAIRN_RUN_TOKEN). Called by the backends at launch."""
     run = run_for_attempt(workload=workload, attempt=attempt)
     return {"CAIRN_RUN_ID": str(run.pk), "CAIRN_RUN_TOKEN": run_token_create(run=run)}
+
+
+def runs_close_for_workload(*, workload: Workload, succeeded: bool) -> int:
+    """Close the runs a workload's attempt left open when the attempt ends (exit, stop,
+    preemption, loss): a killed script never calls finish, and its run would say "running"
+    forever. The SDK flushes before its process exits, and the attempt only ends after that."""
+    status = RunStatus.FINISHED if succeeded else RunStatus.FAILED
+    closed = 0
+    for run in Run.objects.filter(workload=workload, status=RunStatus.RUNNING):
+        run_finish(run=run, status=status)
+        closed += 1
+    return closed

@@ -125,6 +125,11 @@ def workload_transition(
             usage_open(workload=workload, at=now)
         elif current in ACTIVE and to_status not in ACTIVE:
             usage_close(workload=workload, at=now)
+        if current in ACTIVE and (to_status in TERMINAL or to_status == S.QUEUED):
+            from apps.tracking.services import runs_close_for_workload
+
+            # The attempt is over: its tracking runs stop saying "running".
+            runs_close_for_workload(workload=workload, succeeded=to_status in (S.SUCCEEDED, S.STOPPED))
         workload_event_record(
             workload=workload, reason=reason, message=message, type=event_type,
             from_status=current, to_status=to_status,
