@@ -7,6 +7,7 @@ from django.http import HttpRequest
 from apps.core.admin import cores, memory
 
 from .models import Cluster, ClusterCredential, Node, ResourcePool
+from .services import node_cordon, node_uncordon
 
 
 def _per(model, fk: str, aggregate) -> Coalesce:
@@ -90,7 +91,7 @@ class NodeAdmin(admin.ModelAdmin):
     list_filter = ["cluster", "pool", "health", "schedulable", "gpu_model"]
     list_select_related = ["cluster", "pool"]
     search_fields = ["name", "gpu_model", "topology_domain"]
-    readonly_fields = ["created_at", "last_seen_at"]
+    readonly_fields = ["created_at", "last_seen_at", "cordon_reason"]
     actions = ["cordon", "uncordon"]
     fieldsets = [
         (None, {"fields": ["cluster", "pool", "name", "health", "schedulable", "last_seen_at", "created_at"]}),
@@ -114,10 +115,13 @@ class NodeAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cordon: stop placing new workloads on the selected nodes", permissions=["change"])
     def cordon(self, request: HttpRequest, queryset: QuerySet[Node]) -> None:
-        count = queryset.update(schedulable=False)
-        self.message_user(request, f"Cordoned {count} node(s). Running workloads keep running.", messages.SUCCESS)
+        for node in queryset:
+            node_cordon(node=node, reason="AdminCordon", message=f"Cordoned by {request.user} in the admin.")
+        self.message_user(request, f"Cordoned {queryset.count()} node(s). Running workloads keep running.",
+                          messages.SUCCESS)
 
     @admin.action(description="Uncordon: allow new workloads on the selected nodes", permissions=["change"])
     def uncordon(self, request: HttpRequest, queryset: QuerySet[Node]) -> None:
-        count = queryset.update(schedulable=True)
-        self.message_user(request, f"Made {count} node(s) schedulable.", messages.SUCCESS)
+        for node in queryset:
+            node_uncordon(node=node, message=f"Uncordoned by {request.user} in the admin.")
+        self.message_user(request, f"Made {queryset.count()} node(s) schedulable.", messages.SUCCESS)

@@ -52,6 +52,9 @@ class Node(models.Model):
     topology_domain = models.CharField(max_length=100, blank=True)
     health = models.CharField(max_length=16, choices=NodeHealth.choices, default=NodeHealth.UNKNOWN)
     schedulable = models.BooleanField(default=True)
+    # Why Cairn itself holds the node cordoned (a GPU fault, an admin). While set, the backend's
+    # inventory sync cannot make the node schedulable again; node_uncordon clears it.
+    cordon_reason = models.CharField(max_length=200, blank=True)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

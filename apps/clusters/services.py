@@ -92,6 +92,8 @@ def local_cluster_register() -> Node:
             defaults={**measured, "pool": pool, "last_seen_at": now},
         )
         if not created:
+            if node.cordon_reason and node.health == NodeHealth.UNHEALTHY:
+                measured.pop("health")  # a fault Cairn cordoned for outlives a restart
             changed = [field for field, value in measured.items() if getattr(node, field) != value]
             for field in changed:
                 setattr(node, field, measured[field])
@@ -111,6 +113,8 @@ def node_cordon(*, node: Node, reason: str, message: str, health: str | None = N
         changes: dict = {}
         if locked.schedulable:
             changes["schedulable"] = False
+        if locked.cordon_reason != reason[:200]:
+            changes["cordon_reason"] = reason[:200]
         if health is not None and locked.health != health:
             changes["health"] = health
         if changes:
@@ -119,6 +123,22 @@ def node_cordon(*, node: Node, reason: str, message: str, health: str | None = N
                 setattr(locked, field, value)
             logger.warning("node %s cordoned (%s): %s", locked, reason, message)
         publish(NODE_CHANGES_GROUP, node_changed_event(locked, reason=reason, message=message))
+    return locked
+
+
+def node_uncordon(*, node: Node, reason: str = "Uncordoned", message: str = "") -> Node:
+    """Take new workloads on `node` again and drop Cairn's hold on it. The administrator who
+    uncordons a node Cairn cordoned for a fault vouches for it: its health becomes healthy
+    (the backend's next inventory pass reports the truth again)."""
+    with transaction.atomic():
+        locked = Node.objects.select_for_update(of=("self",)).select_related("cluster", "pool").get(pk=node.pk)
+        changes: dict = {"schedulable": True, "cordon_reason": ""}
+        if locked.health == NodeHealth.UNHEALTHY and locked.cordon_reason:
+            changes["health"] = NodeHealth.HEALTHY
+        Node.objects.filter(pk=locked.pk).update(**changes)
+        for field, value in changes.items():
+            setattr(locked, field, value)
+        publish(NODE_CHANGES_GROUP, node_changed_event(locked, reason=reason, message=message or "Node uncordoned."))
     return locked
 
 

@@ -97,7 +97,13 @@ def test_a_gpu_fault_cordons_the_node_and_the_scheduler_avoids_it(gpu_node, proj
     waiting.refresh_from_db()
     assert waiting.status == "queued"
     # ...until an administrator uncordons it.
-    Node.objects.filter(pk=gpu_node.pk).update(schedulable=True, health="healthy")
+    from apps.clusters.services import node_uncordon
+
+    gpu_node.refresh_from_db()
+    assert gpu_node.cordon_reason  # Cairn holds the cordon: a backend sync cannot lift it
+    node_uncordon(node=gpu_node)
+    gpu_node.refresh_from_db()
+    assert gpu_node.schedulable and gpu_node.cordon_reason == "" and gpu_node.health == "healthy"
     scheduling_cycle()
     waiting.refresh_from_db()
     assert waiting.status == "admitted" and waiting.placement[0]["node"] == "gpu-node-1"

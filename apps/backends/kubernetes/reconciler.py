@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from apps.backends.base import LOST, TransientBackendError
 from apps.clusters.choices import Backend as BackendName
+from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Cluster, Node, ResourcePool
 from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
 from apps.workloads.models import Workload
@@ -378,6 +379,10 @@ class ClusterReconciler:
                 Node.objects.create(cluster=cluster, name=name, pool=pool, last_seen_at=now, **fields)
                 counts["created"] += 1
                 continue
+            if node.cordon_reason:  # Cairn's own cordon (a GPU fault, an admin) outlives the Node's state
+                fields["schedulable"] = False
+                if node.health == NodeHealth.UNHEALTHY:
+                    fields["health"] = node.health
             changed = [f for f, v in fields.items() if getattr(node, f) != v]
             if pool is not None and node.pool_id is None:
                 node.pool = pool

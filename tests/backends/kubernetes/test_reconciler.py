@@ -195,6 +195,24 @@ def test_nodes_added_cordoned_not_ready_and_removed_are_reflected(reconciler, ku
     assert until(reconciler, lambda: not Node.objects.filter(name="gpu-a").exists())
 
 
+def test_a_cordon_cairn_holds_survives_the_node_sync_until_uncordoned(reconciler, kubelet, k8s_pool):
+    from apps.clusters.services import node_cordon, node_uncordon
+
+    kubelet.add_node("gpu-b", gpus=8)
+    assert until(reconciler, lambda: Node.objects.filter(name="gpu-b", health="healthy").exists())
+    node_cordon(node=Node.objects.get(name="gpu-b"), reason="GpuXidError", message="XID 79 on GPU 3.",
+                health="unhealthy")
+    # The Kubernetes Node still says schedulable and Ready; Cairn's cordon and health stay.
+    kubelet.core.patch_node("gpu-b", {"metadata": {"labels": {"touched": "yes"}}})
+    assert until(reconciler, lambda: Node.objects.get(name="gpu-b").labels.get("touched") == "yes")
+    node = Node.objects.get(name="gpu-b")
+    assert (node.schedulable, node.health, node.cordon_reason) == (False, "unhealthy", "GpuXidError")
+
+    node_uncordon(node=node)
+    assert until(reconciler, lambda: Node.objects.get(name="gpu-b").health == "healthy")
+    assert Node.objects.get(name="gpu-b").schedulable is True
+
+
 def test_nodes_go_to_the_pool_whose_selector_they_match(reconciler, kubelet, k8s_cluster):
     from tests.factories import PoolFactory
 
