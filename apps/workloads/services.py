@@ -163,6 +163,11 @@ def workload_submit(
                 message=f"Submitted by {created_by.username if created_by else 'system'}.",
             )
             outbox_enqueue(topic="scheduling.cycle", payload={})
+            # What a list row needs, for the dashboard's live `workloads` topic (docs/live.md).
+            publish(project_group(project.pk), {
+                "type": "workload.created", "workload": workload.pk, "name": workload.name, "kind": workload.kind,
+                "status": workload.status,
+            })
     except IntegrityError:
         raise ConflictError(f"A workload named '{name}' already exists in project '{project.slug}'.") from None
     return workload
@@ -236,7 +241,10 @@ def workload_delete(*, workload: Workload) -> None:
         raise ConflictError(
             f"Workload '{workload.name}' is {workload.status}; stop it and wait until it has finished before deleting it."
         )
-    workload.delete()
+    workload_id, project_id = workload.pk, workload.project_id
+    with transaction.atomic():
+        workload.delete()
+        publish(project_group(project_id), {"type": "workload.deleted", "workload": workload_id})
 
 
 def workload_validate_pool(*, project: Project, pool_name: str | None) -> ResourcePool:

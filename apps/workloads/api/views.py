@@ -8,7 +8,6 @@ from rest_framework.response import Response
 
 from apps.core.api.views import ProjectScopedViewSet
 from apps.core.errors import ServiceError
-from apps.core.realtime import project_group, publish
 from apps.core.serializers import DetailSerializer
 from apps.projects.choices import Action
 
@@ -72,20 +71,11 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
         pool = workload_validate_pool(project=self.project, pool_name=serializer.validated_data.get("pool"))
         workload = workload_submit(project=self.project, pool=pool, created_by=request.user,
                                    **serializer.to_submission())
-        # For the dashboard's live `workloads` topic (docs/live.md); the service already announced
-        # the Submitted event, this carries what a list row needs.
-        publish(project_group(workload.project_id), {
-            "type": "workload.created", "workload": workload.pk, "name": workload.name, "kind": workload.kind,
-            "status": workload.status,
-        })
         return Response(WorkloadSerializer(workload).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={204: None, **ERRORS}, summary="Delete a finished workload")
     def destroy(self, request, project=None, pk=None):
-        workload = self.get_object()
-        workload_id, project_id = workload.pk, workload.project_id
-        workload_delete(workload=workload)
-        publish(project_group(project_id), {"type": "workload.deleted", "workload": workload_id})
+        workload_delete(workload=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, responses={202: WorkloadSerializer, **ERRORS},
