@@ -83,8 +83,9 @@ def wait_up(url: str, timeout: float = 120) -> None:
 
 def start_cairn(db_url: str, workers: int, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": db_url, "CAIRN_MODE": "server", "DJANGO_SETTINGS_MODULE": "config.settings",
-           "LOG_LEVEL": "WARNING", "DB_CONN_MAX_AGE": "600"}
+    env = {**os.environ, "DATABASE_URL": db_url, "CAIRN_MODE": "server", "DJANGO_SETTINGS_MODULE": "tracking_settings",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), str(ROOT)]), "LOG_LEVEL": "WARNING",
+           "DB_CONN_MAX_AGE": "600"}
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
                              "--port", str(port), "--workers", str(workers), "--log-level", "warning",
                              "--no-access-log"], cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,

@@ -22,6 +22,9 @@ DEFAULTS = {
     # while a client is slow (older ones are dropped and the frame says how many).
     "TRACKING_LIVE_MAX_FPS": 10,
     "TRACKING_LIVE_BUFFER_POINTS": 10_000,
+    # Under the ASGI server, the latest values sent to project-wide subscribers are gathered for
+    # this long (seconds) into one event per project (see services.points_publish).
+    "TRACKING_LIVE_PROJECT_WINDOW": 0.05,
 }
 
 

@@ -14,6 +14,7 @@ import asyncio
 import time
 from urllib.parse import parse_qs
 
+import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
@@ -71,6 +72,18 @@ class _Subscription:
 
 
 class TrackingLiveConsumer(AsyncJsonWebsocketConsumer):
+    async def dispatch(self, message):
+        # Channels runs close_old_connections (a hop to a thread) before every message; live
+        # events touch no database, and a busy run sends many per second per subscriber.
+        if message.get("type") == "cairn.event":
+            await self.cairn_event(message)
+            return
+        await super().dispatch(message)
+
+    @classmethod
+    async def encode_json(cls, content):
+        return orjson.dumps(content).decode()
+
     async def connect(self):
         self.subscriptions: dict[str, _Subscription] = {}
         self.user = await _authenticate(self.scope)

@@ -40,7 +40,8 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def uses_pool(request) -> bool:
-    return (isinstance(request, ASGIRequest) and setting("TRACKING_DB_THREADS") > 0
+    """`request` is a Django request, or None from tracking's own ASGI entry (always ASGI)."""
+    return ((request is None or isinstance(request, ASGIRequest)) and setting("TRACKING_DB_THREADS") > 0
             and connections["default"].vendor == "postgresql")
 
 

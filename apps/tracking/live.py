@@ -28,11 +28,13 @@ class Coalescer:
                 self.points.setdefault(key, deque()).extend(rows)
                 self.count += len(rows)
             self._trim()
-        elif kind == "run.latest":
-            mine = self.latest.setdefault(event["run"], {})
-            for key, row in event["latest"].items():
-                if key not in mine or row[0] >= mine[key][0]:
-                    mine[key] = row
+        elif kind == "run.latest":  # one run ("run", "latest") or several gathered ("runs": {"7": latest})
+            gathered = event.get("runs") or {event["run"]: event["latest"]}
+            for run, latest in gathered.items():
+                mine = self.latest.setdefault(int(run), {})
+                for key, row in latest.items():
+                    if key not in mine or row[0] >= mine[key][0]:
+                        mine[key] = row
             if sum(len(v) for v in self.latest.values()) > self.max_points:  # absurdly many keys: keep newest runs
                 oldest = next(iter(self.latest))
                 self.dropped += len(self.latest.pop(oldest))

@@ -19,6 +19,7 @@ from apps.workloads.models import Workload
 from . import downsample
 from . import points as points_
 from .choices import RunStatus, can_transition
+from .conf import setting
 from .events import metrics_event, project_runs_group, run_group, status_event, summary_event
 from .models import IngestBatch, MetricChunk, MetricRollup, MetricSummary, Param, Run, RunToken
 from .validation import Batch, check_key
@@ -137,22 +138,56 @@ def run_ingest(*, run: Run, batch: Batch) -> IngestResult:
     return IngestResult(points=len(points), params=len(batch.params), duplicate=False)
 
 
-async def points_publish(*, run_id: int, project_id: int, rows: IngestRows) -> None:
-    """Send the points of a committed batch to the run's and the project's live subscribers (once
-    per batch; each subscription coalesces). From async code, where run_ingest's on_commit is not."""
+async def points_publish(*, run_id: int, project_id: int, rows: IngestRows, coalesce_project: bool = False) -> None:
+    """Send the points of a committed batch to the run's live subscribers, and its latest values
+    to the project's, from async code (where run_ingest's on_commit is not).
+
+    `coalesce_project` (a long-lived event loop: the ASGI server) gathers the project's latest
+    values of every run for TRACKING_LIVE_PROJECT_WINDOW seconds into one event: project views
+    are coalesced to a few frames per second anyway, and a project with many runs logging fast
+    would otherwise cost one channel-layer send per batch for them."""
     layer = get_channel_layer()
     if layer is None:
         return
+    sends = [layer.group_send(run_group(run_id), {"type": "cairn.event",
+                                                  "event": metrics_event(run_id=run_id, by_key=rows.by_key)})]
+    if coalesce_project:
+        _latest_later(layer, project_id, run_id, rows.latest())
+    else:
+        sends.append(layer.group_send(project_runs_group(project_id), {
+            "type": "cairn.event", "event": summary_event(run_id=run_id, latest=rows.latest())}))
     try:
-        await asyncio.gather(
-            layer.group_send(run_group(run_id), {"type": "cairn.event",
-                                                 "event": metrics_event(run_id=run_id, by_key=rows.by_key)}),
-            layer.group_send(project_runs_group(project_id), {"type": "cairn.event",
-                                                              "event": summary_event(run_id=run_id,
-                                                                                     latest=rows.latest())}),
-        )
+        await asyncio.gather(*sends)
     except Exception as exc:  # noqa: BLE001 - realtime is best effort; the database is the truth
         logger.warning("realtime: could not publish the points of run %s: %s", run_id, exc)
+
+
+_latest_pending: dict[asyncio.AbstractEventLoop, dict[int, dict[str, dict[str, list]]]] = {}
+
+
+def _latest_later(layer, project_id: int, run_id: int, latest: dict[str, list]) -> None:
+    loop = asyncio.get_running_loop()
+    pending = _latest_pending.setdefault(loop, {})
+    runs = pending.get(project_id)
+    if runs is None:
+        pending[project_id] = runs = {}
+        loop.call_later(setting("TRACKING_LIVE_PROJECT_WINDOW"),
+                        lambda: loop.create_task(_latest_flush(layer, project_id, pending)))
+    mine = runs.setdefault(str(run_id), {})
+    for key, row in latest.items():
+        if key not in mine or row[0] >= mine[key][0]:
+            mine[key] = row
+
+
+async def _latest_flush(layer, project_id: int, pending: dict) -> None:
+    runs = pending.pop(project_id, None)
+    if not runs:
+        return
+    try:
+        await layer.group_send(project_runs_group(project_id), {"type": "cairn.event",
+                                                                "event": {"type": "run.latest", "runs": runs}})
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("realtime: could not publish the latest values of project %s: %s", project_id, exc)
 
 
 @dataclass
@@ -341,10 +376,11 @@ def _statement_sql(*, token: bool, batch_id: bool, points: bool, params: bool) -
 
         parts += [
             (f"c AS (INSERT INTO {chunk_t} (run_id, key, first_step, last_step, count, step_data, value_data, "
-             f"time_data) SELECT %(run)s, (%(keys)s::text[])[u.k], u.f, u.l, u.c, u.s, u.v, u.t "
+             f"time_data) SELECT %(run)s, (%(keys)s::text[])[u.k], u.f, u.l, u.c, "
+             f"substring(%(blob)b FROM u.o + 1 FOR 8 * u.c), substring(%(blob)b FROM u.o + 1 + 8 * u.c FOR 8 * u.c), "
+             f"substring(%(blob)b FROM u.o + 1 + 16 * u.c FOR 8 * u.c) "
              f"FROM unnest(%(c_key)s::int4[], %(c_first)s::int8[], %(c_last)s::int8[], %(c_count)s::int4[], "
-             f"%(c_steps)b::bytea[], %(c_values)b::bytea[], %(c_times)b::bytea[]) AS u(k, f, l, c, s, v, t) "
-             f"WHERE EXISTS (SELECT 1 FROM go))"),
+             f"%(c_offset)s::int4[]) AS u(k, f, l, c, o) WHERE EXISTS (SELECT 1 FROM go))"),
             (f"s AS (INSERT INTO {summary_t} AS t (run_id, key, count, min, max, first_step, last_step, last_value, "
              f"last_time) SELECT %(run)s, (%(keys)s::text[])[u.k], u.c, u.lo, u.hi, u.fs, u.ls, u.lv, "
              f"to_timestamp(u.lt) FROM unnest(%(s_key)s::int4[], %(s_count)s::int8[], %(s_min)s::float8[], %(s_max)s::float8[], "
@@ -405,10 +441,14 @@ def _ingest_statement(*, run_id: int, batch: Batch, rows: IngestRows, token_id: 
         keys = [row[0] for row in rows.summaries]
         index = {key: i for i, key in enumerate(keys, 1)}
         chunks = [c for _, c in rows.chunks]
+        offsets, offset = [], 0
+        for c in chunks:  # one bytea for all: steps, values, times of each chunk in turn
+            offsets.append(offset)
+            offset += 24 * c.count
         args.update(keys=_text_array(keys), c_key=_array(range(1, len(keys) + 1)),
                     c_first=_array([c.first_step for c in chunks]), c_last=_array([c.last_step for c in chunks]),
-                    c_count=_array([c.count for c in chunks]), c_steps=[c.step_data for c in chunks],
-                    c_values=[c.value_data for c in chunks], c_times=[c.time_data for c in chunks])
+                    c_count=_array([c.count for c in chunks]), c_offset=_array(offsets),
+                    blob=b"".join(part for c in chunks for part in (c.step_data, c.value_data, c.time_data)))
         columns = list(zip(*rows.summaries, strict=True))
         for name, column in zip(("s_key", "s_count", "s_min", "s_max", "s_first", "s_last", "s_value", "s_time"),
                                 columns, strict=True):

@@ -176,3 +176,13 @@ async def test_slow_client_does_not_grow_server_memory(alice, project, settings)
     assert all(len(f["points"]["loss"]) <= 1000 for f in frames)
     assert sum(f.get("dropped", 0) for f in frames) > 0
     await ws.disconnect()
+
+
+def test_coalescer_merges_gathered_latest_values_of_several_runs():
+    buffer = Coalescer(max_points=1000)
+    buffer.add({"type": "run.latest", "run": 7, "latest": {"loss": [3, 0.5, 1.0]}})
+    buffer.add({"type": "run.latest", "runs": {"7": {"loss": [2, 0.9, 0.5], "acc": [3, 0.1, 1.0]},
+                                               "8": {"loss": [1, 0.7, 1.0]}}})
+    frame, = buffer.take(None)
+    assert frame == {"type": "runs.latest", "runs": {"7": {"loss": [3, 0.5, 1.0], "acc": [3, 0.1, 1.0]},
+                                                     "8": {"loss": [1, 0.7, 1.0]}}}

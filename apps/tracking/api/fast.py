@@ -18,7 +18,7 @@ import functools
 import hmac
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 from django.db import connections
@@ -115,23 +115,34 @@ def forget_token(prefix: str) -> None:
     _tokens.pop(prefix, None)
 
 
-def _json(data, status: int = 200, headers: dict | None = None) -> HttpResponse:
-    return HttpResponse(orjson.dumps(data), status=status, content_type="application/json", headers=headers)
+@dataclass
+class Answer:
+    status: int
+    body: dict
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def content(self) -> bytes:
+        return orjson.dumps(self.body)
 
 
-def _unauthorized(detail: str) -> HttpResponse:
-    return _json({"detail": detail}, 401, {"WWW-Authenticate": "Bearer"})
+def _error(status: int, detail: str, headers: dict | None = None) -> Answer:
+    return Answer(status, {"detail": detail}, headers or {})
 
 
-async def batches(request, project=None, pk=None) -> HttpResponse | None:
-    if request.method != "POST" or request.content_type != "application/json":
-        return None
-    parts = request.META.get("HTTP_AUTHORIZATION", "").split()
-    if len(parts) != 2 or parts[0] != "Bearer" or not parts[1].startswith(RUN_TOKEN_PREFIX):
-        return None
-    if connections["default"].vendor != "postgresql":
-        return None
-    prefix, _, secret = parts[1][len(RUN_TOKEN_PREFIX):].partition("_")
+def _unauthorized(detail: str) -> Answer:
+    return _error(401, detail, {"WWW-Authenticate": "Bearer"})
+
+
+def is_run_token(authorization: str) -> bool:
+    parts = authorization.split()
+    return len(parts) == 2 and parts[0] == "Bearer" and parts[1].startswith(RUN_TOKEN_PREFIX)
+
+
+async def ingest(*, request, token: str, project: str, pk: str, read_body) -> Answer:
+    """Ingest one batch sent with a run token (`Bearer cairnrun_...`), whatever carried it:
+    `read_body(limit)` returns at most limit + 1 bytes of the body. `request` is the Django
+    request, or None from the ASGI entry (apps.tracking.asgi)."""
+    prefix, _, secret = token[len(RUN_TOKEN_PREFIX):].partition("_")
     if not prefix or not secret:
         return _unauthorized("Invalid run token.")
     entry = await _token_entry(request, prefix)
@@ -142,21 +153,21 @@ async def batches(request, project=None, pk=None) -> HttpResponse | None:
     wait = ingest_wait(run_token_identity(prefix))
     if wait is not None:
         throttled = Throttled(wait)
-        return _json({"detail": str(throttled.detail)}, 429, {"Retry-After": str(throttled.wait)})
+        return _error(429, str(throttled.detail), {"Retry-After": str(throttled.wait)})
     if entry.project_slug != project or str(entry.run_id) != str(pk):
-        return _json({"detail": "Run not found."}, 404)
+        return _error(404, "Run not found.")
 
     limit = setting("TRACKING_INGEST_MAX_BYTES")
-    raw = request.read(limit + 1)
+    raw = await read_body(limit)
     if len(raw) > limit:
-        return _json({"detail": f"Request body is larger than {limit} bytes; send smaller batches."}, 413)
+        return _error(413, f"Request body is larger than {limit} bytes; send smaller batches.")
     try:
         data = orjson.loads(raw) if raw else {}
         batch = parse_batch(data, now=time.time())
     except orjson.JSONDecodeError as exc:
-        return _json({"detail": f"JSON parse error - {exc}"}, 400)
+        return _error(400, f"JSON parse error - {exc}")
     except ServiceError as exc:
-        return _json({"detail": exc.detail}, exc.status_code)
+        return _error(exc.status_code, exc.detail)
     rows = ingest_rows(batch.points)
 
     outcome = await run_sync(request, run_ingest_with_token, token_id=entry.token_id, run_id=entry.run_id,
@@ -165,9 +176,27 @@ async def batches(request, project=None, pk=None) -> HttpResponse | None:
         forget_token(prefix)
         return _unauthorized("Invalid run token." if outcome.token_valid is None else "This run token has been revoked.")
     if outcome.status != RunStatus.RUNNING:
-        return _json({"detail": f"The run is {outcome.status}; it no longer accepts data."}, 409)
+        return _error(409, f"The run is {outcome.status}; it no longer accepts data.")
     if outcome.duplicate:
-        return _json({"points": 0, "params": 0, "duplicate": True})
+        return Answer(200, {"points": 0, "params": 0, "duplicate": True})
     if batch.points:
-        await points_publish(run_id=entry.run_id, project_id=entry.project_id, rows=rows)
-    return _json({"points": len(batch.points), "params": len(batch.params), "duplicate": False})
+        await points_publish(run_id=entry.run_id, project_id=entry.project_id, rows=rows,
+                             coalesce_project=uses_pool(request))
+    return Answer(200, {"points": len(batch.points), "params": len(batch.params), "duplicate": False})
+
+
+async def batches(request, project=None, pk=None) -> HttpResponse | None:
+    """The Django view's fast path: run tokens on PostgreSQL; None hands the request to DRF."""
+    if request.method != "POST" or request.content_type != "application/json":
+        return None
+    authorization = request.META.get("HTTP_AUTHORIZATION", "")
+    if not is_run_token(authorization) or connections["default"].vendor != "postgresql":
+        return None
+
+    async def read_body(limit: int) -> bytes:
+        return request.read(limit + 1)
+
+    answer = await ingest(request=request, token=authorization.split()[1], project=project, pk=pk,
+                          read_body=read_body)
+    return HttpResponse(answer.content(), status=answer.status, content_type="application/json",
+                        headers=answer.headers)
