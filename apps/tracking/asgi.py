@@ -115,3 +115,13 @@ def with_ingest_fast_path(app):
         await app(scope, receive, send)
 
     return application
+
+
+def __getattr__(name: str):
+    """`apps.tracking.asgi:application`: Cairn's ASGI application (config.asgi) behind the
+    ingestion entry, for servers started with it until config/asgi.py wraps its HTTP app itself."""
+    if name == "application":
+        from config.asgi import application
+
+        return with_ingest_fast_path(application)
+    raise AttributeError(name)

@@ -464,7 +464,7 @@ def _ingest_statement(*, run_id: int, batch: Batch, rows: IngestRows, token_id: 
                          params=bool(batch.params))
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, args)
+        cursor.execute(sql, args, prepare=True)  # planned once per connection (Django never prepares)
         row = cursor.fetchone()
     if row is None:
         return None
