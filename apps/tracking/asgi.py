@@ -21,8 +21,10 @@ from django.conf import settings
 from django.db import connections
 from django.http.request import split_domain_port, validate_host
 
-from .api.fast import Answer, ingest, is_run_token
 from .conf import setting
+
+# apps.tracking.api.fast (models) is imported when first needed: this module is imported by the
+# ASGI server before Django is set up.
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +40,8 @@ def _headers(scope) -> dict[bytes, bytes]:
 
 
 def _eligible(scope, headers: dict[bytes, bytes]) -> bool:
+    from .api.fast import is_run_token
+
     if setting("TRACKING_DB_THREADS") <= 0 or connections["default"].vendor != "postgresql":
         return False
     if headers.get(b"content-type", b"").split(b";")[0].strip().lower() != b"application/json":
@@ -71,6 +75,8 @@ def _security_headers() -> list[tuple[bytes, bytes]]:
 
 
 async def _serve(scope, receive, send, headers: dict[bytes, bytes], project: str, pk: str) -> None:
+    from .api.fast import Answer, ingest
+
     async def read_body(limit: int) -> bytes:
         chunks, size = [], 0
         while True:
@@ -123,5 +129,6 @@ def __getattr__(name: str):
     if name == "application":
         from config.asgi import application
 
-        return with_ingest_fast_path(application)
+        globals()["application"] = wrapped = with_ingest_fast_path(application)
+        return wrapped
     raise AttributeError(name)
