@@ -141,9 +141,9 @@ class Sender:
     def _session(self):
         if self._session_factory is not None:
             return self._session_factory()
-        import requests
+        from .transport import Session
 
-        return requests.Session()
+        return Session()
 
     def _run(self) -> None:
         try:
