@@ -1,4 +1,8 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels (authenticated)."""
+"""ASGI entry point: HTTP through Django, websockets through Channels (authenticated).
+
+Training jobs' metric batches (run-token POSTs to .../runs/<id>/batches/) are answered ahead of
+Django's request cycle by apps.tracking.asgi, with the same checks and answers as the Django
+view; everything else goes to Django unchanged."""
 import os
 
 from django.core.asgi import get_asgi_application
@@ -11,10 +15,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from apps.core.routing import websocket_urlpatterns  # noqa: E402
+from apps.tracking.asgi import with_ingest_fast_path  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": with_ingest_fast_path(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -8,7 +8,6 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
-from apps.clusters.models import Node
 from apps.scheduling.services import scheduling_cycle
 from apps.telemetry import services as telemetry_services
 from apps.telemetry.health import ECC_AGGREGATE, ECC_VOLATILE, XID_METRIC, detect_gpu_faults
