@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 GPU = 1000  # milli-GPU in one GPU
+# Anti-thrash: once preempted, a workload may not be reclaimed again before it has run this long
+# since its re-admission (the service's and the simulator's default; Snapshot's is 0 = off).
+DEFAULT_REPREEMPT_MIN_RUNTIME = 600.0
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,7 @@ class RunningWorkload:
     expected_end: datetime | None = None  # when it is expected to release its resources
     stopping: bool = False  # already stopping (or being preempted): not a victim candidate
     preempted_for: int | None = None  # the pending workload this one is being preempted for
+    preemptions: int = 0  # how often it has been preempted before
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,9 @@ class Snapshot:
     reservations: bool = True  # backfill with a reservation for the head of each pool
     preemption: bool = True
     grace_seconds: float = 30.0  # how long a preempted workload takes to exit (for estimates)
+    # Anti-thrash: a workload that has been preempted before is not reclaimed by another project
+    # again until it has run this long since its last admission (0: no protection).
+    repreempt_min_runtime_seconds: float = 0.0
 
 
 # -- formatting ----------------------------------------------------------------------------------
@@ -708,9 +715,12 @@ class _Cycle:
         else:
             reason = quota_reason
         if w.id in self.awaiting:
+            self._keep_claim(w, cohort, pool, shape, need, models)
             ids = ", ".join(str(i) for i in sorted(self.awaiting[w.id]))
+            eta = max((r.expected_end for i in self.awaiting[w.id] if (r := self.running.get(i)) is not None
+                       and r.expected_end is not None), default=None)
             return Wait(w.id, f"preempting: waiting for {len(self.awaiting[w.id])} preempted workload(s) ({ids}) "
-                              f"to exit"), []
+                              f"to exit", eta), []
         if self.snap.preemption:
             found = self._preempt(w, cohort, pool, shape, need, models)
             if found is not None:
@@ -760,12 +770,17 @@ class _Cycle:
             if r.priority > w.priority and r.id not in self.victims:
                 candidates.append((1, -r.priority, -_ts(r.admitted_at), -r.id, r))
         if in_nominal:
+            protected_since = self._protected_since()
             for project in sorted(cohort.borrowers):
                 if project == w.project:
                     continue
                 for r in self.candidates.get((w.pool, project), ()):
-                    if r.id not in self.victims:
-                        candidates.append((0, -r.priority, -_ts(r.admitted_at), -r.id, r))
+                    if r.id in self.victims:
+                        continue
+                    if (protected_since is not None and r.preemptions and r.admitted_at is not None
+                            and r.admitted_at > protected_since):
+                        continue  # preempted before and re-admitted too recently: not again yet
+                    candidates.append((0, -r.priority, -_ts(r.admitted_at), -r.id, r))
         if not candidates:
             self.preempt_failed.add(key)
             return None
@@ -811,6 +826,28 @@ class _Cycle:
         eta = self.now + timedelta(seconds=self.snap.grace_seconds) if self.now else None
         return Wait(w.id, f"preempting: waiting for {len(chosen)} preempted workload(s) ({names}) to exit",
                     eta), preempts
+
+    def _keep_claim(self, w, cohort: _Cohort, pool: _Pool, shape, need, models) -> bool:
+        """A preemptor whose victims are still exiting keeps, for the rest of the cycle, the quota
+        and the placement it will get once they are gone (as on the cycle it preempted them), so
+        work ordered after it cannot take them in the meantime (and force another preemption)."""
+        victims = [r for i in self.awaiting[w.id] if (r := self.running.get(i)) is not None]
+        for r in victims:
+            self._release_running(r)
+        fits = cohort.check(w.project, need) is None
+        for r in reversed(victims):
+            self._release_running(r, sign=1)
+        if not fits or not self._plan_and_hold(w, pool, shape, models, victims):
+            return False
+        cohort.add(w.project, need)
+        return True
+
+    def _protected_since(self) -> datetime | None:
+        """Workloads preempted before and re-admitted after this time are not reclaimed (None: no
+        protection)."""
+        if not self.snap.repreempt_min_runtime_seconds or self.now is None:
+            return None
+        return self.now - timedelta(seconds=self.snap.repreempt_min_runtime_seconds)
 
     def _undo(self, pool: _Pool, done, shape) -> None:
         for n, gpus in done:

@@ -21,6 +21,7 @@ from apps.workloads.models import Workload
 from apps.workloads.services import workload_preempt, workload_transition
 
 from .policy import (
+    DEFAULT_REPREEMPT_MIN_RUNTIME,
     Admit,
     NodeState,
     PendingWorkload,
@@ -93,7 +94,7 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
         for q in quota_rows
     ]
     fields = ("id", "project__slug", "pool__name", "placement", "gpu_milli", "cpu_milli", "memory_mb", "replicas",
-              "priority", "preemptible", "admitted_at", "status", "stop_requested_at", "runtime")
+              "priority", "preemptible", "admitted_at", "status", "stop_requested_at", "runtime", "preemptions")
     running = []
     for w in Workload.objects.filter(status__in=ACTIVE).select_related("project", "pool").only(*fields):
         stopping = w.status == WorkloadStatus.STOPPING
@@ -103,7 +104,7 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
             per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), placement=placement,
             preemptible=w.preemptible, admitted_at=w.admitted_at, stopping=stopping,
             expected_end=(w.stop_requested_at or now) + grace if stopping else None,
-            preempted_for=(w.runtime or {}).get("preempted_by") if stopping else None,
+            preempted_for=(w.runtime or {}).get("preempted_by") if stopping else None, preemptions=w.preemptions,
         ))
     pending = [
         PendingWorkload(
@@ -114,7 +115,9 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
         for w in Workload.objects.filter(status=WorkloadStatus.QUEUED).select_related("project", "pool")
     ]
     return Snapshot(nodes=nodes, quotas=quotas, pending=pending, running=running, now=now,
-                    grace_seconds=grace.total_seconds())
+                    grace_seconds=grace.total_seconds(),
+                    repreempt_min_runtime_seconds=float(settings.CAIRN.get("REPREEMPT_MIN_RUNTIME_SECONDS",
+                                                                           DEFAULT_REPREEMPT_MIN_RUNTIME)))
 
 
 def _apply_wait(decision: Wait) -> None:

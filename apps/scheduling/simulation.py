@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from .policy import (
+    DEFAULT_REPREEMPT_MIN_RUNTIME,
     Admit,
     NodeState,
     PendingWorkload,
@@ -188,7 +189,8 @@ POLICIES: dict[str, Callable[[Snapshot], list]] = {"cairn": schedule, "fifo": fi
 def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[SimJob], policy: str = "cairn",
              cycle_interval: float = 0.0, grace_seconds: float = 30.0, known_durations: bool = True,
              progress: Callable[[int], None] | None = None, series_points: int = 2000,
-             time_limit: float | None = None) -> SimResult:
+             time_limit: float | None = None,
+             repreempt_min_runtime: float = DEFAULT_REPREEMPT_MIN_RUNTIME) -> SimResult:
     """Replay `jobs` through the policy with simulated time; returns the metrics."""
     decide = POLICIES[policy]
     jobs = sorted(jobs, key=lambda j: (j.arrival, j.id))
@@ -211,6 +213,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
     contention_time = 0.0
     contention_alloc = 0.0
     preemptions = 0
+    preempted_count: dict[int, int] = {}
     cycles = 0
     last_cycle = -math.inf
     cycle_due: float | None = None
@@ -281,7 +284,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         now_dt = EPOCH + timedelta(seconds=t)
         snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=list(pending.values()),
                             running=[state for state, _ in running.values()], now=now_dt,
-                            grace_seconds=grace_seconds)
+                            grace_seconds=grace_seconds, repreempt_min_runtime_seconds=repreempt_min_runtime)
         for decision in decide(snapshot):
             if isinstance(decision, Admit):
                 w = pending.pop(decision.workload_id)
@@ -292,6 +295,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                     id=w.id, project=w.project, pool=w.pool, priority=w.priority, per_replica=w.per_replica,
                     placement=tuple(decision.placement), preemptible=j.preemptible, admitted_at=now_dt,
                     expected_end=EPOCH + timedelta(seconds=end) if known_durations else None,
+                    preemptions=preempted_count.get(w.id, 0),
                 )
                 running[w.id] = (state, t)
                 allocated += gpus(w.per_replica, w.replicas)
@@ -300,6 +304,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
             elif isinstance(decision, Preempt):
                 victim, started = running[decision.workload_id]
                 preemptions += 1
+                preempted_count[victim.id] = preempted_count.get(victim.id, 0) + 1
                 remaining[victim.id] = max(remaining[victim.id] - (t - started), 1.0)
                 exit_at = t + min(grace_seconds, remaining[victim.id])
                 stopping = RunningWorkload(

@@ -1,4 +1,5 @@
 """The pure policy, over plain data."""
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from apps.scheduling.policy import (
@@ -244,6 +245,36 @@ def test_a_requeued_victim_does_not_take_back_what_it_freed_for_its_pending_pree
     # Once its preemptor is no longer pending, it is ordered as usual.
     again = by_id(schedule(snap([node("n1", gpus=4)], quotas, [head, v], run)))
     assert isinstance(again[3], Admit)
+
+
+def test_a_preemptor_keeps_its_claim_while_its_victims_exit():
+    # b borrows; a's job W preempted v and waits for it to exit. c's job X, ordered after W,
+    # must not take the GPU W will get (W would then have to preempt again once v is gone).
+    quotas = [quota("a", gpus=2), quota("b", gpus=1), quota("c", gpus=1)]
+    exits = T0 + timedelta(seconds=20)
+    run = [replace(running(10, project="b", gpus=[[0]]), stopping=True, preempted_for=1, expected_end=exits),
+           running(11, project="b", gpus=[[1]]), running(12, project="b", gpus=[[2]])]
+    w = job(1, project="a", priority=3, gpu=2000)
+    x = job(2, project="c", priority=5, gpu=1000)
+    decisions = schedule(snap([node("n1", gpus=4)], quotas, [w, x], run))
+    waits = by_id(decisions)
+    assert waits[1].reason.startswith("preempting: waiting for 1 preempted workload(s) (10)")
+    assert waits[1].estimated_start == exits
+    assert not isinstance(waits[2], Admit)  # the free GPU is W's
+
+
+def test_work_preempted_before_is_not_reclaimed_again_until_it_has_run_a_while():
+    quotas = [quota("a", gpus=4), quota("b", gpus=4)]
+    w = job(1, project="a", gpu=4000)
+
+    def reclaimed(admitted_ago: float, preemptions: int) -> set[int]:
+        borrower = replace(running(10, project="b", gpu=8000, priority=0), preemptions=preemptions,
+                           admitted_at=T0 - timedelta(seconds=admitted_ago))
+        return preempted(schedule(snap([node("n1")], quotas, [w], [borrower], repreempt_min_runtime_seconds=600)))
+
+    assert reclaimed(admitted_ago=10, preemptions=0) == {10}  # a first reclaim is immediate
+    assert reclaimed(admitted_ago=100, preemptions=1) == set()  # preempted before: protected for 600 s
+    assert reclaimed(admitted_ago=700, preemptions=1) == {10}
 
 
 def test_workloads_that_name_each_other_as_preemptor_still_get_a_decision():

@@ -124,3 +124,16 @@ def test_snapshot_carries_the_preemptor_of_a_requeued_workload(setup):
     victim = WorkloadFactory(project=project, pool=pool, runtime={"preempted": False, "preempted_by": preemptor.pk})
     pending = {w.id: w for w in scheduling_snapshot().pending}
     assert pending[victim.pk].preempted_by == preemptor.pk and pending[preemptor.pk].preempted_by is None
+
+
+def test_snapshot_carries_preemption_counts_and_the_anti_thrash_setting(setup, settings):
+    from apps.scheduling.services import scheduling_snapshot
+
+    project, pool = setup
+    victim = WorkloadFactory(project=project, pool=pool, status="running", preemptions=2,
+                             placement=[{"replica": 0, "node": "n1", "gpus": [0]}])
+    snapshot = scheduling_snapshot()
+    assert {r.id: r.preemptions for r in snapshot.running} == {victim.pk: 2}
+    assert snapshot.repreempt_min_runtime_seconds == 600
+    settings.CAIRN = {**settings.CAIRN, "REPREEMPT_MIN_RUNTIME_SECONDS": 0}
+    assert scheduling_snapshot().repreempt_min_runtime_seconds == 0

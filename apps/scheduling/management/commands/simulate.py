@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from apps.scheduling.policy import QuotaState, Resources
+from apps.scheduling.policy import DEFAULT_REPREEMPT_MIN_RUNTIME, QuotaState, Resources
 from apps.scheduling.simulation import SimJob, chart, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate
 
 DEFAULT_TRACE_DIR = Path(settings.BASE_DIR).parent / "shared" / "data" / "traces" / "alibaba-gpu-2023"
@@ -68,6 +68,9 @@ class Command(BaseCommand):
         parser.add_argument("--policy", choices=["cairn", "fifo", "both"], default="both")
         parser.add_argument("--cycle-interval", type=float, default=0.0, help="Simulated seconds between cycles.")
         parser.add_argument("--grace", type=float, default=30.0, help="Grace period of preempted jobs (s).")
+        parser.add_argument("--repreempt-min-runtime", type=float, default=DEFAULT_REPREEMPT_MIN_RUNTIME,
+                            help="Seconds a job preempted before must run after its re-admission before another "
+                                 "project may reclaim it again (0: off).")
         parser.add_argument("--unknown-durations", action="store_true",
                             help="Do not tell the policy how long jobs run (no start estimates for reservations).")
         parser.add_argument("--chart", help="Write a PNG chart here (needs matplotlib).")
@@ -98,7 +101,7 @@ class Command(BaseCommand):
                 results.append(simulate(
                     nodes=nodes, quotas=quotas, jobs=jobs, policy=policy, cycle_interval=opts["cycle_interval"],
                     grace_seconds=opts["grace"], known_durations=not opts["unknown_durations"],
-                    progress=bar.update if bar else None,
+                    progress=bar.update if bar else None, repreempt_min_runtime=opts["repreempt_min_runtime"],
                 ))
             finally:
                 if bar:
