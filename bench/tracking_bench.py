@@ -453,12 +453,20 @@ def part_c(ctx, args) -> str:
         f"{args.live_runs} runs logging one metric at 10 Hz for {args.live_seconds:.0f} s through the SDK "
         f"(`flush_interval={args.flush_interval}`), {per_run * args.live_runs} websocket subscribers "
         f"({per_run} per run, one client process), {args.workers} server worker processes, server entry `{args.asgi}`, "
-        "Redis channel layer; "
+        f"{_channel_layer()}; "
         "latency = frame received - the wall time `cairn.log` stamped on the point.\n\n"
         "| deliveries (point x subscriber) | p50 | p99 | max |\n|---|---|---|---|\n"
         f"| {len(latencies):,} of {expected:,} | {p50:.0f} ms | {p99:.0f} ms | {max(latencies) * 1000:.0f} ms |\n\n"
         f"Target p99 <= 250 ms: {'met' if p99 <= 250 else 'NOT met'}.\n"
     )
+
+
+def _channel_layer() -> str:
+    from django.conf import settings  # the server's settings: tracking_settings is config.settings plus a rate
+
+    backend = settings.CHANNEL_LAYERS["default"]["BACKEND"]
+    return "Redis pub/sub channel layer" if backend.endswith("RedisPubSubChannelLayer") else \
+        "Redis channel layer" if backend.endswith("RedisChannelLayer") else f"channel layer `{backend}`"
 
 
 def _entry_note(args) -> str:

@@ -33,7 +33,7 @@ def _private_channel_layer(settings):
     """pytest-xdist workers share one Redis but not one database, so ids (and the group names
     made from them, like "project.1") repeat across workers: give each worker its own prefix."""
     default = settings.CHANNEL_LAYERS["default"]
-    if default["BACKEND"].endswith("RedisChannelLayer"):
+    if default["BACKEND"].startswith("channels_redis."):  # core and pub/sub layers both take "prefix"
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         settings.CHANNEL_LAYERS = {**settings.CHANNEL_LAYERS, "default": {
             **default, "CONFIG": {**default.get("CONFIG", {}), "prefix": f"asgi-test-{worker}"}}}

@@ -103,9 +103,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env.str("REDIS_URL", default="" if EMBEDDED else "redis://127.0.0.1:6379/0")
 
 if REDIS_URL:
+    # Redis pub/sub: one PUBLISH per group message, pushed to the subscribed processes (the core
+    # layer costs several round trips per group_send and two per message received). Messages
+    # are not buffered for receivers that are not subscribed at that moment; realtime here is
+    # best effort and the database is the truth.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL]},
         }
     }
