@@ -214,12 +214,14 @@ class _Cohort:
         self.quotas = {q.project: _Quota(q) for q in quotas}
         self.capacity = [sum(q.lend[d] for q in self.quotas.values()) for d in range(3)]
         self.drawn = [0, 0, 0]
+        self.version = 0  # bumped on every change of usage or budget (for memoised decisions)
         self.borrowers: set[str] = set()  # projects using more than their nominal
 
     def add(self, project: str, r: tuple[int, int, int], sign: int = 1) -> None:
         q = self.quotas.get(project)
         if q is None:
             return
+        self.version += 1
         for d in range(3):
             before = q.draw(d, q.used[d])
             q.used[d] += sign * r[d]
@@ -280,6 +282,7 @@ class _Cohort:
         q = self.quotas.get(project)
         if q is not None and q.hours_left is not None and w.expected_seconds:
             q.hours_left -= need_gpu / GPU * w.expected_seconds / 3600
+            self.version += 1
 
 
 # -- nodes and placement -------------------------------------------------------------------------
@@ -541,6 +544,8 @@ def _placement(done: list[tuple[_Node, list[int]]]) -> list[dict]:
 
 
 class _Cycle:
+    MEMO_WAITS = True  # memoised waits (see run()); off only to test that they change nothing
+
     def __init__(self, snapshot: Snapshot):
         self.snap = snapshot
         self.now = snapshot.now
@@ -572,6 +577,7 @@ class _Cycle:
                 self.awaiting.setdefault(r.preempted_for, []).append(r.id)
         self.reserved_pools: set[str] = set()
         self.failed: set[tuple] = set()
+        self._shares: dict[tuple[str, str], tuple[int, float]] = {}
 
     @staticmethod
     def _mix(snapshot: Snapshot) -> dict[str, list[tuple[float, tuple[int, int, int]]]]:
@@ -672,22 +678,53 @@ class _Cycle:
                 heapq.heappush(heap, self._entry(k, queues[k][-1]))
 
     def _entry(self, key, w: PendingWorkload):
+        cohort = self.cohorts.get(w.pool)
+        q = cohort.quotas.get(w.project) if cohort is not None else None
+        if q is None:
+            return (True, w.priority, math.inf, w.submitted_at, w.id, key)
+        share = self._shares.get(key)
+        if share is None or share[0] != cohort.version:  # recomputed only when usage changed
+            share = self._shares[key] = (cohort.version, q.share())
+        r, used, nominal = w.per_replica, q.used, q.nominal
+        borrows = (used[0] + r.gpu_milli * w.replicas > nominal[0] or used[1] + r.cpu_milli * w.replicas > nominal[1]
+                   or used[2] + r.memory_mb * w.replicas > nominal[2])
+        return (borrows, w.priority, share[1], w.submitted_at, w.id, key)
+
+    # Memoised waits. A decision that changed nothing (a Wait with no preemption, claim or
+    # reservation) is a pure function of the workload's class and of the pool's state; until that
+    # state changes, the next workload of the same class gets the same reason without the work
+    # (a long queue is mostly the same few shapes per project waiting for the same thing).
+    def _class_key(self, w: PendingWorkload) -> tuple | None:
+        if w.id in self.awaiting or not self.MEMO_WAITS:
+            return None
         q = self.cohorts[w.pool].quotas.get(w.project) if w.pool in self.cohorts else None
-        share = q.share() if q is not None else math.inf
-        need = tuple(x * w.replicas for x in w.per_replica.as_tuple())
-        borrows = q is None or any(q.used[d] + need[d] > q.nominal[d] for d in range(3))
-        return (borrows, w.priority, share, w.submitted_at, w.id, key)
+        budget = w.expected_seconds if q is not None and q.hours_left is not None else None
+        return (w.pool, w.project, w.priority, w.per_replica, w.replicas, w.gpu_model, budget)
+
+    def _state(self, pool: str) -> tuple:
+        return (self.cohorts[pool].version, self.pools[pool].changes, len(self.reserved_pools), len(self.victims))
 
     def run(self) -> list[Decision]:
         decisions: list[Decision] = []
         positions: dict[str, int] = {}
+        memo: dict[tuple, tuple[tuple, str]] = {}
         for w in self._order():
-            decision, preempts = self._decide(w)
-            decisions.extend(preempts)
-            if isinstance(decision, Wait):
-                positions[w.pool] = positions.get(w.pool, 0) + 1
-                decision = Wait(decision.workload_id, decision.reason, decision.estimated_start, positions[w.pool])
-            decisions.append(decision)
+            key = self._class_key(w)
+            state = self._state(w.pool)
+            hit = memo.get(key) if key is not None else None
+            if hit is not None and hit[0] == state:
+                reason, eta = hit[1], None
+            else:
+                decision, preempts = self._decide(w)
+                decisions.extend(preempts)
+                if isinstance(decision, Admit):
+                    decisions.append(decision)
+                    continue
+                reason, eta = decision.reason, decision.estimated_start
+                if key is not None and not preempts and eta is None and self._state(w.pool) == state:
+                    memo[key] = (state, reason)
+            positions[w.pool] = position = positions.get(w.pool, 0) + 1
+            decisions.append(Wait(w.id, reason, eta, position))
         return decisions
 
     def _decide(self, w: PendingWorkload) -> tuple[Admit | Wait, list[Preempt]]:
@@ -875,6 +912,7 @@ class _Cycle:
             n.cpu = min(n.cpu, cpu)
             n.mem = min(n.mem, mem)
             pool._reindex(n)
+            pool.changes += 1
         return True
 
     # -- reservation (backfill) ------------------------------------------------------------------

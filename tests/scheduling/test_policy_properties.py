@@ -19,6 +19,7 @@ from apps.scheduling.policy import (
     RunningWorkload,
     Snapshot,
     Wait,
+    _Cycle,
     schedule,
 )
 
@@ -161,3 +162,17 @@ def test_invariants_hold_for_random_clusters(nodes, quotas, first, second):
     again = schedule(Snapshot(node_states, quota_states, [w], running=remaining, now=T0, preemption=False,
                               reservations=False))
     assert not isinstance(again[0], Admit), f"{w.id} could have preempted lower-priority work of its project"
+
+
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes_st, st.tuples(quota_st, quota_st, quota_st), work_st, work_st)
+def test_memoised_waits_change_no_decision(nodes, quotas, first, second):
+    node_states, quota_states, running, pending = build(nodes, quotas, first, second + second)  # repeated shapes
+    snapshot = Snapshot(node_states, quota_states, pending, running=running, now=T0)
+    with_memo = schedule(snapshot)
+    _Cycle.MEMO_WAITS = False
+    try:
+        without = schedule(snapshot)
+    finally:
+        _Cycle.MEMO_WAITS = True
+    assert with_memo == without
