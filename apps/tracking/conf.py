@@ -21,6 +21,8 @@ DEFAULTS = {
     # Live websockets: frames per second per subscription, and points buffered per subscription
     # while a client is slow (older ones are dropped and the frame says how many).
     "TRACKING_LIVE_MAX_FPS": 10,
+    # ... of which this many may be sent back to back after a quieter spell (see consumers.py).
+    "TRACKING_LIVE_BURST_FRAMES": 2,
     "TRACKING_LIVE_BUFFER_POINTS": 10_000,
     # Under the ASGI server, the latest values sent to project-wide subscribers are gathered for
     # this long (seconds) into one event per project (see services.points_publish).

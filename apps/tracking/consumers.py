@@ -6,7 +6,8 @@
 Authenticates like the API (session, `Authorization: Bearer` or `?token=`), checks project
 membership at connect and again on every subscribe. A client may also send
 {"action": "subscribe", "run": <id>} / {"action": "unsubscribe", "run": <id>}.
-Each subscription sends at most TRACKING_LIVE_MAX_FPS frames per second (coalesced) and
+Each subscription sends at most TRACKING_LIVE_MAX_FPS frames per second (coalesced; bursts of
+TRACKING_LIVE_BURST_FRAMES) and
 buffers at most TRACKING_LIVE_BUFFER_POINTS points while the client is slow (see live.py)."""
 from __future__ import annotations
 
@@ -67,7 +68,12 @@ class _Subscription:
     def __init__(self, run_id: int | None, max_points: int):
         self.run_id = run_id
         self.buffer = Coalescer(max_points=max_points)
-        self.last_sent = 0.0
+        # Frame budget (a token bucket): TRACKING_LIVE_MAX_FPS frames per second, of which up to
+        # TRACKING_LIVE_BURST_FRAMES may be saved up. With no saving (one frame per 1/fps), a run
+        # logging at about the frame rate queues behind its own previous frame: each late batch
+        # delays every following one until a gap, adding up to a frame interval of latency.
+        self.frames = float(setting("TRACKING_LIVE_BURST_FRAMES"))
+        self.frames_at = time.monotonic()
         self.task: asyncio.Task | None = None
 
 
@@ -158,14 +164,17 @@ class TrackingLiveConsumer(AsyncJsonWebsocketConsumer):
             sub.task = asyncio.ensure_future(self._flush_later(sub))
 
     async def _flush_later(self, sub: _Subscription) -> None:
-        interval = 1.0 / setting("TRACKING_LIVE_MAX_FPS")
+        fps, burst = setting("TRACKING_LIVE_MAX_FPS"), setting("TRACKING_LIVE_BURST_FRAMES")
         try:
             while sub.buffer:
-                wait = sub.last_sent + interval - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
+                now = time.monotonic()
+                sub.frames = min(burst, sub.frames + (now - sub.frames_at) * fps)
+                sub.frames_at = now
+                if sub.frames < 1:
+                    await asyncio.sleep((1 - sub.frames) / fps)
+                    continue
+                sub.frames -= 1
                 frames = sub.buffer.take(sub.run_id)
-                sub.last_sent = time.monotonic()
                 for frame in frames:
                     await self.send_json(frame)  # a slow client holds this; the buffer stays bounded
         finally:
