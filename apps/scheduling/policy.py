@@ -152,8 +152,9 @@ class Snapshot:
     pending: list[PendingWorkload]
     running: list[RunningWorkload] = field(default_factory=list)
     now: datetime | None = None
-    # Shapes the placement keeps room for: (weight, per-replica resources). Default: the pending ones.
-    task_mix: list[tuple[float, Resources]] | None = None
+    # Shapes the placement keeps room for: (weight, per-replica resources[, allowed GPU models as in
+    # PendingWorkload.gpu_model]). Default: the pending ones.
+    task_mix: list[tuple] | None = None
     reservations: bool = True  # backfill with a reservation for the head of each pool
     preemption: bool = True
     grace_seconds: float = 30.0  # how long a preempted workload takes to exit (for estimates)
@@ -303,7 +304,7 @@ class _Node:
         self.partial = False
 
     def key(self) -> tuple:
-        return (tuple(sorted(self.gpus)), self.cpu, self.mem)
+        return (tuple(sorted(self.gpus)), self.cpu, self.mem, self.model)
 
 
 def _whole(g: int) -> int:
@@ -317,7 +318,7 @@ class _Pool:
     # score then decides (bench/scheduler_placement.py measured 6 as good as 12 or 24).
     CANDIDATES = 6
 
-    def __init__(self, name: str, nodes: list[NodeState], mix: list[tuple[float, tuple[int, int, int]]]):
+    def __init__(self, name: str, nodes: list[NodeState], mix: list[tuple]):
         self.name = name
         self.nodes = [_Node(i, n) for i, n in enumerate(nodes)]
         self.by_name = {n.name: n for n in self.nodes}
@@ -327,7 +328,8 @@ class _Pool:
         self.partial: dict[int, _Node] = {}
         for n in self.nodes:
             self.buckets[n.full][n.idx] = n
-        self.mix = mix
+        # (weight, (gpu, cpu, memory) per replica, allowed GPU models or None)
+        self.mix = [(entry[0], entry[1], entry[2] if len(entry) > 2 else None) for entry in mix]
         self._frag_memo: dict[tuple, float] = {}
         self.models = {n.model for n in self.nodes}
         self.changes = 0  # bumped on every change of free capacity (for memoised summaries)
@@ -359,7 +361,10 @@ class _Pool:
         self.changes += 1
         self._reindex(n)
 
-    # fragmentation (the FGD measure): free GPU milli that tasks of the mix could not use
+    # Fragmentation (the FGD measure, Weng et al., ATC'23): the free GPU milli of the node that the
+    # task mix could not use, weighted by each shape's share: all of it for a shape that cannot run
+    # there (GPU model not allowed, not enough CPU, memory or GPUs), else the free milli of the GPUs
+    # with less free than the shape needs per GPU.
     def frag(self, n: _Node) -> float:
         key = n.key()
         value = self._frag_memo.get(key)
@@ -368,8 +373,8 @@ class _Pool:
         total_free = sum(n.gpus)
         value = 0.0
         if total_free:
-            for weight, (g, c, m) in self.mix:
-                if c > n.cpu or m > n.mem:
+            for weight, (g, c, m), models in self.mix:
+                if c > n.cpu or m > n.mem or (models is not None and n.model not in models):
                     value += weight * total_free
                 elif g == 0:
                     continue
@@ -580,12 +585,14 @@ class _Cycle:
         self._shares: dict[tuple[str, str], tuple[int, float]] = {}
 
     @staticmethod
-    def _mix(snapshot: Snapshot) -> dict[str, list[tuple[float, tuple[int, int, int]]]]:
-        counts: dict[str, dict[tuple[int, int, int], float]] = {}
+    def _mix(snapshot: Snapshot) -> dict[str, list[tuple]]:
+        """Per pool, the 8 most frequent (shape, allowed GPU models) of the task mix, with weights."""
+        counts: dict[str, dict[tuple, float]] = {}
         if snapshot.task_mix is not None:
-            shapes = {}
-            for weight, r in snapshot.task_mix:
-                shapes[r.as_tuple()] = shapes.get(r.as_tuple(), 0) + weight
+            shapes: dict[tuple, float] = {}
+            for weight, r, *model in snapshot.task_mix:
+                kind = (r.as_tuple(), model[0] if model else "")
+                shapes[kind] = shapes.get(kind, 0) + weight
             pools = {n.pool for n in snapshot.nodes}
             for p in pools:
                 counts[p] = shapes
@@ -594,12 +601,14 @@ class _Cycle:
                 shape = w.per_replica.as_tuple()
                 if shape[0]:
                     pool = counts.setdefault(w.pool, {})
-                    pool[shape] = pool.get(shape, 0) + w.replicas
+                    kind = (shape, w.gpu_model)
+                    pool[kind] = pool.get(kind, 0) + w.replicas
         out = {}
         for p, shapes in counts.items():
             top = sorted(shapes.items(), key=lambda kv: -kv[1])[:8]
             total = sum(v for _, v in top) or 1
-            out[p] = [(v / total, s) for s, v in top]
+            out[p] = [(v / total, shape, frozenset(m for m in model.split("|") if m) or None)
+                      for (shape, model), v in top]
         return out
 
     def _occupy_running(self, r: RunningWorkload) -> None:

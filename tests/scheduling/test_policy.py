@@ -162,6 +162,16 @@ def test_whole_gpu_jobs_best_fit_so_big_nodes_stay_whole():
     assert decisions[2].placement[0]["node"] == "big"
 
 
+def test_work_that_may_run_anywhere_leaves_the_nodes_constrained_work_needs():
+    # The waiting mix is mostly T4-only work: an unconstrained job goes to the other model's node
+    # (on the T4 node it would take what the T4 work needs; FGD counts a model it cannot use as
+    # fragmentation).
+    nodes = [node("t4", gpus=2, model="T4"), node("g2", gpus=2, model="G2")]
+    mix = [(0.9, Resources(1000, 1000, 1024), "T4"), (0.1, Resources(1000, 1000, 1024))]
+    decisions = by_id(schedule(snap(nodes, [quota(gpus=4)], [job(1, gpu=1000)], task_mix=mix)))
+    assert decisions[1].placement[0]["node"] == "g2"
+
+
 def test_gpu_model_constraint_with_alternatives():
     nodes = [node("n1", model="T4"), node("n2", model="A100")]
     decisions = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=1000, model="H100|A100"), job(2, model="V100")])))
