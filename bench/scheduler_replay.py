@@ -1,12 +1,15 @@
 """Benchmark d: replay of alibaba-gpu-2023 arrivals and durations, Cairn's policy vs strict FIFO.
 
 The trace's own 6,212-GPU cluster never queues (its peak demand is about 66 GPUs at once), so
-the replay runs on an evenly spread sample of the trace's nodes (default 20 nodes, 120 GPUs),
-where the queue does form; arrivals and durations are the trace's. Pods are spread over 8
-projects with equal nominal quotas (borrowing allowed), qos -> priority. Same process, same
-placement code, so only the queueing policy differs. Writes docs/figures/scheduler_replay.png.
+the replay runs on evenly spread samples of the trace's nodes, where the queue does form;
+arrivals and durations are the trace's. Pods that fit on no node of the sample (5 of the 6,203
+GPU pods need more CPU or memory than any sampled node has) are left out: strict FIFO would
+block behind them forever. Pods are spread over 8 projects with equal nominal quotas (borrowing
+allowed), qos -> priority. Same process, same placement code, same simulator, so only the
+queueing policy differs; the simulation is deterministic (one run per policy and sample).
+Writes docs/figures/scheduler_replay.png (allocated GPUs and queue length, first sample).
 
-    python bench/scheduler_replay.py [--nodes 20] [--tasks default] [--limit N] [--no-record]
+    python bench/scheduler_replay.py [--nodes 8 10] [--tasks default] [--limit N] [--no-record]
 """
 import argparse
 import time
@@ -14,60 +17,115 @@ import time
 from scheduler_common import FIGURES, ROOT, TRACE_DIR, command_line, machine, record, setup_path
 
 setup_path()
+from apps.scheduling.policy import DEFAULT_REPREEMPT_MIN_RUNTIME  # noqa: E402
 from apps.scheduling.simulation import chart, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate  # noqa: E402
+
+
+def placeable(job, nodes) -> bool:
+    models = set(job.gpu_model.split("|")) if job.gpu_model else None
+    return any(job.per_replica.fits_in(n.allocatable) and (models is None or n.gpu_model in models) for n in nodes)
+
+
+def run(nodes_count: int, args) -> dict:
+    nodes = load_alibaba_nodes(TRACE_DIR / "openb_node_list_gpu_node.csv", limit=nodes_count)
+    trace = load_alibaba_tasks(TRACE_DIR / f"openb_pod_list_{args.tasks}.csv", limit=args.limit)
+    jobs = [j for j in trace if placeable(j, nodes)]
+    quotas = equal_quotas(nodes, {j.project for j in jobs})
+    out = {"nodes": nodes, "jobs": jobs, "skipped": len(trace) - len(jobs), "wall": {}}
+    for policy in ("fifo", "cairn"):
+        start = time.perf_counter()
+        r = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy=policy,
+                     repreempt_min_runtime=args.repreempt_min_runtime)
+        out[policy] = r
+        out["wall"][policy] = time.perf_counter() - start
+        print(f"{nodes_count} nodes, {policy}: utilisation {r.utilisation:.1%} (to the last job "
+              f"{r.utilisation_makespan:.1%}), allocation while waiting {r.allocation_rate:.1%}, queueing delay avg "
+              f"{r.avg_queue_delay:,.0f} s p99 {r.p99_queue_delay:,.0f} s, JCT {r.avg_jct:,.0f} s, fairness "
+              f"{r.fairness:.3f}, {r.preemptions} preemptions, {r.finished}/{r.jobs} finished "
+              f"({out['wall'][policy]:.0f} s wall)", flush=True)
+    return out
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:,.1f}x" if b > 0 else "n/a"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nodes", type=int, default=20)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[8, 10])
     parser.add_argument("--tasks", default="default")
     parser.add_argument("--limit", type=int)
+    parser.add_argument("--repreempt-min-runtime", type=float, default=DEFAULT_REPREEMPT_MIN_RUNTIME)
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
-    nodes = load_alibaba_nodes(TRACE_DIR / "openb_node_list_gpu_node.csv", limit=args.nodes)
-    jobs = load_alibaba_tasks(TRACE_DIR / f"openb_pod_list_{args.tasks}.csv", limit=args.limit)
-    quotas = equal_quotas(nodes, {j.project for j in jobs})
-    results = {}
-    for policy in ("fifo", "cairn"):
-        start = time.perf_counter()
-        results[policy] = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy=policy)
-        r = results[policy]
-        print(f"{policy}: utilisation {r.utilisation:.1%} (to the last job {r.utilisation_makespan:.1%}), "
-              f"allocation while waiting {r.allocation_rate:.1%}, queueing delay avg {r.avg_queue_delay:,.0f} s "
-              f"p99 {r.p99_queue_delay:,.0f} s, JCT {r.avg_jct:,.0f} s, fairness {r.fairness:.3f}, "
-              f"{r.preemptions} preemptions ({time.perf_counter() - start:.0f} s wall)")
+    results = [run(n, args) for n in args.nodes]
     if args.no_record:
         return
     FIGURES.mkdir(parents=True, exist_ok=True)
     figure = FIGURES / "scheduler_replay.png"
-    gpus = sum(n.allocatable.gpu_milli for n in nodes) / 1000
-    chart([results["fifo"], results["cairn"]], figure,
-          title=f"alibaba-gpu-2023 {args.tasks}: {len(jobs):,} jobs on {len(nodes)} nodes ({gpus:g} GPUs)")
-    f, c = results["fifo"], results["cairn"]
+    first = results[0]
+    gpus = sum(n.allocatable.gpu_milli for n in first["nodes"]) / 1000
+    chart([first["fifo"], first["cairn"]], figure,
+          title=f"alibaba-gpu-2023 {args.tasks}: {len(first['jobs']):,} pods on {len(first['nodes'])} nodes "
+                f"({gpus:g} GPUs)")
     lines = [
         "### d. Trace replay: Cairn vs strict FIFO (alibaba-gpu-2023)",
         "",
-        f"`{command_line()}` ({machine()}). {len(jobs):,} GPU pods of the `{args.tasks}` list (arrival = creation, "
-        f"duration = deletion - creation) on {len(nodes)} of the trace's nodes ({gpus:g} GPUs, an even sample: "
-        "the full 6,212-GPU cluster never queues this trace), 8 projects with equal nominal quotas.",
+        f"`{command_line()}` ({machine()}). "
+        + (f"The first {args.limit:,} GPU pods" if args.limit else "Every GPU pod")
+        + f" of the `{args.tasks}` list (arrival = creation, duration = deletion - creation; pods that fit on no "
+        "sampled node left out) on even samples of the trace's nodes (the full 6,212-GPU cluster never queues this "
+        "trace), 8 projects with equal nominal quotas, borrowing allowed, grace period 30 s, anti-thrash "
+        f"re-preemption protection {args.repreempt_min_runtime:g} s. Deterministic: one run per policy.",
         "",
-        "| metric | strict FIFO | Cairn | Cairn vs FIFO |",
-        "|---|---|---|---|",
-        f"| utilisation (allocated GPU-time / capacity-time, arrival window) | {f.utilisation:.1%} | {c.utilisation:.1%} "
-        f"| {c.utilisation / max(f.utilisation, 1e-9):.2f}x |",
-        f"| GPU allocation rate while work waits | {f.allocation_rate:.1%} | {c.allocation_rate:.1%} | |",
-        f"| average queueing delay | {f.avg_queue_delay:,.0f} s | {c.avg_queue_delay:,.0f} s | "
-        f"{f.avg_queue_delay / max(c.avg_queue_delay, 1e-9):,.0f}x lower |",
-        f"| p99 queueing delay | {f.p99_queue_delay:,.0f} s | {c.p99_queue_delay:,.0f} s | |",
-        f"| average JCT | {f.avg_jct:,.0f} s | {c.avg_jct:,.0f} s | {f.avg_jct / max(c.avg_jct, 1e-9):.2f}x lower |",
-        f"| fairness (Jain's index over projects) | {f.fairness:.3f} | {c.fairness:.3f} | |",
-        f"| preemptions | {f.preemptions} | {c.preemptions} | |",
+        "| sample | pods | policy | utilisation (arrival window) | allocation while work waits | avg queueing delay "
+        "| p99 queueing delay | avg JCT | fairness (Jain) | preemptions | wall time |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for res in results:
+        sample = f"{len(res['nodes'])} nodes, {sum(n.allocatable.gpu_milli for n in res['nodes']) / 1000:g} GPUs"
+        for policy, name in (("fifo", "strict FIFO"), ("cairn", "Cairn")):
+            r = res[policy]
+            lines.append(
+                f"| {sample} | {r.jobs:,} | {name} | {r.utilisation:.1%} | {r.allocation_rate:.1%} | "
+                f"{r.avg_queue_delay:,.0f} s | {r.p99_queue_delay:,.0f} s | {r.avg_jct:,.0f} s | {r.fairness:.3f} | "
+                f"{r.preemptions:,} | {res['wall'][policy]:.0f} s |")
+    lines.append("")
+    for res in results:
+        f, c = res["fifo"], res["cairn"]
+        met = (c.utilisation >= 1.25 * f.utilisation or c.avg_queue_delay * 2 <= f.avg_queue_delay) and (
+            c.fairness >= f.fairness)
+        lines.append(
+            f"- {len(res['nodes'])} nodes: Cairn vs FIFO utilisation {ratio(c.utilisation, f.utilisation)}, average "
+            f"queueing delay {ratio(f.avg_queue_delay, c.avg_queue_delay)} lower, average JCT "
+            f"{ratio(f.avg_jct, c.avg_jct)} lower, fairness {c.fairness:.3f} vs {f.fairness:.3f}: target "
+            + ("met." if met else "NOT met.")
+        )
+    lines += [
         "",
         f"![allocated GPUs and queue length over time]({figure.relative_to(ROOT / 'docs')})",
         "",
-        "Target: >= 25% higher utilisation or >= 2x lower average queueing delay, with equal or better fairness. "
-        "Utilisation is bounded by the trace's low load (all jobs finish under both policies); the gain is in "
-        "waiting: FIFO's head-of-line job (a pod needing a whole free node) blocks everyone behind it.",
+        "Target: >= 25% higher utilisation or >= 2x lower average queueing delay, with equal or better fairness.",
+        "",
+        "What the figures say. On 8 nodes (30 GPUs) the trace is far more than the sample can carry (FIFO's "
+        "average wait is 68 days): Cairn's backfill keeps the GPUs allocated while FIFO's head-of-line pod waits "
+        "for a whole node, hence 1.5x the utilisation and waits two orders of magnitude shorter. On 10 nodes "
+        "(56 GPUs) queues only form at peaks: Cairn starts more than 99% of the pods at once (p99 wait 0 s) and "
+        "cuts the average wait 8.8x, but its fairness index is 0.013 below FIFO's, so the target (which asks for "
+        "equal or better fairness) is not met there; priority classes (the trace's QoS) are the likely cause, "
+        "not investigated further.",
+        "",
+        "Before and after (same machine, `repreempt_min_runtime` aside, same code paths). At the start of this "
+        "work the replay only ran on the first 400 pods of 6 nodes: Cairn preempted 3,765 times for 400 pods, "
+        "120,932 times (181 s) for 500, and did not finish 800 pods in 5 minutes or 3,000 in 15. Profiling "
+        "(cProfile) showed the time in ever more cycles, each over the whole queue, and the cycles came from "
+        "preemption ping-pong: a preemptor lost what it had freed to its own requeued victim or to later work "
+        "and preempted again 30-60 s later, in cycles of 2-5 workloads. Fixed by the three anti-thrash rules of "
+        "docs/scheduling.md (a victim is not ordered before its pending preemptor, a preemptor keeps its claim "
+        "while its victims exit, work preempted once is not reclaimed again before 600 s of run time; plus the "
+        "simulator now links a victim to its preemptor as the service does) and by memoised waits (identical "
+        "decisions, property-tested). Now: 400 pods 110 preemptions (0.8 s), 800 pods 335 (2.1 s), 3,000 pods "
+        "~33 s, the whole list (6,198 placeable pods) on 8 nodes 24 s.",
     ]
     record("d", "\n".join(lines))
 
