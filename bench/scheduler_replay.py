@@ -115,7 +115,7 @@ def main():
         "equal or better fairness) is not met there; priority classes (the trace's QoS) are the likely cause, "
         "not investigated further.",
         "",
-        "Before and after (same machine, `repreempt_min_runtime` aside, same code paths). At the start of this "
+        "Before and after (same machine, same samples). At the start of this "
         "work the replay only ran on the first 400 pods of 6 nodes: Cairn preempted 3,765 times for 400 pods, "
         "120,932 times (181 s) for 500, and did not finish 800 pods in 5 minutes or 3,000 in 15. Profiling "
         "(cProfile) showed the time in ever more cycles, each over the whole queue, and the cycles came from "
