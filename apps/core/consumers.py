@@ -12,45 +12,22 @@ import logging
 import re
 import time
 from collections import deque
-from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from .realtime import project_group
+from .wsauth import authenticated_user, member_project, member_project_id, user_of
 
 logger = logging.getLogger(__name__)
 
 
-def _user_of(scope):
-    """The signed-in user of a websocket: the session's, else the API token's; None if neither."""
-    from apps.accounts.selectors import user_from_token
-
-    user = scope.get("user")
-    if user is None or not user.is_authenticated:
-        token = None
-        for name, value in scope.get("headers", []):
-            if name == b"authorization":
-                token = value.decode("latin-1").removeprefix("Bearer ").strip()
-        if token is None:
-            token = (parse_qs(scope.get("query_string", b"").decode()).get("token") or [None])[0]
-        user = user_from_token(token) if token else None
-    return user if user is not None and user.is_authenticated else None
-
-
 @database_sync_to_async
 def _resolve(scope) -> tuple[object, int | None]:
-    from apps.projects.models import Project
-    from apps.projects.selectors import membership_role
-
-    user = _user_of(scope)
+    user = user_of(scope)
     if user is None:
         return None, None
-    slug = scope["url_route"]["kwargs"]["project"]
-    project = Project.objects.filter(slug=slug).first()
-    if project is None or membership_role(user=user, project=project) is None:
-        return user, None
-    return user, project.pk
+    return user, member_project_id(user, scope["url_route"]["kwargs"]["project"])
 
 
 class ProjectEventsConsumer(AsyncJsonWebsocketConsumer):
@@ -87,21 +64,6 @@ LIVE_TELEMETRY_BUFFER = 5000  # workload samples held while a client is slow
 
 TOPIC_PATTERN = re.compile(r"^(?:(workloads|runs|cluster)|(workload|run):(\d{1,18})|logs:(\d{1,18}):(\d{1,6}))$")
 USAGE = 'Send {"action": "subscribe"|"unsubscribe", "topic": "..."}.'
-
-
-_authenticated_user = database_sync_to_async(_user_of)
-
-
-@database_sync_to_async
-def _member_project(user, slug: str) -> int | None:
-    """The project's id if `user` is (still) a member of it, else None."""
-    from apps.projects.models import Project
-    from apps.projects.selectors import membership_role
-
-    project = Project.objects.filter(slug=slug).first()
-    if project is None or membership_role(user=user, project=project) is None:
-        return None
-    return project.pk
 
 
 @database_sync_to_async
@@ -336,12 +298,12 @@ class ProjectLiveConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         self.topics: dict[str, _Topic] = {}
         self.group_refs: dict[str, int] = {}
-        self.user = await _authenticated_user(self.scope)
+        self.user = await authenticated_user(self.scope)
         if self.user is None:
             await self.close(code=4401)
             return
         self.slug = self.scope["url_route"]["kwargs"]["project"]
-        self.project_id = await _member_project(self.user, self.slug)
+        self.project_id = await member_project(self.user, self.slug)
         if self.project_id is None:
             await self.close(code=4404)
             return
@@ -386,7 +348,7 @@ class ProjectLiveConsumer(AsyncJsonWebsocketConsumer):
                                     "run:<id>, runs, cluster.")
             return
         # Membership is checked again on every subscribe: a removed member gets nothing new.
-        project_id = await _member_project(self.user, self.slug)
+        project_id = await member_project(self.user, self.slug)
         if project_id is None:
             await self._error(name, "You are no longer a member of this project.")
             await self.close(code=4403)

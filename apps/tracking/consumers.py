@@ -13,45 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from urllib.parse import parse_qs
 
 import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from apps.core.wsauth import authenticated_user, member_project
+
 from .conf import setting
 from .events import project_runs_group, run_group
 from .live import Coalescer
-
-
-def _token_of(scope) -> str | None:
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            return value.decode("latin-1").removeprefix("Bearer ").strip()
-    return (parse_qs(scope.get("query_string", b"").decode()).get("token") or [None])[0]
-
-
-@database_sync_to_async
-def _authenticate(scope):
-    from apps.accounts.selectors import user_from_token
-
-    user = scope.get("user")
-    if user is None or not user.is_authenticated:
-        token = _token_of(scope)
-        user = user_from_token(token) if token else None
-    return user if user is not None and user.is_authenticated else None
-
-
-@database_sync_to_async
-def _project_for(user, slug: str) -> int | None:
-    """The project's id if `user` is (still) a member, else None."""
-    from apps.projects.models import Project
-    from apps.projects.selectors import membership_role
-
-    project = Project.objects.filter(slug=slug).first()
-    if project is None or membership_role(user=user, project=project) is None:
-        return None
-    return project.pk
 
 
 @database_sync_to_async
@@ -92,12 +63,12 @@ class TrackingLiveConsumer(AsyncJsonWebsocketConsumer):
 
     async def connect(self):
         self.subscriptions: dict[str, _Subscription] = {}
-        self.user = await _authenticate(self.scope)
+        self.user = await authenticated_user(self.scope)
         if self.user is None:
             await self.close(code=4401)
             return
         self.slug = self.scope["url_route"]["kwargs"]["project"]
-        self.project_id = await _project_for(self.user, self.slug)
+        self.project_id = await member_project(self.user, self.slug)
         if self.project_id is None:
             await self.close(code=4404)
             return
@@ -128,7 +99,7 @@ class TrackingLiveConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "unsubscribed", "run": run_id})
             return
         # Membership is checked again on every subscribe: a removed member gets nothing new.
-        project_id = await _project_for(self.user, self.slug)
+        project_id = await member_project(self.user, self.slug)
         if project_id is None:
             await self.send_json({"type": "error", "detail": "You are no longer a member of this project."})
             await self.close(code=4403)
