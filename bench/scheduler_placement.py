@@ -39,16 +39,30 @@ def load_tasks(name: str) -> list[tuple[tuple[int, int, int], frozenset | None]]
         return out
 
 
-class Baseline:
+class FreeCapacity:
+    """Free GPU milli per GPU, CPU and memory per node: the state every bench placement keeps."""
+
+    def __init__(self, nodes: list[NodeState]):
+        self.model = [n.gpu_model for n in nodes]
+        self.gpus = [[GPU] * (n.allocatable.gpu_milli // GPU) for n in nodes]
+        self.cpu = [n.allocatable.cpu_milli for n in nodes]
+        self.mem = [n.allocatable.memory_mb for n in nodes]
+
+    def take(self, i, gpus, shape):
+        g, c, m = shape
+        for k in gpus:
+            self.gpus[i][k] -= g if g < GPU else GPU
+        self.cpu[i] -= c
+        self.mem[i] -= m
+
+
+class Baseline(FreeCapacity):
     """Whole-cluster scan placements: each returns (node index, gpu indices) or None."""
 
     def __init__(self, nodes: list[NodeState], kind: str, rng: random.Random):
         self.kind = kind
         self.rng = rng
-        self.model = [n.gpu_model for n in nodes]
-        self.gpus = [[GPU] * (n.allocatable.gpu_milli // GPU) for n in nodes]
-        self.cpu = [n.allocatable.cpu_milli for n in nodes]
-        self.mem = [n.allocatable.memory_mb for n in nodes]
+        super().__init__(nodes)
         self.cap = [(max(n.allocatable.gpu_milli, 1), n.allocatable.cpu_milli, n.allocatable.memory_mb) for n in nodes]
 
     def _gpus_for(self, i, g):
@@ -92,15 +106,9 @@ class Baseline:
             return self.rng.choice(feasible) if feasible else None
         return None if best is None else (best[1], best[2])
 
-    def take(self, i, gpus, shape):
-        g, c, m = shape
-        for k in gpus:
-            self.gpus[i][k] -= g if g < GPU else GPU
-        self.cpu[i] -= c
-        self.mem[i] -= m
 
 
-class PaperFGD:
+class PaperFGD(FreeCapacity):
     """FGD as its authors' simulator implements it (kubernetes-scheduler-simulator, the code behind
     the ATC'23 paper), re-implemented here over the same node and task model as the other
     placements, to check Cairn's score and this harness against the reference:
@@ -123,10 +131,7 @@ class PaperFGD:
     def __init__(self, nodes: list[NodeState], tasks, rng: random.Random, first: bool = False):
         self.rng = rng
         self.first = first
-        self.model = [n.gpu_model for n in nodes]
-        self.gpus = [[GPU] * (n.allocatable.gpu_milli // GPU) for n in nodes]
-        self.cpu = [n.allocatable.cpu_milli for n in nodes]
-        self.mem = [n.allocatable.memory_mb for n in nodes]
+        super().__init__(nodes)
         counts = Counter(self.task_type(shape, models) for shape, models in tasks if shape[0])
         ranked = counts.most_common()
         total = sum(counts.values())
@@ -201,12 +206,6 @@ class PaperFGD:
             return None
         return chosen[0] if self.first else self.rng.choice(chosen)
 
-    def take(self, i, gpus, shape):
-        g, c, m = shape
-        for k in gpus:
-            self.gpus[i][k] -= g if g < GPU else GPU
-        self.cpu[i] -= c
-        self.mem[i] -= m
 
 
 class PaperBestFit(Baseline):
