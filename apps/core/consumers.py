@@ -17,29 +17,16 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from .realtime import project_group
-from .wsauth import authenticated_user, member_project, member_project_id, user_of
+from .wsauth import admit, member_project
 
 logger = logging.getLogger(__name__)
 
 
-@database_sync_to_async
-def _resolve(scope) -> tuple[object, int | None]:
-    user = user_of(scope)
-    if user is None:
-        return None, None
-    return user, member_project_id(user, scope["url_route"]["kwargs"]["project"])
-
-
 class ProjectEventsConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
-        user, project_id = await _resolve(self.scope)
-        if user is None:
-            await self.close(code=4401)
+        if not await admit(self):
             return
-        if project_id is None:
-            await self.close(code=4404)
-            return
-        self.group = project_group(project_id)
+        self.group = project_group(self.project_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
 
@@ -298,14 +285,7 @@ class ProjectLiveConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         self.topics: dict[str, _Topic] = {}
         self.group_refs: dict[str, int] = {}
-        self.user = await authenticated_user(self.scope)
-        if self.user is None:
-            await self.close(code=4401)
-            return
-        self.slug = self.scope["url_route"]["kwargs"]["project"]
-        self.project_id = await member_project(self.user, self.slug)
-        if self.project_id is None:
-            await self.close(code=4404)
+        if not await admit(self):
             return
         await self.accept()
 

@@ -39,3 +39,18 @@ def member_project_id(user, slug: str) -> int | None:
 
 authenticated_user = database_sync_to_async(user_of)
 member_project = database_sync_to_async(member_project_id)
+
+
+async def admit(consumer) -> bool:
+    """At connect: set `consumer.user`, `.slug` and `.project_id` from the scope, or close the
+    socket (4401 not signed in, 4404 no such project or not a member) and return False."""
+    consumer.user = await authenticated_user(consumer.scope)
+    if consumer.user is None:
+        await consumer.close(code=4401)
+        return False
+    consumer.slug = consumer.scope["url_route"]["kwargs"]["project"]
+    consumer.project_id = await member_project(consumer.user, consumer.slug)
+    if consumer.project_id is None:
+        await consumer.close(code=4404)
+        return False
+    return True

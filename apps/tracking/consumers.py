@@ -18,7 +18,7 @@ import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from apps.core.wsauth import authenticated_user, member_project
+from apps.core.wsauth import admit, member_project
 
 from .conf import setting
 from .events import project_runs_group, run_group
@@ -63,14 +63,7 @@ class TrackingLiveConsumer(AsyncJsonWebsocketConsumer):
 
     async def connect(self):
         self.subscriptions: dict[str, _Subscription] = {}
-        self.user = await authenticated_user(self.scope)
-        if self.user is None:
-            await self.close(code=4401)
-            return
-        self.slug = self.scope["url_route"]["kwargs"]["project"]
-        self.project_id = await member_project(self.user, self.slug)
-        if self.project_id is None:
-            await self.close(code=4404)
+        if not await admit(self):
             return
         run_id = self.scope["url_route"]["kwargs"].get("run")
         if run_id is not None and not await _run_in_project(run_id, self.project_id):
