@@ -35,6 +35,7 @@ GPU = 1000  # milli-GPU in one GPU
 # Anti-thrash: once preempted, a workload may not be reclaimed again before it has run this long
 # since its re-admission (the service's and the simulator's default; Snapshot's is 0 = off).
 DEFAULT_REPREEMPT_MIN_RUNTIME = 600.0
+DEFAULT_STARVATION_SECONDS = 3600.0
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,11 @@ class Snapshot:
     # Anti-thrash: a workload that has been preempted before is not reclaimed by another project
     # again until it has run this long since its last admission (0: no protection).
     repreempt_min_runtime_seconds: float = 0.0
+    # Bounded wait: a workload pending this long (since submission; never a requeued victim) is
+    # ordered before newer work of any priority, so it takes the capacity it fits or the pool's
+    # reservation and newer work backfills around it. Its priority for preemption is unchanged.
+    # None: strict priority order.
+    starvation_seconds: float | None = None
 
 
 # -- formatting ----------------------------------------------------------------------------------
@@ -689,15 +695,21 @@ class _Cycle:
     def _entry(self, key, w: PendingWorkload):
         cohort = self.cohorts.get(w.pool)
         q = cohort.quotas.get(w.project) if cohort is not None else None
+        fresh = not self._starving(w)
         if q is None:
-            return (True, w.priority, math.inf, w.submitted_at, w.id, key)
+            return (True, fresh, w.priority, math.inf, w.submitted_at, w.id, key)
         share = self._shares.get(key)
         if share is None or share[0] != cohort.version:  # recomputed only when usage changed
             share = self._shares[key] = (cohort.version, q.share())
         r, used, nominal = w.per_replica, q.used, q.nominal
         borrows = (used[0] + r.gpu_milli * w.replicas > nominal[0] or used[1] + r.cpu_milli * w.replicas > nominal[1]
                    or used[2] + r.memory_mb * w.replicas > nominal[2])
-        return (borrows, w.priority, share[1], w.submitted_at, w.id, key)
+        return (borrows, fresh, w.priority, share[1], w.submitted_at, w.id, key)
+
+    def _starving(self, w: PendingWorkload) -> bool:
+        limit = self.snap.starvation_seconds
+        return (limit is not None and self.now is not None and w.submitted_at is not None
+                and w.preempted_by is None and (self.now - w.submitted_at).total_seconds() >= limit)
 
     # Memoised waits. A decision that changed nothing (a Wait with no preemption, claim or
     # reservation) is a pure function of the workload's class and of the pool's state; until that

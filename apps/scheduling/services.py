@@ -22,6 +22,7 @@ from apps.workloads.services import workload_preempt, workload_transition
 
 from .policy import (
     DEFAULT_REPREEMPT_MIN_RUNTIME,
+    DEFAULT_STARVATION_SECONDS,
     Admit,
     NodeState,
     PendingWorkload,
@@ -117,7 +118,9 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
     return Snapshot(nodes=nodes, quotas=quotas, pending=pending, running=running, now=now,
                     grace_seconds=grace.total_seconds(),
                     repreempt_min_runtime_seconds=float(settings.CAIRN.get("REPREEMPT_MIN_RUNTIME_SECONDS",
-                                                                           DEFAULT_REPREEMPT_MIN_RUNTIME)))
+                                                                           DEFAULT_REPREEMPT_MIN_RUNTIME)),
+                    starvation_seconds=float(settings.CAIRN.get("STARVATION_SECONDS", DEFAULT_STARVATION_SECONDS))
+                    or None)
 
 
 def _apply_wait(decision: Wait) -> None:

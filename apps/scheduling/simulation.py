@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .policy import (
     DEFAULT_REPREEMPT_MIN_RUNTIME,
+    DEFAULT_STARVATION_SECONDS,
     Admit,
     NodeState,
     PendingWorkload,
@@ -68,13 +69,16 @@ class SimResult:
     avg_jct: float
     preemptions: int
     fairness: float  # Jain's index over projects of GPU-time used / GPU-time spent in the system
+    share_fairness: float  # Jain's index over projects of GPU-time allocated / max-min fair GPU-time
     cycles: int
     unfinished: int = 0
     series: list[tuple[float, float, int]] = field(default_factory=list)  # (time, allocated GPUs, queued)
     delays: dict[int, float] = field(default_factory=dict)  # job id -> time from arrival to first start
+    project_service: dict[str, float] = field(default_factory=dict)  # project -> its ratio in the fairness index
+    project_share: dict[str, float] = field(default_factory=dict)  # project -> its ratio in share_fairness
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("series", "delays")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("series", "delays", "project_service", "project_share")}
 
 
 # -- loaders -------------------------------------------------------------------------------------
@@ -186,11 +190,39 @@ POLICIES: dict[str, Callable[[Snapshot], list]] = {"cairn": schedule, "fifo": fi
 
 # -- the simulator -------------------------------------------------------------------------------
 
+def max_min_shares(capacity: float, demands: dict[str, float], weights: dict[str, float]) -> dict[str, float]:
+    """Weighted max-min fair split of `capacity` (water-filling): no project gets more than it
+    asks for, and what one does not need goes to the others in proportion to their weights."""
+    shares = {p: 0.0 for p in demands}
+    active = {p for p, d in demands.items() if d > 0}
+    left = capacity
+    while active and left > 1e-9:
+        total = sum(weights.get(p, 1.0) for p in active)
+        unit = left / total
+        done = {p for p in active if demands[p] - shares[p] <= unit * weights.get(p, 1.0) + 1e-12}
+        if not done:
+            for p in active:
+                shares[p] += unit * weights.get(p, 1.0)
+            break
+        for p in done:
+            left -= demands[p] - shares[p]
+            shares[p] = demands[p]
+        active -= done
+    return shares
+
+
+def jain(values: Iterable[float]) -> float:
+    values = list(values)
+    squares = sum(v * v for v in values)
+    return sum(values) ** 2 / (len(values) * squares) if values and squares else 1.0
+
+
 def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[SimJob], policy: str = "cairn",
              cycle_interval: float = 0.0, grace_seconds: float = 30.0, known_durations: bool = True,
              progress: Callable[[int], None] | None = None, series_points: int = 2000,
              time_limit: float | None = None,
-             repreempt_min_runtime: float = DEFAULT_REPREEMPT_MIN_RUNTIME) -> SimResult:
+             repreempt_min_runtime: float = DEFAULT_REPREEMPT_MIN_RUNTIME,
+             starvation_seconds: float | None = DEFAULT_STARVATION_SECONDS) -> SimResult:
     """Replay `jobs` through the policy with simulated time; returns the metrics."""
     decide = POLICIES[policy]
     jobs = sorted(jobs, key=lambda j: (j.arrival, j.id))
@@ -221,6 +253,13 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
     sample_every = max((last_arrival - start_time) / max(series_points, 1), 1.0)
     next_sample = start_time
     done_count = 0
+    # Per project: GPUs held now, GPUs asked for by its pending work, and over time the GPU-time
+    # it held and the GPU-time a max-min fair split of the pool (weighted by nominal) gave it.
+    held: dict[str, float] = {}
+    waiting: dict[str, float] = {}
+    held_time: dict[str, float] = {}
+    fair_time: dict[str, float] = {}
+    weights = {q.project: max(q.nominal.gpu_milli, 1) for q in quotas}
 
     def gpus(w_per: Resources, replicas: int) -> float:
         return w_per.gpu_milli * replicas / 1000
@@ -248,6 +287,10 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
             if pending:
                 contention_time += span
                 contention_alloc += allocated * span
+            demands = {p: held.get(p, 0.0) + waiting.get(p, 0.0) for p in set(held) | set(waiting)}
+            for p, share in max_min_shares(capacity, demands, weights).items():
+                fair_time[p] = fair_time.get(p, 0.0) + share * span
+                held_time[p] = held_time.get(p, 0.0) + held.get(p, 0.0) * span
             while next_sample <= now and len(series) < series_points * 2:
                 series.append((next_sample - start_time, allocated, len(pending)))
                 next_sample += sample_every
@@ -257,11 +300,13 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
             j = jobs[next_arrival]
             next_arrival += 1
             pending[j.id] = _pending(j, known_durations, remaining[j.id])
+            waiting[j.project] = waiting.get(j.project, 0.0) + gpus(j.per_replica, j.replicas)
             changed = True
         while events and events[0][0] <= t:
             _, kind, _, job_id = heapq.heappop(events)
             state, started = running.pop(job_id)
             allocated -= gpus(state.per_replica, len(state.placement))
+            held[state.project] -= gpus(state.per_replica, len(state.placement))
             changed = True
             if kind == 0:
                 finish[job_id] = t
@@ -271,6 +316,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
             else:  # a preempted job has exited: requeue it with the work it has left
                 pending[job_id] = _pending(by_id[job_id], known_durations, remaining[job_id],
                                            preempted_by=state.preempted_for)
+                waiting[state.project] += gpus(state.per_replica, len(state.placement))
         if cycle_due is not None and cycle_due <= t:
             cycle_due = None
             changed = True
@@ -284,7 +330,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         now_dt = EPOCH + timedelta(seconds=t)
         snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=list(pending.values()),
                             running=[state for state, _ in running.values()], now=now_dt,
-                            grace_seconds=grace_seconds, repreempt_min_runtime_seconds=repreempt_min_runtime)
+                            grace_seconds=grace_seconds, repreempt_min_runtime_seconds=repreempt_min_runtime,
+                            starvation_seconds=starvation_seconds)
         for decision in decide(snapshot):
             if isinstance(decision, Admit):
                 w = pending.pop(decision.workload_id)
@@ -299,6 +346,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                 )
                 running[w.id] = (state, t)
                 allocated += gpus(w.per_replica, w.replicas)
+                held[w.project] = held.get(w.project, 0.0) + gpus(w.per_replica, w.replicas)
+                waiting[w.project] -= gpus(w.per_replica, w.replicas)
                 seq += 1
                 heapq.heappush(events, (end, 0, seq, w.id))
             elif isinstance(decision, Preempt):
@@ -330,8 +379,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         g = gpus(j.per_replica, j.replicas) or 1e-3
         used, spent = per_project.setdefault(j.project, [0.0, 0.0])
         per_project[j.project] = [used + g * j.duration, spent + g * (end - j.arrival)]
-    ratios = [used / spent for used, spent in per_project.values() if spent > 0]
-    fairness = (sum(ratios) ** 2 / (len(ratios) * sum(r * r for r in ratios))) if ratios else 1.0
+    service = {p: used / spent for p, (used, spent) in sorted(per_project.items()) if spent > 0}
+    share = {p: held_time.get(p, 0.0) / fair for p, fair in sorted(fair_time.items()) if fair > 0}
     return SimResult(
         policy=policy, jobs=len(jobs), finished=len(finish), capacity_gpus=capacity,
         utilisation=gpu_time_window / (capacity * window) if capacity else 0.0,
@@ -339,9 +388,11 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         allocation_rate=contention_alloc / (capacity * contention_time) if capacity and contention_time else 0.0,
         avg_queue_delay=sum(delays) / len(delays) if delays else 0.0,
         p99_queue_delay=delays[min(len(delays) - 1, int(0.99 * len(delays)))] if delays else 0.0,
-        avg_jct=sum(jcts) / len(jcts) if jcts else 0.0, preemptions=preemptions, fairness=fairness, cycles=cycles,
+        avg_jct=sum(jcts) / len(jcts) if jcts else 0.0, preemptions=preemptions, fairness=jain(service.values()),
+        share_fairness=jain(share.values()), cycles=cycles,
         unfinished=len(jobs) - len(finish), series=series,
-        delays={i: first_start[i] - by_id[i].arrival for i in first_start},
+        delays={i: first_start[i] - by_id[i].arrival for i in first_start}, project_service=service,
+        project_share=share,
     )
 
 
@@ -382,5 +433,5 @@ def chart(results: list[SimResult], path: str | Path, *, title: str = "") -> Non
 
 __all__ = [
     "SimJob", "SimResult", "alibaba_task_resources", "chart", "equal_quotas", "fifo_schedule", "load_alibaba_nodes",
-    "load_alibaba_tasks", "simulate",
+    "load_alibaba_tasks", "max_min_shares", "simulate",
 ]

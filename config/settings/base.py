@@ -199,6 +199,8 @@ CAIRN = {
     "STOP_GRACE_SECONDS": env.float("CAIRN_STOP_GRACE_SECONDS", default=10.0),
     # A workload preempted once is not reclaimed again before it has run this long (anti-thrash).
     "REPREEMPT_MIN_RUNTIME_SECONDS": env.float("CAIRN_REPREEMPT_MIN_RUNTIME_SECONDS", default=600.0),
+    # Bounded wait: pending this long, a workload goes before newer work of any priority (0: off).
+    "STARVATION_SECONDS": env.float("CAIRN_STARVATION_SECONDS", default=3600.0),
     # Loop intervals of the long-running processes (scheduler, reconciler, outbox relay).
     "SCHEDULER_INTERVAL": env.float("CAIRN_SCHEDULER_INTERVAL", default=1.0),
     "RECONCILER_INTERVAL": env.float("CAIRN_RECONCILER_INTERVAL", default=1.0),

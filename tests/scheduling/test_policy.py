@@ -327,3 +327,42 @@ def test_without_a_reservation_small_jobs_would_starve_the_big_one():
     with_res = by_id(schedule(snap(nodes, quotas, pending, run)))
     without = by_id(schedule(snap(nodes, quotas, pending, run, reservations=False)))
     assert isinstance(with_res[2], Wait) and isinstance(without[2], Admit)
+
+
+# -- bounded wait ----------------------------------------------------------------------------------
+
+def _starving_setup():
+    # n1 has 4 GPUs, 2 held by project b until T0 + 1 h. Project a's 4-GPU P4 job has waited 2 h;
+    # project c's 2-GPU P2 job arrived just now and would fit in the 2 free GPUs.
+    nodes = [node("n1", gpus=4)]
+    run = [running(10, project="b", gpu=2000, nodes=("n1",), gpus=[[0, 1]], end=T0 + timedelta(hours=1))]
+    old = replace(job(1, priority=4, gpu=4000), submitted_at=T0 - timedelta(hours=2))
+    new = job(2, project="c", priority=2, gpu=2000)
+    quotas = [quota(gpus=100), quota("b", gpus=100), quota("c", gpus=100)]
+    return nodes, quotas, [old, new], run
+
+
+def test_a_workload_pending_past_the_bound_goes_before_newer_work_of_any_priority():
+    nodes, quotas, pending, run = _starving_setup()
+    strict = by_id(schedule(snap(nodes, quotas, pending, run)))
+    assert isinstance(strict[2], Admit)  # strict priority: the new P2 job takes the free GPUs...
+    assert isinstance(strict[1], Wait) and not strict[1].reason.startswith("reserved")  # ...nothing left to hold
+    bounded = by_id(schedule(snap(nodes, quotas, pending, run, starvation_seconds=3600)))
+    assert bounded[1].reason.startswith("reserved")  # the old job holds the free GPUs for its start at T0 + 1 h
+    assert bounded[1].estimated_start == T0 + timedelta(hours=1)
+    assert isinstance(bounded[2], Wait)
+    # Below the bound, order is strict again.
+    recent = by_id(schedule(snap(nodes, quotas, pending, run, starvation_seconds=3 * 3600)))
+    assert isinstance(recent[2], Admit)
+
+
+def test_the_bounded_wait_gives_no_right_to_preempt_and_skips_requeued_victims():
+    nodes, quotas, pending, run = _starving_setup()
+    # A starving P4 job does not preempt a running P3 job of its own project.
+    mine = [running(10, project="a", priority=3, gpu=2000, nodes=("n1",), gpus=[[0, 1]], end=T0 + timedelta(hours=1))]
+    decisions = schedule(snap(nodes, quotas, [pending[0]], mine, starvation_seconds=3600))
+    assert not preempted(decisions) and isinstance(by_id(decisions)[1], Wait)
+    # A requeued victim keeps its original submit time but is not promoted by it (it ran already).
+    victim = replace(pending[0], preempted_by=99)
+    decisions = by_id(schedule(snap(nodes, quotas, [victim, pending[1]], run, starvation_seconds=3600)))
+    assert isinstance(decisions[2], Admit)

@@ -101,3 +101,29 @@ def test_an_admin_tries_a_quota_change_on_the_pools_own_history(project, pool):
     assert bigger["avg_queue_delay"] < today["avg_queue_delay"]
     with pytest.raises(CommandError, match="Unknown resource pool"):
         _run("--from-db", "nope")
+
+
+def test_max_min_fair_shares_cap_each_project_at_what_it_asks_for():
+    from apps.scheduling.simulation import jain, max_min_shares
+
+    equal = {"a": 1.0, "b": 1.0, "c": 1.0}
+    assert max_min_shares(10, {"a": 2, "b": 10, "c": 10}, equal) == pytest.approx({"a": 2, "b": 4, "c": 4})
+    assert max_min_shares(10, {"a": 2, "b": 3, "c": 0}, equal) == pytest.approx({"a": 2, "b": 3, "c": 0})
+    # Weighted by nominal: b is entitled to three times a's share.
+    assert max_min_shares(8, {"a": 8, "b": 8}, {"a": 1, "b": 3}) == pytest.approx({"a": 2, "b": 6})
+    assert jain([1, 1, 1]) == pytest.approx(1.0) and jain([1, 0]) == pytest.approx(0.5)
+
+
+def test_share_fairness_sees_one_project_crowding_out_another():
+    # Two GPUs, two projects with equal nominals. a floods the queue first; b's job arrives later.
+    nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(2000, 64000, 10**6))]
+    jobs = [SimJob(id=i, project="a", arrival=i, duration=100, per_replica=Resources(1000, 1000, 1024))
+            for i in range(1, 7)]
+    jobs.append(SimJob(id=9, project="b", arrival=10, duration=100, per_replica=Resources(1000, 1000, 1024)))
+    quotas = equal_quotas(nodes, ["a", "b"])
+    fifo = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="fifo")
+    cairn = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="cairn")
+    # FIFO runs all of a's jobs before b's; Cairn's fair share runs b's when a GPU first frees.
+    assert fifo.delays[9] > 200 and cairn.delays[9] < 100
+    assert cairn.share_fairness > fifo.share_fairness
+    assert set(cairn.project_share) == {"a", "b"}

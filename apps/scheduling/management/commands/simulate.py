@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from apps.scheduling.policy import DEFAULT_REPREEMPT_MIN_RUNTIME, QuotaState, Resources
+from apps.scheduling.policy import DEFAULT_REPREEMPT_MIN_RUNTIME, DEFAULT_STARVATION_SECONDS, QuotaState, Resources
 from apps.scheduling.simulation import SimJob, chart, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate
 
 DEFAULT_TRACE_DIR = Path(settings.BASE_DIR).parent / "shared" / "data" / "traces" / "alibaba-gpu-2023"
@@ -28,7 +28,8 @@ METRICS = [
     ("p99_queue_delay", "p99 queueing delay (s)", "{:,.0f}"),
     ("avg_jct", "average job completion time (s)", "{:,.0f}"),
     ("preemptions", "preemptions", "{}"),
-    ("fairness", "fairness (Jain's index over projects)", "{:.3f}"),
+    ("fairness", "fairness, slowdown (Jain's index over projects of GPU-time used / spent)", "{:.3f}"),
+    ("share_fairness", "fairness, share (Jain's index over projects of GPU-time held / max-min fair)", "{:.3f}"),
     ("finished", "jobs finished", "{}"),
     ("cycles", "scheduling cycles", "{}"),
 ]
@@ -71,6 +72,9 @@ class Command(BaseCommand):
         parser.add_argument("--repreempt-min-runtime", type=float, default=DEFAULT_REPREEMPT_MIN_RUNTIME,
                             help="Seconds a job preempted before must run after its re-admission before another "
                                  "project may reclaim it again (0: off).")
+        parser.add_argument("--starvation-seconds", type=float, default=DEFAULT_STARVATION_SECONDS,
+                            help="Bounded wait: a job pending this long goes before newer work of any priority "
+                                 "(0: strict priority order).")
         parser.add_argument("--unknown-durations", action="store_true",
                             help="Do not tell the policy how long jobs run (no start estimates for reservations).")
         parser.add_argument("--chart", help="Write a PNG chart here (needs matplotlib).")
@@ -102,6 +106,7 @@ class Command(BaseCommand):
                     nodes=nodes, quotas=quotas, jobs=jobs, policy=policy, cycle_interval=opts["cycle_interval"],
                     grace_seconds=opts["grace"], known_durations=not opts["unknown_durations"],
                     progress=bar.update if bar else None, repreempt_min_runtime=opts["repreempt_min_runtime"],
+                    starvation_seconds=opts["starvation_seconds"] or None,
                 ))
             finally:
                 if bar:
