@@ -27,6 +27,9 @@ DEFAULTS = {
     # Under the ASGI server, the latest values sent to project-wide subscribers are gathered for
     # this long (seconds) into one event per project (see services.points_publish).
     "TRACKING_LIVE_PROJECT_WINDOW": 0.05,
+    # Batch ids (for acknowledging retried batches without storing them twice) are kept this long;
+    # a finished run's are dropped at once (it accepts no more data). SDK retries take seconds.
+    "TRACKING_BATCH_ID_RETENTION_HOURS": 24,
 }
 
 

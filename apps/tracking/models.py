@@ -157,3 +157,5 @@ class IngestBatch(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "batch_id"], name="ingestbatch_unique_id")]
+        # Retention (services.tracking_prune_batch_ids) deletes by age.
+        indexes = [models.Index(fields=["created_at"], name="ingestbatch_created")]

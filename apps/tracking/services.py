@@ -5,7 +5,7 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from channels.layers import get_channel_layer
 from django.db import IntegrityError, connection, transaction
@@ -89,10 +89,23 @@ def run_finish(*, run: Run, status: str = RunStatus.FINISHED) -> Run:
     with transaction.atomic():
         updated = Run.objects.filter(pk=run.pk, status=run.status).update(status=status, finished_at=now)
         if updated:
+            IngestBatch.objects.filter(run=run).delete()  # no more batches will come to deduplicate
             publish(run_group(run.pk), status_event(run_id=run.pk, status=status))
             publish(project_runs_group(run.project_id), status_event(run_id=run.pk, status=status))
     run.refresh_from_db()
     return run
+
+
+def tracking_prune_batch_ids(*, now: datetime | None = None, chunk: int = 50_000) -> int:
+    """Delete batch ids older than TRACKING_BATCH_ID_RETENTION_HOURS, in chunks (short
+    transactions beside the ingestion); returns how many went."""
+    cut = (now or timezone.now()) - timedelta(hours=setting("TRACKING_BATCH_ID_RETENTION_HOURS"))
+    deleted = 0
+    while True:
+        ids = list(IngestBatch.objects.filter(created_at__lt=cut).values_list("pk", flat=True)[:chunk])
+        if not ids:
+            return deleted
+        deleted += IngestBatch.objects.filter(pk__in=ids).delete()[0]
 
 
 def run_delete(*, run: Run) -> None:

@@ -180,3 +180,27 @@ def test_member_of_other_project_cannot_write(project, charlie, client_for):
     url = f"/api/v1/projects/charlies/runs/{run.pk}/batches/"
     assert client_for(charlie).post(url, {"points": points(2)}, format="json").status_code == 404
     assert len(stored_points(run)) == 0
+
+
+def test_batch_ids_are_kept_for_retries_then_pruned_and_dropped_when_the_run_ends(run_and_token, token_client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.tracking.models import IngestBatch
+    from apps.tracking.services import run_finish, tracking_prune_batch_ids
+
+    run, token = run_and_token
+    client = token_client(token)
+    for i in range(3):
+        assert client.post(batch_url(run), {"batch_id": f"b-{i}", "points": points(10, start=10 * i)},
+                           format="json").status_code == 200
+    IngestBatch.objects.filter(batch_id__in=["b-0", "b-1"]).update(created_at=timezone.now() - timedelta(hours=25))
+    assert tracking_prune_batch_ids(chunk=1) == 2  # past the 24 h retention, in chunks of one
+    assert list(IngestBatch.objects.filter(run=run).values_list("batch_id", flat=True)) == ["b-2"]
+    # A recent retry is still acknowledged without storing twice.
+    again = client.post(batch_url(run), {"batch_id": "b-2", "points": points(10, start=20)}, format="json")
+    assert again.json()["duplicate"] is True and len(stored_points(run)) == 30
+    run_finish(run=run)
+    assert not IngestBatch.objects.filter(run=run).exists()  # a finished run takes no more batches
+    assert len(stored_points(run)) == 30  # the data stays

@@ -1,5 +1,6 @@
 """`manage.py run_telemetry`: sample this machine (psutil, NVML) for the local cluster, scrape the
-DCGM exporters of Kubernetes nodes (TELEMETRY_DCGM_URL_TEMPLATE), and apply retention hourly."""
+DCGM exporters of Kubernetes nodes (TELEMETRY_DCGM_URL_TEMPLATE), and apply retention hourly
+(telemetry rollups, and tracking's batch ids: this is the platform's hourly housekeeping)."""
 import threading
 import time
 
@@ -7,6 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from apps.core.loops import run_loop, stop_on_signals
+from apps.tracking.services import tracking_prune_batch_ids
 
 from ...conf import setting
 from ...services import telemetry_compact, telemetry_sample_local, telemetry_scrape
@@ -35,6 +37,7 @@ class Command(BaseCommand):
                     telemetry_scrape(node=node.name, url=template.format(node=node.name))
             if time.monotonic() - last_compact[0] > 3600:
                 telemetry_compact()
+                tracking_prune_batch_ids()
                 last_compact[0] = time.monotonic()
 
         if options["once"]:
