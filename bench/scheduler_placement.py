@@ -324,7 +324,7 @@ def inflate(nodes, tasks, policy: str, seed: int, mix) -> dict:
             misses = 0
             if not any(shape[0] for shape, _ in draw):
                 break
-    return {"at_100": at_100, "at_130": at_130, "full": allocated / capacity, "pool": pool}
+    return {"at_100": at_100, "at_130": at_130, "full": allocated / capacity}
 
 
 def main():

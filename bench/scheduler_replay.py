@@ -36,7 +36,7 @@ def run(nodes_count: int, args) -> dict:
         start = time.perf_counter()
         r = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy=policy,
                      repreempt_min_runtime=args.repreempt_min_runtime,
-                     starvation_seconds=args.starvation_seconds or None)
+                     starvation_seconds=args.starvation_seconds)
         out[policy] = r
         out["wall"][policy] = time.perf_counter() - start
         print(f"{nodes_count} nodes, {policy}: utilisation {r.utilisation:.1%} (to the last job "
@@ -134,7 +134,7 @@ def main():
         "",
         "The bounded wait (docs/scheduling.md) is what moved these figures in this change. Without it (previous "
         "recording, same samples): 8 nodes average wait 49,002 s, slowdown fairness 0.930, 7,548 preemptions; "
-        "10 nodes 586 s and 0.983, the P3 pods (mostly 8-GPU) waiting 31,000 s on average against FIFO's 11,300 s "
+        "10 nodes 586 s and 0.983, the P3 pods (the 8-GPU ones longest) waiting 31,000 s on average against FIFO's 11,300 s "
         "(5,700 s with it); 6 nodes 681,030 s, 0.722 and 18,171 preemptions. A variant that lets waiting work "
         "jump the nominal-before-borrowing order too (measured separately, bound 6 h) met the target on 8 nodes "
         "(slowdown 0.977, share 0.975) and on 6 nodes (0.948, and share 0.955, equal to FIFO's), but it admits "

@@ -165,7 +165,7 @@ class Snapshot:
     # Bounded wait: a workload pending this long (since submission; never a requeued victim) is
     # ordered before newer work of any priority, so it takes the capacity it fits or the pool's
     # reservation and newer work backfills around it. Its priority for preemption is unchanged.
-    # None: strict priority order.
+    # None or 0: strict priority order.
     starvation_seconds: float | None = None
 
 
@@ -708,7 +708,7 @@ class _Cycle:
 
     def _starving(self, w: PendingWorkload) -> bool:
         limit = self.snap.starvation_seconds
-        return (limit is not None and self.now is not None and w.submitted_at is not None
+        return (bool(limit) and self.now is not None and w.submitted_at is not None
                 and w.preempted_by is None and (self.now - w.submitted_at).total_seconds() >= limit)
 
     # Memoised waits. A decision that changed nothing (a Wait with no preemption, claim or

@@ -119,8 +119,7 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
                     grace_seconds=grace.total_seconds(),
                     repreempt_min_runtime_seconds=float(settings.CAIRN.get("REPREEMPT_MIN_RUNTIME_SECONDS",
                                                                            DEFAULT_REPREEMPT_MIN_RUNTIME)),
-                    starvation_seconds=float(settings.CAIRN.get("STARVATION_SECONDS", DEFAULT_STARVATION_SECONDS))
-                    or None)
+                    starvation_seconds=float(settings.CAIRN.get("STARVATION_SECONDS", DEFAULT_STARVATION_SECONDS)))
 
 
 def _apply_wait(decision: Wait) -> None:

@@ -354,6 +354,8 @@ def test_a_workload_pending_past_the_bound_goes_before_newer_work_of_any_priorit
     # Below the bound, order is strict again.
     recent = by_id(schedule(snap(nodes, quotas, pending, run, starvation_seconds=3 * 3600)))
     assert isinstance(recent[2], Admit)
+    off = by_id(schedule(snap(nodes, quotas, pending, run, starvation_seconds=0)))  # the setting's "off"
+    assert isinstance(off[2], Admit)
 
 
 def test_the_bounded_wait_gives_no_right_to_preempt_and_skips_requeued_victims():

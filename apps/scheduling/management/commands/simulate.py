@@ -106,7 +106,7 @@ class Command(BaseCommand):
                     nodes=nodes, quotas=quotas, jobs=jobs, policy=policy, cycle_interval=opts["cycle_interval"],
                     grace_seconds=opts["grace"], known_durations=not opts["unknown_durations"],
                     progress=bar.update if bar else None, repreempt_min_runtime=opts["repreempt_min_runtime"],
-                    starvation_seconds=opts["starvation_seconds"] or None,
+                    starvation_seconds=opts["starvation_seconds"],
                 ))
             finally:
                 if bar:
