@@ -34,7 +34,7 @@ def run(nodes_count: int, args) -> dict:
     out = {"nodes": nodes, "jobs": jobs, "skipped": len(trace) - len(jobs), "wall": {}}
     for policy in ("fifo", "cairn"):
         start = time.perf_counter()
-        r = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy=policy,
+        r = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy=policy, known_durations=args.known_durations,
                      repreempt_min_runtime=args.repreempt_min_runtime,
                      starvation_seconds=args.starvation_seconds)
         out[policy] = r
@@ -59,6 +59,8 @@ def main():
     parser.add_argument("--repreempt-min-runtime", type=float, default=DEFAULT_REPREEMPT_MIN_RUNTIME)
     parser.add_argument("--starvation-seconds", type=float, default=DEFAULT_STARVATION_SECONDS,
                         help="bounded wait (0: strict priority order)")
+    parser.add_argument("--known-durations", action="store_true",
+                        help="let the policy see each pod's run time (as if declared exactly); a live cluster does not")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
     results = [run(n, args) for n in args.nodes]
@@ -78,7 +80,10 @@ def main():
         + (f"The first {args.limit:,} GPU pods" if args.limit else "Every GPU pod")
         + f" of the `{args.tasks}` list (arrival = creation, duration = deletion - creation; pods that fit on no "
         "sampled node left out) on even samples of the trace's nodes (the full 6,212-GPU cluster never queues this "
-        "trace), 8 projects with equal nominal quotas, borrowing allowed, grace period 30 s, anti-thrash "
+        "trace), 8 projects with equal nominal quotas, borrowing allowed, "
+        + ("pods' run times known to the policy (as if declared exactly), " if args.known_durations else
+           "pods' run times unknown to the policy, as in a live cluster (FIFO never uses them), ")
+        + "grace period 30 s, anti-thrash "
         f"re-preemption protection {args.repreempt_min_runtime:g} s, bounded wait "
         + (f"{args.starvation_seconds:g} s" if args.starvation_seconds else "off") + ". Deterministic: one run per "
         "policy. Two fairness indexes (Jain's, over the 8 projects): *slowdown*, of each project's GPU-time used / "
@@ -121,22 +126,35 @@ def main():
         "average wait is 68 days): Cairn's backfill keeps the GPUs allocated while FIFO's head-of-line pod waits "
         "for a whole node, hence 1.5x the utilisation, waits two orders of magnitude shorter and both fairness "
         "indexes above FIFO's. On 10 nodes (56 GPUs) queues only form at peaks: Cairn starts more than 99% of the "
-        "pods at once and cuts the average wait 37x, but both fairness indexes are a little below FIFO's. What is "
-        "left there is a handful of 8-GPU pods waiting for a whole node to drain: one P2 pod of project-00 waited "
-        "46 hours where FIFO, which drains nodes by blocking everyone behind its head, started it in 13 minutes; "
-        "Cairn does not know how long pods run (a live cluster does not tell it), so it cannot keep a node's end "
-        "times together for such a pod. On 6 nodes (24 GPUs) the list is about twice what the sample can carry: "
-        "Cairn wins on utilisation, waits and share fairness, but its slowdown index is well below FIFO's. Under "
-        "that overload the slowdown index is set by a few projects' long-waiting large pods of the lower QoS "
-        "classes (Burstable P3, BE P4; the trace's QoS gives Guaranteed = P1, not preemptible, LS = P2), which "
-        "priority order makes wait, while under FIFO every pod waits about 70 days and every project's ratio is "
-        "uniformly tiny (0.003-0.009).",
+        "pods at once, cuts the average wait about 120x and is above FIFO on the slowdown index, but 0.0007 below "
+        "it on the share index (0.9982 vs 0.9989). The gap is two projects (project-03 held 0.88 of its max-min "
+        "fair GPU-time, project-00 0.93; every other project 0.98-1.00, where FIFO spreads all eight over "
+        "0.91-1.03). Both lost it to 8-GPU pods waiting for a whole node: the fair split treats the pool's GPUs as "
+        "divisible, a pod of a whole node cannot start until one drains, and since its 8 GPUs exceed its project's "
+        "nominal of 7 it may not preempt (only a project within its nominal reclaims). Cairn does not make them "
+        "wait longer than FIFO: its 39 8-GPU pods waited 6,009 s on average, FIFO's 11,271 s. On 6 nodes (24 GPUs) "
+        "the list is about twice what the sample can carry: Cairn wins on utilisation, waits and share fairness, "
+        "but its slowdown index is below FIFO's. Under that overload priority order decides who waits, and the "
+        "index is pulled down by one project that does better than the rest (project-00: 7.7% of its pods' "
+        "GPU-time in the system was spent running, the others 2.4-5.0%), while under FIFO every pod waits about "
+        "70 days and every project's ratio is uniformly tiny (0.3-0.9%).",
         "",
-        "The bounded wait (docs/scheduling.md) is what moved these figures in this change. Without it (previous "
-        "recording, same samples): 8 nodes average wait 49,002 s, slowdown fairness 0.930, 7,548 preemptions; "
-        "10 nodes 586 s and 0.983, the P3 pods (the 8-GPU ones longest) waiting 31,000 s on average against FIFO's 11,300 s "
-        "(5,700 s with it); 6 nodes 681,030 s, 0.722 and 18,171 preemptions. A variant that lets waiting work "
-        "jump the nominal-before-borrowing order too (measured separately, bound 6 h) met the target on 8 nodes "
+        "Run times. The policy is not told how long pods run, since a live cluster does not know (the "
+        "reservation then expects running work to end in submission order). `--known-durations` tells it, as if "
+        "every pod declared its exact run time; the previous recording ran that way: 8 nodes slowdown 0.955, share "
+        "0.954, average wait 40,592 s, 8,722 preemptions; 10 nodes 0.995, 0.996, 141 s; 6 nodes 0.714, 0.981, "
+        "482,905 s, 13,155 preemptions. Exact knowledge is no better overall: it raised the slowdown index on 8 "
+        "nodes and lowered it on 10 and 6, and moved the share index the other way round. Also measured and not kept: expecting the "
+        "youngest running work to end first (in this trace a pod's expected remaining time grows with how long it "
+        "has run: median 9 minutes at start, 70 minutes after an hour, 5 days after a day). It shortened waits "
+        "(8 nodes 46,254 s, 6 nodes 522,899 s) and preemptions (7,060 and 10,913) but lowered the slowdown index "
+        "on every sample (0.921, 0.996 on 10 nodes, 0.791).",
+        "",
+        "The bounded wait (docs/scheduling.md) moved these figures in an earlier change (measured then with run "
+        "times known). Without it: 8 nodes average wait 49,002 s, slowdown fairness 0.930, 7,548 preemptions; "
+        "10 nodes 586 s and 0.983, the P3 pods (the 8-GPU ones longest) waiting 31,000 s on average against "
+        "FIFO's 11,300 s (5,700 s with it); 6 nodes 681,030 s, 0.722 and 18,171 preemptions. A variant that lets "
+        "waiting work jump the nominal-before-borrowing order too (bound 6 h) met the target on 8 nodes "
         "(slowdown 0.977, share 0.975) and on 6 nodes (0.948, and share 0.955, equal to FIFO's), but it admits "
         "borrowers that in-nominal work then reclaims: preemptions rose to 29,114 and 22,840 (3.7-4.7 per pod), "
         "average waits were 7x and 2x longer than with the shipped rule, and 10 nodes stayed where they are. It "
