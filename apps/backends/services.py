@@ -3,7 +3,8 @@
 - `workload_dispatch`: ADMITTED -> launch attempt n+1 -> RUNNING (idempotent).
 - `workload_stop_signal`: SIGTERM the replicas of a STOPPING workload.
 - `reconcile_once`: the level-triggered pass over local workloads: exits, gang failures,
-  restarts, stop escalation, lost replicas, adoption after a Cairn crash, lost dispatches.
+  restarts, run-time limits, stop escalation, lost replicas, adoption after a Cairn crash, lost
+  dispatches.
 - `local_backend_shutdown`: a clean Ctrl-C of the embedded server.
 
 Every decision about one workload is taken while holding its row lock, so a dispatch task,
@@ -13,7 +14,8 @@ through `workload_transition` (compare-and-set).
 `workload.runtime` is this module's bookkeeping for the current attempt:
     {"backend", "attempt", "replicas": [{"replica", "pid", "create_time", ...}], "alive",
      "owner": the Cairn process managing it, "term_sent_at"/"kill_sent_at": stop escalation,
-     "failure": the replica failure being handled, plus "url"/"token"/"endpoints" for users}
+     "failure": the replica failure being handled, "preempted"/"deadline_exceeded": why it is
+     stopping, plus "url"/"token"/"endpoints" for users}
 """
 from __future__ import annotations
 
@@ -28,8 +30,14 @@ from django.utils import timezone
 
 from apps.clusters.choices import Backend as BackendName
 from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
+from apps.workloads.deadlines import format_duration, run_deadline
 from apps.workloads.models import Workload
-from apps.workloads.services import workload_event_record, workload_transition
+from apps.workloads.services import (
+    workload_event_record,
+    workload_finish_at_deadline,
+    workload_stop_at_deadline,
+    workload_transition,
+)
 
 from .base import LOST, Backend, BackendUnavailable, LaunchError, ReplicaState, backend_for, backend_named
 from .local.backend import identity_alive, process_identity
@@ -264,6 +272,9 @@ def _reconcile_stopping(workload: Workload, backend: Backend, states: list[Repli
             runtime={**runtime, "alive": False, "preempted": False}, placement=[],
         )
         return True
+    if runtime.get("deadline_exceeded"):  # stopped at its run-time limit: that is a failure
+        workload_finish_at_deadline(workload=workload, message=message)
+        return True
     workload_transition(
         workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED, reason="Stopped",
         message=message, runtime={**runtime, "alive": False},
@@ -275,6 +286,15 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
     runtime = workload.runtime or {}
     failure = runtime.get("failure")
     acted = False
+    if failure is None and _past_deadline(workload) and any(s.alive for s in states) and not any(
+            s.failed for s in states):
+        # Still running at its run-time limit: the same stop as a user's (SIGTERM now, SIGKILL
+        # after the grace period), then FAILED. A replica that failed first is handled as a
+        # failure below (with no restart, the limit having passed).
+        if workload_stop_at_deadline(workload_id=workload.pk) is not None:
+            workload.refresh_from_db(fields=["status", "runtime", "stop_requested_at"])
+            _escalate(workload, backend)
+            return True
     if failure is None:
         if not states and workload.replicas == 0:
             return False  # nothing asked to run, nothing to watch
@@ -305,8 +325,18 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
     return _restart_or_finish(workload, backend, failure) or acted
 
 
+def _past_deadline(workload: Workload) -> bool:
+    deadline = run_deadline(workload)
+    return deadline is not None and deadline <= timezone.now()
+
+
 def _restart_or_finish(workload: Workload, backend: Backend, failure: dict) -> bool:
     runtime = workload.runtime or {}
+    if _past_deadline(workload):  # restarts count against the limit (apps/workloads/deadlines.py)
+        if workload.attempt <= workload.max_restarts:
+            failure = {**failure, "message": f"{failure['message']} Not restarted: its run-time limit of "
+                                             f"{format_duration(workload.max_runtime_seconds)} has passed."}
+        return _finish(workload, failure, no_restarts_note=False)
     if workload.attempt <= workload.max_restarts:
         attempt = workload.attempt + 1
         try:
@@ -325,16 +355,21 @@ def _restart_or_finish(workload: Workload, backend: Backend, failure: dict) -> b
             message=f"{failure['message']} Starting attempt {attempt} of {workload.max_restarts + 1}.",
         )
         return True
-    finished = {**runtime, "alive": False}
+    return _finish(workload, failure)
+
+
+def _finish(workload: Workload, failure: dict, *, no_restarts_note: bool = True) -> bool:
+    finished = {**(workload.runtime or {}), "alive": False}
     if failure["phase"] == LOST:
         workload_transition(
             workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.LOST, reason="ReplicaLost",
-            message=f"{failure['message']} No restarts left.", event_type=EventType.WARNING, runtime=finished,
+            message=failure["message"] + (" No restarts left." if no_restarts_note else ""),
+            event_type=EventType.WARNING, runtime=finished,
         )
     else:
         workload_transition(
             workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason="ReplicaFailed",
-            message=failure["message"] + (" No restarts left." if workload.max_restarts else ""),
+            message=failure["message"] + (" No restarts left." if no_restarts_note and workload.max_restarts else ""),
             event_type=EventType.WARNING, exit_code=failure["exit_code"], runtime=finished,
         )
     return True
@@ -403,6 +438,9 @@ def local_backend_shutdown(*, grace_seconds: float | None = None) -> int:
                     workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.QUEUED, reason="Requeued",
                     message="Preempted; back in the queue.", runtime={**runtime, "preempted": False}, placement=[],
                 )
+            elif workload.status == S.STOPPING and runtime.get("deadline_exceeded"):
+                workload.runtime = runtime
+                workload_finish_at_deadline(workload=workload, message="Its replicas exited while Cairn shut down.")
             elif workload.status == S.STOPPING:
                 workload_transition(
                     workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED, reason="Stopped",

@@ -8,6 +8,7 @@ from apps.core.admin import ServiceDeleteMixin, cores, gpus, memory
 from apps.core.errors import ServiceError
 
 from .choices import TERMINAL
+from .deadlines import format_duration
 from .models import Workload, WorkloadEvent
 from .services import workload_delete, workload_stop
 
@@ -32,7 +33,8 @@ class WorkloadEventInline(admin.TabularInline):
 class WorkloadAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     """Workloads are submitted through the API (which validates the spec), never added here."""
 
-    list_display = ["name", "project", "kind", "status", "priority", "pool", "replicas", "per_replica", "created_at"]
+    list_display = ["name", "project", "kind", "status", "priority", "pool", "replicas", "per_replica", "runtime_limit",
+                    "created_at"]
     list_filter = ["status", "kind", "priority", "pool", "project"]
     list_select_related = ["project", "pool"]
     search_fields = ["name", "project__slug", "project__name"]
@@ -40,14 +42,15 @@ class WorkloadAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     actions = ["stop"]
     inlines = [WorkloadEventInline]
     # What staff may change: scheduling knobs that take effect at the next scheduling cycle.
+    # Not max_runtime_seconds: a launched Kubernetes Job already carries it as its deadline.
     editable = ["priority", "preemptible", "max_restarts"]
     status_fields = ["status", "status_reason", "status_message", "pending_reason", "exit_code", "conditions",
                      "placement", "attempt", "runtime", "created_at", "updated_at", "admitted_at", "started_at",
                      "finished_at", "stop_requested_at"]
     fieldsets = [
         (None, {"fields": ["project", "name", "kind", "pool", "created_by"]}),
-        ("Scheduling", {"fields": ["priority", "preemptible", "max_restarts", "replicas", "gpu_milli", "cpu_milli",
-                                   "memory_mb", "gpu_model"]}),
+        ("Scheduling", {"fields": ["priority", "preemptible", "max_restarts", "max_runtime_seconds", "replicas",
+                                   "gpu_milli", "cpu_milli", "memory_mb", "gpu_model"]}),
         ("Status", {"fields": status_fields}),
         ("Spec", {"fields": ["spec"], "classes": ["collapse"]}),
     ]
@@ -71,6 +74,10 @@ class WorkloadAdmin(ServiceDeleteMixin, admin.ModelAdmin):
         parts = [f"{gpus(obj.gpu_milli)} GPU"] if obj.gpu_milli else []
         parts += [f"{cores(obj.cpu_milli)} CPU", memory(obj.memory_mb)]
         return " · ".join(parts)
+
+    @admin.display(description="run-time limit", ordering="max_runtime_seconds")
+    def runtime_limit(self, obj: Workload) -> str:
+        return format_duration(obj.max_runtime_seconds) if obj.max_runtime_seconds else "—"
 
     @admin.action(description="Stop selected workloads", permissions=["change"])
     def stop(self, request: HttpRequest, queryset: QuerySet[Workload]) -> None:

@@ -1,11 +1,12 @@
 from django.conf import settings
-from django.core.validators import MaxValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from apps.clusters.models import ResourcePool
 from apps.projects.models import Project
 
 from .choices import EventType, Kind, Priority, WorkloadStatus
+from .deadlines import MAX_RUNTIME_LIMIT_SECONDS, MIN_RUNTIME_LIMIT_SECONDS
 
 
 class Workload(models.Model):
@@ -28,6 +29,14 @@ class Workload(models.Model):
     memory_mb = models.PositiveBigIntegerField(default=1024)  # per replica
     gpu_model = models.CharField(max_length=100, blank=True)
     max_restarts = models.PositiveIntegerField(default=0)
+    # Run-time limit of each run, in seconds (null: none); stopped and FAILED (DeadlineExceeded)
+    # when it is still running after that long. The rules are in deadlines.py.
+    max_runtime_seconds = models.PositiveIntegerField(
+        null=True, blank=True,
+        validators=[MinValueValidator(MIN_RUNTIME_LIMIT_SECONDS), MaxValueValidator(MAX_RUNTIME_LIMIT_SECONDS)],
+        help_text="Run-time limit in seconds (null: none); a run still going after that long ends failed "
+                  "with reason DeadlineExceeded.",
+    )
 
     # Observed state.
     status = models.CharField(max_length=16, choices=WorkloadStatus.choices, default=WorkloadStatus.QUEUED)

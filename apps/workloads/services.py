@@ -14,6 +14,8 @@ from apps.projects.models import Project
 from apps.quotas.services import usage_close, usage_open
 
 from .choices import ACTIVE, TERMINAL, EventType, WorkloadStatus, can_transition
+from .deadlines import REASON as DEADLINE_REASON
+from .deadlines import format_duration, run_deadline, run_started_at
 from .models import Workload, WorkloadEvent
 
 logger = logging.getLogger(__name__)
@@ -144,7 +146,7 @@ def workload_transition(
 def workload_submit(
     *, project: Project, kind: str, name: str, pool: ResourcePool, spec: dict, created_by: User | None,
     priority: int, preemptible: bool, replicas: int, gpu_milli: int, cpu_milli: int, memory_mb: int,
-    gpu_model: str = "", max_restarts: int = 0,
+    gpu_model: str = "", max_restarts: int = 0, max_runtime_seconds: int | None = None,
 ) -> Workload:
     """Store a new workload in QUEUED and ask the scheduler to look at it (outbox, same transaction)."""
     try:
@@ -153,6 +155,7 @@ def workload_submit(
                 project=project, kind=kind, name=name, pool=pool, spec=spec, created_by=created_by,
                 priority=priority, preemptible=preemptible, replicas=replicas, gpu_milli=gpu_milli,
                 cpu_milli=cpu_milli, memory_mb=memory_mb, gpu_model=gpu_model, max_restarts=max_restarts,
+                max_runtime_seconds=max_runtime_seconds,
                 status=S.QUEUED, status_reason="Submitted", status_message="Waiting for the scheduler.",
                 conditions=_updated_conditions(
                     [], status=S.QUEUED, reason="Submitted", message="Waiting for the scheduler.", now=timezone.now()
@@ -234,6 +237,61 @@ def workload_preempt(*, workload_id: int, preemptor_id: int | None, message: str
         if done is not None:
             outbox_enqueue(topic="workload.stop", payload={"workload_id": workload_id})
         return done
+
+
+def workload_stop_at_deadline(*, workload_id: int, now: datetime | None = None, signalled: bool = False,
+                              detail: str = "") -> Workload | None:
+    """A running workload has reached its run-time limit: RUNNING -> STOPPING (reason
+    DeadlineExceeded), then, once its replicas have exited after SIGTERM and the grace period,
+    FAILED with the same reason (the backend's reconciler sees `runtime["deadline_exceeded"]`).
+
+    The stop itself is the one users and preemption get (the `workload.stop` outbox message).
+    `signalled`: the backend enforced the limit itself and has already sent SIGTERM (Kubernetes'
+    activeDeadlineSeconds): its clock decides, and no stop message is sent, only the grace-period
+    escalation is left. Returns None when the workload is not running (or, unless `signalled`,
+    not past its deadline).
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        workload = Workload.objects.select_for_update().filter(pk=workload_id).first()
+        if workload is None or workload.status != S.RUNNING:
+            return None
+        deadline = run_deadline(workload)
+        if not signalled and (deadline is None or deadline > now):
+            return None
+        started = run_started_at(workload)
+        message = (f"Reached {_limit_text(workload)}"
+                   + (f" (running since {started.isoformat(timespec='seconds')})" if started else "")
+                   + "; stopping its replicas." + (f" {detail}" if detail else ""))
+        runtime = {**(workload.runtime or {}), "deadline_exceeded": True}
+        runtime.pop("kill_sent_at", None)
+        if signalled:
+            runtime["term_sent_at"] = now.timestamp()
+        else:
+            runtime.pop("term_sent_at", None)  # the stop task sends SIGTERM only while this is unset
+        done = workload_transition(
+            workload_id=workload_id, from_statuses={S.RUNNING}, to_status=S.STOPPING, reason=DEADLINE_REASON,
+            message=message, event_type=EventType.WARNING, stop_requested_at=now, runtime=runtime,
+        )
+        if done is not None and not signalled:
+            outbox_enqueue(topic="workload.stop", payload={"workload_id": workload_id})
+        return done
+
+
+def workload_finish_at_deadline(*, workload: Workload, message: str) -> Workload | None:
+    """STOPPING -> FAILED (DeadlineExceeded) for a workload stopped at its run-time limit whose
+    replicas are gone. Called by the reconcilers with the row locked."""
+    return workload_transition(
+        workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.FAILED, reason=DEADLINE_REASON,
+        message=f"Stopped after reaching {_limit_text(workload)}. {message}", event_type=EventType.WARNING,
+        runtime={**(workload.runtime or {}), "alive": False},
+    )
+
+
+def _limit_text(workload: Workload) -> str:
+    if workload.max_runtime_seconds:
+        return f"its run-time limit of {format_duration(workload.max_runtime_seconds)}"
+    return "its deadline"  # set on the backend's side only (e.g. a Job edited by hand)
 
 
 def workload_delete(*, workload: Workload) -> None:

@@ -14,9 +14,11 @@ import hmac
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.utils import timezone
 
 from apps.backends.base import Backend, LaunchError, ReplicaState
 from apps.tracking import services as tracking_services
+from apps.workloads.deadlines import seconds_left
 
 from . import manifests as m
 from .client import ApiError, Clients, ConnectionNotConfigured, clients_for, kube_settings
@@ -66,7 +68,19 @@ def view_for(workload: Workload, *, attempt: int, run_env: dict | None = None) -
         placement_nodes=tuple(p["node"] for p in (workload.placement or []) if isinstance(p, dict) and p.get("node")),
         notebook_token=notebook_token(workload.pk) if workload.kind == "notebook" else "",
         run_env=dict(run_env or {}),
+        active_deadline_seconds=_active_deadline(workload),
     )
+
+
+def _active_deadline(workload: Workload) -> int | None:
+    """The Job's activeDeadlineSeconds: the whole limit for the first attempt of an admission,
+    what is left of it for a restart (restarts count against the limit; deadlines.py)."""
+    if workload.kind != "training":
+        return None
+    left = seconds_left(workload, now=timezone.now())
+    if left is None:
+        return None
+    return max(left, 1)  # the API wants a positive number; a spent limit is not restarted anyway
 
 
 def namespace_of(workload: Workload) -> str:

@@ -7,7 +7,8 @@ schemas (kubernetes-validate) in tests/backends/kubernetes/test_manifests.py.
 What each kind becomes (all in the project's namespace, all labelled cairn.dev/project and
 cairn.dev/workload, names derived from the workload id):
 - every kind: Secret `cairn-<id>-<attempt>-run` with the attempt's tracking run id and token.
-- training:   Job `cairn-<id>-<attempt>` (Indexed, one pod per replica, rank = completion index)
+- training:   Job `cairn-<id>-<attempt>` (Indexed, one pod per replica, rank = completion index,
+              activeDeadlineSeconds = what is left of the run-time limit)
               + headless Service `cairn-<id>` (stable pod DNS for MASTER_ADDR)
               + Volcano PodGroup `cairn-<id>-<attempt>` when the cluster runs Volcano.
 - notebook:   Secret `cairn-<id>` (the Jupyter token) + PVC `cairn-<id>-home` + StatefulSet
@@ -80,6 +81,8 @@ class WorkloadView:
     notebook_token: str = ""
     # Tracking: CAIRN_RUN_ID / CAIRN_RUN_TOKEN of this attempt, delivered through a Secret.
     run_env: dict[str, str] = field(default_factory=dict)
+    # Training: seconds this attempt's Job may be active (what is left of the run-time limit).
+    active_deadline_seconds: int | None = None
 
 
 # -- names and labels ----------------------------------------------------------------------------
@@ -367,6 +370,10 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
     }
     if options.kueue_queue:
         job_spec["suspend"] = True  # Kueue admits (unsuspends) it
+    if view.active_deadline_seconds:
+        # The run-time limit: the Job controller terminates the pods (SIGTERM, their grace period)
+        # and fails the Job with reason DeadlineExceeded, which the reconciler maps back.
+        job_spec["activeDeadlineSeconds"] = view.active_deadline_seconds
     objects.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(view, name, options, **job_labels),
                     "spec": job_spec})
     return objects

@@ -9,7 +9,9 @@ restarted simply lists everything again and reaches the same decisions.
 - ADMITTED: dispatch (the dispatch task was lost, or is being retried).
 - RUNNING training: a failed pod fails the attempt (gang); restarts while `max_restarts` allows
   (the old Job is deleted, attempt n+1 created), else FAILED (OOMKilled / exit code) or LOST;
-  every replica Succeeded -> SUCCEEDED. A Job deleted behind Cairn's back counts as lost.
+  every replica Succeeded -> SUCCEEDED. A Job deleted behind Cairn's back counts as lost. A Job
+  failed at its activeDeadlineSeconds (the run-time limit) -> STOPPING, then FAILED with reason
+  DeadlineExceeded once its pods are gone, never restarted.
 - RUNNING notebook / deployment: objects missing are created again; crash loops, image pull
   errors, OOM kills and unschedulable pods become conditions (they do not end the workload).
 - STOPPING: stop once (delete Job / scale to zero), force after the grace period, STOPPED when
@@ -32,14 +34,20 @@ from apps.clusters.choices import Backend as BackendName
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Cluster, Node, ResourcePool
 from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
+from apps.workloads.deadlines import format_duration, run_deadline
 from apps.workloads.models import Workload
-from apps.workloads.services import workload_event_record, workload_transition
+from apps.workloads.services import (
+    workload_event_record,
+    workload_finish_at_deadline,
+    workload_stop_at_deadline,
+    workload_transition,
+)
 
 from . import manifests as m
 from .backend import KubernetesBackend, is_alive, namespace_of, options_for
 from .client import ApiError, ConnectionNotConfigured, clients_for, kube_settings
 from .informer import Informer
-from .status import PodView, Problem, describe_failure, node_inventory, pod_view
+from .status import PodView, Problem, describe_failure, job_deadline_exceeded, node_inventory, pod_view
 
 logger = logging.getLogger(__name__)
 S = WorkloadStatus
@@ -190,6 +198,9 @@ class ClusterReconciler:
                         runtime={**runtime, "alive": False, "preempted": False}, placement=[],
                     )
                     return True
+                if runtime.get("deadline_exceeded"):  # stopped at its run-time limit: a failure
+                    workload_finish_at_deadline(workload=workload, message=message)
+                    return True
                 workload_transition(workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED,
                                     reason="Stopped", message=message, runtime={**runtime, "alive": False})
                 return True
@@ -224,6 +235,16 @@ class ClusterReconciler:
         job = self.informers["jobs"].get(namespace, job_name)
         views = [pod_view(p) for p in pods if pod_view(p).attempt in (attempt, None)]
         failed = [v for v in views if v.state.failed]
+        deadline = job_deadline_exceeded(job)
+        if deadline is None and failed and workload.max_runtime_seconds:
+            # Pods the Job controller terminated at the deadline can reach the cache before the
+            # Job's condition does: ask the API server before taking them for a failure.
+            deadline = job_deadline_exceeded(self._read(self.clients.batch.read_namespaced_job, namespace, job_name))
+        if deadline is not None:
+            # Before the pods: those the Job controller terminated at the deadline look failed
+            # (exit code 143) but are not a failure to restart from.
+            return workload_stop_at_deadline(
+                workload_id=workload.pk, signalled=True, detail=f"Kubernetes: {deadline}.") is not None
         if failed:
             first = min(failed, key=lambda v: (v.state.phase == LOST, v.state.finished_at or float("inf"), v.replica))
             return self._attempt_failed(workload, first, describe_failure(first, memory_mb=workload.memory_mb))
@@ -245,6 +266,15 @@ class ClusterReconciler:
                                                         "Cairn?) before its replicas finished.", lost=True)
         return self._update_conditions(workload, views)
 
+    def _read(self, read, namespace: str, name: str) -> dict | None:
+        try:
+            found = self.clients.call(read, name, namespace)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return found if isinstance(found, dict) else None
+
     def _confirmed_missing(self, kind: str, namespace: str, name: str) -> bool:
         """The cache may lag behind a create: ask the API server before concluding."""
         read = {"Job": self.clients.batch.read_namespaced_job,
@@ -258,7 +288,14 @@ class ClusterReconciler:
 
     def _attempt_failed(self, workload: Workload, view: PodView | None, message: str, *, lost: bool = False) -> bool:
         runtime = workload.runtime or {}
-        if workload.attempt <= workload.max_restarts:
+        deadline = run_deadline(workload)
+        out_of_time = (workload.attempt <= workload.max_restarts and deadline is not None
+                       and deadline <= timezone.now())
+        if out_of_time:
+            # Restarts count against the run-time limit (apps/workloads/deadlines.py): none is left.
+            message += (f" Not restarted: its run-time limit of {format_duration(workload.max_runtime_seconds)} "
+                        "has passed.")
+        elif workload.attempt <= workload.max_restarts:
             self.backend.signal(workload)  # delete the failed attempt's Job (and what is left of its pods)
             attempt = workload.attempt + 1
             new_runtime = self.backend.launch(workload, attempt=attempt)
@@ -276,7 +313,8 @@ class ClusterReconciler:
         reason = "OOMKilled" if view is not None and view.reason == "OOMKilled" else "ReplicaFailed"
         workload_transition(
             workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason=reason,
-            message=message + (" No restarts left." if workload.max_restarts else ""), event_type=EventType.WARNING,
+            message=message + (" No restarts left." if workload.max_restarts and not out_of_time else ""),
+            event_type=EventType.WARNING,
             exit_code=view.state.exit_code if view is not None else None, runtime=finished,
         )
         return True

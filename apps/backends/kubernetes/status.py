@@ -111,6 +111,17 @@ def pod_view(pod: dict, *, replica: int | None = None) -> PodView:
     return PodView(name, replica, attempt, ReplicaState(replica=replica, phase=RUNNING), "", problem, ready)
 
 
+def job_deadline_exceeded(job: dict | None) -> str | None:
+    """The Job controller's message when the Job was stopped at its activeDeadlineSeconds (condition
+    Failed, or FailureTarget while its pods are still terminating, with reason DeadlineExceeded);
+    None otherwise."""
+    for condition in ((job or {}).get("status") or {}).get("conditions") or []:
+        if (condition.get("type") in ("Failed", "FailureTarget") and condition.get("status") == "True"
+                and condition.get("reason") == "DeadlineExceeded"):
+            return condition.get("message") or "Job was active longer than specified deadline"
+    return None
+
+
 def describe_failure(view: PodView, *, memory_mb: int | None = None) -> str:
     """'Replica 0 was killed for running out of memory (OOMKilled, limit 256Mi).' and the like."""
     state = view.state

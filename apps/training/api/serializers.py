@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from apps.workloads.api.isolation import IsolatedSpecMixin
-from apps.workloads.api.serializers import CommandField, WorkloadCreateSerializer
+from apps.workloads.api.serializers import CommandField, RunTimeLimitField, WorkloadCreateSerializer
 from apps.workloads.choices import Kind
 
 
@@ -13,6 +13,13 @@ class TrainingJobCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
     command = CommandField(required=False, help_text="Shell string or argv list. Required unless `image` is given.")
     working_dir = serializers.CharField(required=False, max_length=4096)
     replicas = serializers.IntegerField(required=False, default=1, min_value=1, max_value=512)
+    max_runtime_seconds = RunTimeLimitField(
+        required=False,
+        help_text="Run-time limit in seconds (60 .. 2592000, i.e. 30 days; null or omitted: none). A run still "
+                  "going after that long is stopped (SIGTERM, then SIGKILL after the grace period) and ends failed "
+                  "with reason DeadlineExceeded. Restarts count against it; a requeue after a preemption starts it "
+                  "afresh. The scheduler uses it for estimated starts and GPU-hour budgets.",
+    )
 
     def validate(self, attrs):
         if not attrs.get("command") and not attrs.get("image"):

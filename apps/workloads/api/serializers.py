@@ -10,6 +10,7 @@ from rest_framework import serializers
 from apps.core.serializers import StrictSerializer
 
 from ..choices import Kind, Priority, WorkloadStatus
+from ..deadlines import MAX_RUNTIME_LIMIT_SECONDS, MIN_RUNTIME_LIMIT_SECONDS
 from ..models import Workload, WorkloadEvent
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -108,6 +109,38 @@ class CommandField(serializers.Field):
         return value
 
 
+@extend_schema_field({"type": "integer", "minimum": MIN_RUNTIME_LIMIT_SECONDS, "maximum": MAX_RUNTIME_LIMIT_SECONDS,
+                      "nullable": True, "example": 7200})
+class RunTimeLimitField(serializers.Field):
+    """Seconds, as a JSON integer (null: no limit). Strings are refused rather than parsed, so
+    "2h" gets a clear answer instead of a guess (the CLI turns --max-runtime 2h into 7200)."""
+
+    default_error_messages = {
+        "invalid": "Give the run-time limit as a whole number of seconds, e.g. 7200 for 2 hours (null: no limit).",
+        "min": f"The run-time limit must be at least {MIN_RUNTIME_LIMIT_SECONDS} seconds.",
+        "max": f"The run-time limit can be at most {MAX_RUNTIME_LIMIT_SECONDS} seconds (30 days).",
+    }
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        if isinstance(data, float) and not data.is_integer():  # also NaN and infinities
+            self.fail("invalid")
+        seconds = int(data)
+        if seconds < MIN_RUNTIME_LIMIT_SECONDS:
+            self.fail("min")
+        if seconds > MAX_RUNTIME_LIMIT_SECONDS:
+            self.fail("max")
+        return seconds
+
+    def to_representation(self, value):
+        return value
+
+
 class WorkloadCreateSerializer(StrictSerializer):
     """Fields shared by every kind. Subclasses add their own and set `kind`."""
 
@@ -167,6 +200,7 @@ class WorkloadCreateSerializer(StrictSerializer):
             "memory_mb": resources["memory"],
             "gpu_model": data.get("gpu_model", ""),
             "max_restarts": data["max_restarts"],
+            "max_runtime_seconds": data.get("max_runtime_seconds"),
         }
 
 
@@ -200,9 +234,9 @@ class WorkloadSerializer(serializers.ModelSerializer):
         model = Workload
         fields = ["id", "name", "kind", "project", "pool", "status", "status_reason", "status_message",
                   "pending_reason", "estimated_start", "queue_position", "preemptions", "exit_code", "priority",
-                  "preemptible", "replicas", "resources", "gpu_model",
-                  "max_restarts", "attempt", "restarts", "spec", "conditions", "placement", "runtime", "created_by",
-                  "created_at", "updated_at", "admitted_at", "started_at", "finished_at", "url"]
+                  "preemptible", "replicas", "resources", "gpu_model", "max_restarts", "max_runtime_seconds",
+                  "attempt", "restarts", "spec", "conditions", "placement", "runtime", "created_by", "created_at",
+                  "updated_at", "admitted_at", "started_at", "finished_at", "url"]
         read_only_fields = fields
 
     def get_resources(self, obj) -> WorkloadResourcesOutSerializer:

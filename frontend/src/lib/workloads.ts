@@ -118,6 +118,7 @@ export function placeholderRow(frame: { workload: number; name: string; kind: Wo
     resources: { gpu: 0, cpu: 0, memory_mb: 0 },
     gpu_model: "",
     max_restarts: 0,
+    max_runtime_seconds: null,
     attempt: 0,
     restarts: 0,
     spec: "",

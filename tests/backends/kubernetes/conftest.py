@@ -73,6 +73,7 @@ class Kubelet:
         k8s_config.load_kube_config_from_dict(emulator.kubeconfig(), client_configuration=configuration,
                                               persist_config=False)
         self.core = k8s.CoreV1Api(k8s.ApiClient(configuration))
+        self.batch = k8s.BatchV1Api(k8s.ApiClient(configuration))
 
     def start_job_pods(self, namespace: str, job_name: str) -> list[str]:
         job = self.emulator.get("jobs", namespace, job_name)
@@ -122,6 +123,15 @@ class Kubelet:
                                    "state": {"terminated": {"exitCode": exit_code, "reason": reason,
                                                             "finishedAt": "2026-01-01T00:01:00Z"}}}],
         }})
+
+    def job_deadline_exceeded(self, namespace: str, job_name: str, *, terminal: bool = True) -> None:
+        """What the job controller does at activeDeadlineSeconds: FailureTarget while it terminates
+        the pods, then (`terminal`) Failed, both with reason DeadlineExceeded."""
+        message = "Job was active longer than specified deadline"
+        conditions = [{"type": "FailureTarget", "status": "True", "reason": "DeadlineExceeded", "message": message}]
+        if terminal:
+            conditions.append({"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": message})
+        self.batch.patch_namespaced_job_status(job_name, namespace, {"status": {"conditions": conditions}})
 
     def waiting(self, namespace: str, pod: str, *, reason: str, message: str = "") -> None:
         self.core.patch_namespaced_pod_status(pod, namespace, {"status": {

@@ -80,6 +80,7 @@ VARIANTS = {
     "training-placed-model": view(gpu_model="NVIDIA-A100-SXM4-80GB", placement_nodes=("gpu-1", "gpu-2"),
                                   pool_node_selector={"pool": "a100"}),
     "training-image-only": view(spec={"image": "ghcr.io/acme/train:1.2", "working_dir": "/workspace"}),
+    "training-with-limit": view(active_deadline_seconds=7200),
     "notebook": view(kind="notebook", replicas=1, gpu_milli=1000, spec={"env": {}}, notebook_token="t0k"),
     "notebook-image": view(kind="notebook", replicas=1, gpu_milli=0, spec={"image": "jupyter/scipy", "env": {}}),
     "deployment": view(kind="deployment", replicas=2, gpu_milli=500,
@@ -231,6 +232,19 @@ def test_kueue_queue_label_and_suspended_job():
     job = by_kind(workload_manifests(view(), OPTIONS["kueue"]))["Job"]
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
     assert job["spec"]["suspend"] is True
+
+
+def test_the_run_time_limit_is_the_jobs_active_deadline_and_validates():
+    for options in OPTIONS.values():
+        job = by_kind(workload_manifests(view(active_deadline_seconds=7200), options))["Job"]
+        assert job["spec"]["activeDeadlineSeconds"] == 7200
+        validate(job)
+    unlimited = by_kind(workload_manifests(view(), ClusterOptions()))["Job"]
+    assert "activeDeadlineSeconds" not in unlimited["spec"]
+    broken = by_kind(workload_manifests(view(active_deadline_seconds=7200), ClusterOptions()))["Job"]
+    broken["spec"]["activeDeadlineSeconds"] = "2h"  # the schema checks the field's type
+    with pytest.raises(kubernetes_validate.ValidationError):
+        validate(broken)
 
 
 def test_notebook_is_a_statefulset_with_a_service_a_home_pvc_and_a_token_secret():

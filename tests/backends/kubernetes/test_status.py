@@ -1,5 +1,5 @@
 """Pure mapping of pods and nodes (as the API returns them) to Cairn's view."""
-from apps.backends.kubernetes.status import describe_failure, node_inventory, pod_view
+from apps.backends.kubernetes.status import describe_failure, job_deadline_exceeded, node_inventory, pod_view
 
 
 def pod(phase="Running", *, index="0", state=None, last=None, conditions=None, image="img:1", reason=None):
@@ -70,3 +70,24 @@ def test_node_inventory_reads_gpus_model_topology_health_and_cordon():
     bare = node_inventory({"metadata": {"name": "m"}}, gpu_resource="nvidia.com/gpu",
                           gpu_product_label="nvidia.com/gpu.product")
     assert bare["health"] == "unknown" and bare["gpu_count"] == 0 and bare["schedulable"] is True
+
+
+def job(*conditions):
+    return {"metadata": {"name": "cairn-1-1"}, "status": {"conditions": list(conditions)}}
+
+
+def test_a_job_failed_at_its_active_deadline_is_recognised():
+    message = "Job was active longer than specified deadline"
+    failed = {"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": message}
+    target = {"type": "FailureTarget", "status": "True", "reason": "DeadlineExceeded", "message": message}
+    assert job_deadline_exceeded(job(failed)) == message
+    assert job_deadline_exceeded(job(target)) == message  # pods still terminating (Kubernetes >= 1.31)
+    assert job_deadline_exceeded(job({**failed, "message": ""})) == message
+
+
+def test_other_job_failures_and_states_are_not_a_deadline():
+    assert job_deadline_exceeded(None) is None
+    assert job_deadline_exceeded(job()) is None
+    assert job_deadline_exceeded(job({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"})) is None
+    assert job_deadline_exceeded(job({"type": "Failed", "status": "False", "reason": "DeadlineExceeded"})) is None
+    assert job_deadline_exceeded(job({"type": "Complete", "status": "True"})) is None
