@@ -17,6 +17,7 @@ from apps.core.outbox import outbox_enqueue
 from apps.quotas.models import Quota
 from apps.quotas.selectors import quota_usage
 from apps.workloads.choices import ACTIVE, WorkloadStatus
+from apps.workloads.deadlines import expected_end
 from apps.workloads.models import Workload
 from apps.workloads.services import workload_preempt, workload_transition
 
@@ -95,7 +96,8 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
         for q in quota_rows
     ]
     fields = ("id", "project__slug", "pool__name", "placement", "gpu_milli", "cpu_milli", "memory_mb", "replicas",
-              "priority", "preemptible", "admitted_at", "status", "stop_requested_at", "runtime", "preemptions")
+              "priority", "preemptible", "admitted_at", "started_at", "max_runtime_seconds", "status",
+              "stop_requested_at", "runtime", "preemptions")
     running = []
     for w in Workload.objects.filter(status__in=ACTIVE).select_related("project", "pool").only(*fields):
         stopping = w.status == WorkloadStatus.STOPPING
@@ -104,7 +106,9 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
             id=w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority,
             per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), placement=placement,
             preemptible=w.preemptible, admitted_at=w.admitted_at, stopping=stopping,
-            expected_end=(w.stop_requested_at or now) + grace if stopping else None,
+            # Stopping: gone within the grace period. Otherwise its run-time limit says when it
+            # ends at the latest (what reservations' estimated starts are made of); none: unknown.
+            expected_end=(w.stop_requested_at or now) + grace if stopping else expected_end(w),
             preempted_for=(w.runtime or {}).get("preempted_by") if stopping else None, preemptions=w.preemptions,
         ))
     pending = [
@@ -112,6 +116,9 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
             id=w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority, submitted_at=w.created_at,
             replicas=w.replicas, per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), gpu_model=w.gpu_model,
             name=w.name, preempted_by=(w.runtime or {}).get("preempted_by"),
+            # Its run-time limit bounds how long it holds its resources: GPU-hour budgets are
+            # checked and charged for that long (a requeued workload gets its full limit again).
+            expected_seconds=float(w.max_runtime_seconds) if w.max_runtime_seconds else None,
         )
         for w in Workload.objects.filter(status=WorkloadStatus.QUEUED).select_related("project", "pool")
     ]
