@@ -37,7 +37,7 @@ from cairn.client import (
     CairnError,
     Client,
 )
-from cairn.jobspec import JobSpecError, load_job_file
+from cairn.jobspec import DURATION_HELP, JobSpecError, load_job_file, parse_duration
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -103,6 +103,18 @@ def format_time(value: Any) -> str:
     if moment is None:
         return "-" if not value else str(value)
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def format_duration(seconds: Any) -> str:
+    """7200 -> '2h', 5400 -> '1h30m' (as --max-runtime takes it)."""
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 0:
+        return format_number(seconds)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size or (unit == "s" and not parts):
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(parts)
 
 
 def format_number(value: Any) -> str:
@@ -338,6 +350,8 @@ def cmd_use(app: App) -> int:
 
 def cmd_submit(app: App) -> int:
     spec = load_job_file(app.args.file)  # check the file before talking to the server
+    if app.args.max_runtime is not None:  # the flag wins over the file
+        spec.body["max_runtime_seconds"] = app.args.max_runtime
     client = app.client()
     project = app.project(spec.project)
     w = client.submit(project, spec.body, kind=spec.kind)
@@ -440,6 +454,8 @@ def cmd_get(app: App) -> int:
         restarts = f"{restarts} of {w['max_restarts']} allowed"
     row("Attempt", w.get("attempt"))
     row("Restarts", restarts)
+    if w.get("max_runtime_seconds") is not None:
+        row("Run-time limit", format_duration(w["max_runtime_seconds"]))
     row("Created by", w.get("created_by") if not isinstance(w.get("created_by"), dict)
         else w["created_by"].get("username"))
     for key in ("created_at", "admitted_at", "started_at", "finished_at"):
@@ -598,6 +614,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _duration(text: str) -> int:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _at_least_one(text: str) -> int:
     value = _positive_int(text)
     if value < 1:
@@ -660,6 +683,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--follow", action="store_true",
                    help="wait for it to start, stream its logs, exit non-zero unless it "
                    "succeeds")
+    p.add_argument("--max-runtime", type=_duration, metavar="DURATION",
+                   help=f"run-time limit, {DURATION_HELP} (overrides the file's max_runtime); "
+                   "a job still running after that long is stopped and fails with DeadlineExceeded")
     p.add_argument("--json", action="store_true", help="print the created workload as JSON")
     p.set_defaults(func=cmd_submit)
 

@@ -7,14 +7,16 @@
     replicas: 2
     resources: {gpu: 0, cpu: 1, memory: 1Gi}
     env: {LR: "0.01"}
+    max_runtime: 2h           # run-time limit: 90m, 2h, 1h30m, 1d or H:MM:SS (sent as max_runtime_seconds)
 
-Everything but `kind` and `project` is the POST body. Only the obvious is checked here (the
+Everything but `kind` and `project` is the POST body (`max_runtime` is turned into seconds). Only the obvious is checked here (the
 file, YAML, a mapping, a known kind, JSON-able values); the server validates the rest and its
 field errors are shown as they come.
 """
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,35 @@ from cairn.client import KINDS
 
 class JobSpecError(Exception):
     """The job file cannot be used; the message names the file and the problem."""
+
+
+_DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
+_CLOCK_RE = re.compile(r"(\d+):([0-5]\d):([0-5]\d)")
+DURATION_HELP = "a duration like 90m, 2h, 1h30m, 1d or H:MM:SS"
+
+
+def parse_duration(text: str) -> int:
+    """'2h' -> 7200, '1h30m' -> 5400, '90m' -> 5400, '1d' -> 86400, '2:30:00' -> 9000 (seconds).
+
+    A bare number is refused rather than guessed: Slurm reads `--time 120` as minutes, Cairn's
+    API counts seconds. Raises ValueError with a message meant for users."""
+    value = str(text).strip().lower().replace(" ", "")
+    clock = _CLOCK_RE.fullmatch(value)
+    if clock:
+        hours, minutes, seconds = (int(part) for part in clock.groups())
+        return hours * 3600 + minutes * 60 + seconds
+    if re.fullmatch(r"\d+(?:\.\d+)?", value):
+        raise ValueError(f"{text!r} has no unit: write {value}s, {value}m or {value}h")
+    parts = _DURATION_RE.findall(value)
+    units = [unit for _, unit in parts]
+    if (not parts or "".join(number + unit for number, unit in parts) != value
+            or len(set(units)) != len(units) or units != sorted(units, key=list(_DURATION_UNITS).index)):
+        raise ValueError(f"expected {DURATION_HELP}, got {text!r}")
+    seconds = sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
+    if not seconds.is_integer():
+        raise ValueError(f"{text!r} is not a whole number of seconds")
+    return int(seconds)
 
 
 @dataclass
@@ -91,6 +122,19 @@ def parse_job(text: str, source: str = "<job>") -> JobSpec:
         if not isinstance(env, dict):
             raise JobSpecError(f"{source}: `env` must be a mapping of NAME: value")
         body["env"] = {str(k): _env_value(v) for k, v in env.items()}
+
+    if "max_runtime" in body:
+        limit = body.pop("max_runtime")
+        if "max_runtime_seconds" in body:
+            raise JobSpecError(f"{source}: give either `max_runtime` or `max_runtime_seconds`, not both")
+        if limit is not None:
+            if isinstance(limit, bool) or not isinstance(limit, str):
+                raise JobSpecError(f"{source}: `max_runtime` must be {DURATION_HELP} (e.g. `max_runtime: 2h`), "
+                                   f"or give `max_runtime_seconds` as a number, got {limit!r}")
+            try:
+                body["max_runtime_seconds"] = parse_duration(limit)
+            except ValueError as exc:
+                raise JobSpecError(f"{source}: `max_runtime`: {exc}") from None
 
     try:
         json.dumps(body)

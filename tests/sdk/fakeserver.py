@@ -98,7 +98,7 @@ class FakeCairn:
             "pool": "local", "status": "queued", "status_reason": "", "status_message": "",
             "pending_reason": "", "exit_code": None, "priority": "P3", "preemptible": True,
             "replicas": 1, "resources": {"gpu": 0.0, "cpu": 1.0, "memory_mb": 1024},
-            "max_restarts": 0, "attempt": 0, "restarts": 0, "spec": {}, "conditions": [],
+            "max_restarts": 0, "max_runtime_seconds": None, "attempt": 0, "restarts": 0, "spec": {}, "conditions": [],
             "placement": [], "runtime": {}, "created_by": "alice", "created_at": now,
             "admitted_at": None, "started_at": None, "finished_at": None,
         }
@@ -222,6 +222,9 @@ class FakeCairn:
             errors["command"] = ["This field is required."]
         if "priority" in body and body["priority"] not in {f"P{i}" for i in range(6)}:
             errors["priority"] = [f'"{body["priority"]}" is not a valid choice.']
+        limit = body.get("max_runtime_seconds")
+        if limit is not None and (not isinstance(limit, int) or limit < 60):
+            errors["max_runtime_seconds"] = ["The run-time limit must be at least 60 seconds."]
         if body.get("name") and any(w["name"] == body["name"] and w["status"] not in FINISHED
                                     for w in self.workloads.values()):
             return h.reply(409, {"detail": f"A workload named {body['name']!r} is already active."})
@@ -230,7 +233,7 @@ class FakeCairn:
         fields = {"spec": body, "pending_reason": "Waiting for the scheduler."}
         if body.get("name"):
             fields["name"] = body["name"]
-        for key in ("replicas", "priority", "max_restarts"):
+        for key in ("replicas", "priority", "max_restarts", "max_runtime_seconds"):
             if key in body:
                 fields[key] = body[key]
         w = self.add_workload(project["slug"], kind, **fields)

@@ -185,6 +185,38 @@ def test_submit_posts_the_body_to_the_kinds_route(run, logged_in, tmp_path, kind
     assert f"Submitted {kind} mnist (id 1) to project vision: queued" in result.out
 
 
+def test_submit_with_a_run_time_limit(run, logged_in, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("command: x\nmax_runtime: 1h\n")
+    assert run("submit", str(job)).code == 0
+    assert logged_in.find("POST")[-1].body["max_runtime_seconds"] == 3600
+    result = run("submit", str(job), "--max-runtime", "2h30m")  # the flag wins over the file
+    assert result.code == 0, result.err
+    assert logged_in.find("POST")[-1].body == {"command": "x", "max_runtime_seconds": 9000}
+    assert logged_in.workloads[2]["max_runtime_seconds"] == 9000
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("soon", "argument --max-runtime: expected a duration like 90m, 2h, 1h30m, 1d or H:MM:SS, got 'soon'"),
+    ("120", "argument --max-runtime: '120' has no unit: write 120s, 120m or 120h"),
+])
+def test_submit_with_a_bad_run_time_limit_is_a_usage_error(run, logged_in, tmp_path, value, message):
+    job = tmp_path / "job.yaml"
+    job.write_text("command: x\n")
+    result = run("submit", str(job), "--max-runtime", value)
+    assert result.code == 2
+    assert message in result.err and "Traceback" not in result.err
+    assert logged_in.requests == []
+
+
+def test_submit_with_a_run_time_limit_the_server_refuses_shows_its_field_error(run, logged_in, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("command: x\n")
+    result = run("submit", str(job), "--max-runtime", "30s")
+    assert_clean_error(result, "error (400): Invalid input.")
+    assert "  max_runtime_seconds: The run-time limit must be at least 60 seconds." in result.err
+
+
 def test_submit_project_precedence(run, logged_in, tmp_path):
     logged_in.projects[1]["role"] = "member"
     job = tmp_path / "job.yaml"
@@ -323,6 +355,16 @@ def test_get_resolves_the_name_and_shows_the_details(run, logged_in):
     for expected in ("mnist", "failed (Error)", "replica 0 exited with code 3", "Exit code",
                      "python train.py", "node=node-a", "QuotaReserved"):
         assert expected in out
+
+
+def test_get_shows_the_run_time_limit_and_its_outcome(run, logged_in):
+    logged_in.add_workload(name="limited", status="failed", max_runtime_seconds=5400,
+                           status_reason="DeadlineExceeded",
+                           status_message="Stopped after reaching its run-time limit of 1h30m.")
+    logged_in.add_workload(name="unlimited")
+    out = run("get", "limited").out
+    assert "Run-time limit  1h30m" in out and "failed (DeadlineExceeded)" in out
+    assert "Run-time limit" not in run("get", "unlimited").out
 
 
 def test_get_by_id(run, logged_in):
