@@ -186,9 +186,18 @@ def test_submitted_job_goes_live_in_the_list_and_its_detail_page_draws_new_point
     field(form, "Command").fill(f"python {script} {gate}")
     field(form, "GPUs").fill("0")
     field(form, "Replicas").fill("1")
+    # a run-time limit without a unit is refused in the browser, before anything is sent
+    field(form, "Max run time").fill("120")
     form.get_by_test_id("submit-workload").click()
-    # refused: the error is on the field, the form stays
+    expect(field(form, "Max run time")).to_have_attribute("aria-invalid", "true", timeout=UI)
+    expect(form.get_by_test_id("submit-form")).to_contain_text("“120” has no unit: write 120s, 120m or 120h.")
+    expect(field(form, "Name")).not_to_have_attribute("aria-invalid", "true")
+    field(form, "Max run time").fill("2h")
+    expect(form.get_by_test_id("submit-form")).to_contain_text("Stopped, and failed, after 2 h of running.")
+    form.get_by_test_id("submit-workload").click()
+    # refused by the API: the error is on the field, the form stays
     expect(field(form, "Name")).to_have_attribute("aria-invalid", "true", timeout=UI)
+    expect(field(form, "Max run time")).not_to_have_attribute("aria-invalid", "true")
     expect(form).to_have_url(re.compile(r"/workloads/new"))
 
     field(form, "Name").fill("gated-loss")
@@ -215,6 +224,9 @@ def test_submitted_job_goes_live_in_the_list_and_its_detail_page_draws_new_point
     expect(detail.get_by_test_id("gpu-panels")).to_be_visible()
     expect(detail.get_by_test_id("events-table")).to_contain_text("Submitted")
     expect(detail.get_by_test_id("stop-workload")).to_be_enabled()
+    # the 2 h limit from the form, and, running, its deadline and what is left of it
+    expect(detail.get_by_test_id("runtime-limit")).to_have_text("2 h")
+    expect(detail.get_by_test_id("runtime-deadline")).to_have_text(re.compile(r"^until .+ · (1h 5\dm|2h 0m) left$"))  # of 2 h, just started
     loaded_points = int(chart.get_attribute("data-point-count"))
     assert loaded_points <= 20, loaded_points  # nothing past the gate has been logged yet
 
@@ -228,6 +240,12 @@ def test_submitted_job_goes_live_in_the_list_and_its_detail_page_draws_new_point
     expect(row.get_by_test_id("status-badge")).to_have_attribute("data-status", "succeeded", timeout=JOB)
     assert listing.evaluate("window.__notReloaded === true"), "the list was reloaded"
     expect(detail.get_by_test_id("stop-workload")).to_have_count(0, timeout=UI)
+    expect(detail.get_by_test_id("runtime-limit")).to_have_text("2 h")
+    expect(detail.get_by_test_id("runtime-deadline")).to_have_count(0)  # over: no deadline any more
+    expect(detail.get_by_test_id("status-explanation")).to_have_count(0)
+    answer = requests.get(f"{cairn.url}/api/v1/projects/{PROJECT}/training-jobs/{job_id}/",
+                          headers={"Authorization": f"Bearer {cairn.token('erin')}"}, timeout=10)
+    assert answer.json()["max_runtime_seconds"] == 7200, answer.text
 
 
 def _expect_at_least(locator, attribute: str, minimum: int, timeout: int) -> None:

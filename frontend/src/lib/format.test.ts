@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatBytesMb, formatDuration, formatGpu, formatNumber, formatRelative } from "./format";
+import { formatBytesMb, formatDuration, formatGpu, formatNumber, formatRelative, formatRunTimeLimit } from "./format";
 
 describe("format", () => {
   it("durations", () => {
@@ -8,6 +8,16 @@ describe("format", () => {
     expect(formatDuration(3 * 3600 + 60)).toBe("3h 1m");
     expect(formatDuration(50 * 3600)).toBe("2d 2h");
     expect(formatDuration(null)).toBe("—");
+  });
+  it("run-time limits, exactly", () => {
+    expect(formatRunTimeLimit(7200)).toBe("2 h");
+    expect(formatRunTimeLimit(5400)).toBe("1 h 30 min");
+    expect(formatRunTimeLimit(60)).toBe("1 min");
+    expect(formatRunTimeLimit(90)).toBe("1 min 30 s");
+    expect(formatRunTimeLimit(93784)).toBe("1 d 2 h 3 min 4 s");
+    expect(formatRunTimeLimit(2_592_000)).toBe("30 d");
+    expect(formatRunTimeLimit(null)).toBe("none");
+    expect(formatRunTimeLimit(undefined)).toBe("none");
   });
   it("relative times", () => {
     const now = Date.parse("2026-01-01T00:10:00Z");

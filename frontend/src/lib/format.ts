@@ -11,6 +11,22 @@ export function formatDuration(seconds: number | null | undefined): string {
   return `${Math.floor(h / 24)}d ${h % 24}h`;
 }
 
+/**
+ * A run-time limit, exactly (it is a setting, not a measurement): 7200 → "2 h",
+ * 5400 → "1 h 30 min", 90 → "1 min 30 s", 2592000 → "30 d"; no limit → "none".
+ */
+export function formatRunTimeLimit(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds) || seconds <= 0) return "none";
+  let left = Math.round(seconds);
+  const parts: string[] = [];
+  for (const [unit, size] of [["d", 86400], ["h", 3600], ["min", 60], ["s", 1]] as const) {
+    if (left < size) continue;
+    parts.push(`${Math.floor(left / size)} ${unit}`);
+    left %= size;
+  }
+  return parts.join(" ");
+}
+
 /** "3 min ago" / "in 2 h": relative to `now` (ms), for timestamps in ISO form. */
 export function formatRelative(iso: string | null | undefined, now: number = Date.now()): string {
   if (!iso) return "—";

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { flattenFieldErrors } from "../api/client";
-import { buildSubmitBody, DEFAULT_VALUES, mapSubmitErrors, parseEnv, type SubmitValues } from "./submit";
+import {
+  buildSubmitBody, DEFAULT_VALUES, mapSubmitErrors, parseDuration, parseEnv, parseRunTimeLimit, type SubmitValues,
+} from "./submit";
 
 const values = (over: Partial<SubmitValues> = {}): SubmitValues => ({ ...DEFAULT_VALUES, ...over });
 
@@ -13,6 +15,54 @@ describe("parseEnv", () => {
     expect(parseEnv("1X=2").error).toMatch(/Line 1: “1X” is not a valid variable name/);
     expect(parseEnv("A=1\nA=2").error).toBe("Line 2: A is set twice.");
     expect(parseEnv("=3").error).toMatch(/Line 1/);
+  });
+});
+
+// The same answers as parse_duration in sdk/cairn/jobspec.py (checked against it for these and
+// 120,000 generated strings when this was written).
+describe("parseDuration", () => {
+  it.each([
+    ["90m", 5400], ["2h", 7200], ["1h30m", 5400], ["1d", 86400], ["1d2h3m4s", 93784], ["45s", 45],
+    ["2:30:00", 9000], ["0:01:00", 60], ["100:00:00", 360000],
+    ["1.5h", 5400], ["0.5d", 43200], ["1.5m", 90],
+    [" 2H ", 7200], ["1h 30m", 5400], ["\t1h30m\n", 5400],
+    ["２h", 7200], // full-width digits from an IME: Python's \d and int() read them too
+  ])("reads %j as %i seconds", (text, seconds) => {
+    expect(parseDuration(text)).toBe(seconds);
+  });
+  it("refuses a bare number, naming the units it could mean", () => {
+    expect(() => parseDuration("120")).toThrow("“120” has no unit: write 120s, 120m or 120h.");
+    expect(() => parseDuration("1.5")).toThrow(/has no unit/);
+  });
+  it.each(["h", "abc", "2x", "2h1d", "1h1h", "1h30", "2 hours", "1:30", "1:60:00", "-1h", "1,5h", "1..5h", "1h\t30m"])(
+    "refuses %j",
+    (text) => {
+      expect(() => parseDuration(text)).toThrow(/^Expected a duration like 90m, 2h, 1h30m, 1d or H:MM:SS, got “/);
+    },
+  );
+  it("refuses fractions of a second", () => {
+    expect(() => parseDuration("0.5s")).toThrow("“0.5s” is not a whole number of seconds.");
+    expect(() => parseDuration("1.1h")).toThrow(/not a whole number of seconds/); // 3960.0000000000005 in floats, as in Python
+  });
+});
+
+describe("parseRunTimeLimit", () => {
+  it("is no limit when empty", () => {
+    expect(parseRunTimeLimit("")).toEqual({ seconds: null, error: null });
+    expect(parseRunTimeLimit("   ")).toEqual({ seconds: null, error: null });
+  });
+  it("accepts 1 minute to 30 days", () => {
+    expect(parseRunTimeLimit("1m")).toEqual({ seconds: 60, error: null });
+    expect(parseRunTimeLimit("30d")).toEqual({ seconds: 2_592_000, error: null });
+    expect(parseRunTimeLimit("719:59:59")).toEqual({ seconds: 2_591_999, error: null });
+  });
+  it("refuses what the API would refuse, saying why", () => {
+    expect(parseRunTimeLimit("59s")).toEqual({ seconds: null, error: "The run-time limit must be at least 1 minute; “59s” is shorter." });
+    expect(parseRunTimeLimit("0:00:00").error).toMatch(/at least 1 minute/);
+    expect(parseRunTimeLimit("30d1s")).toEqual({ seconds: null, error: "The run-time limit can be at most 30 days; “30d1s” is longer." });
+    expect(parseRunTimeLimit("720:00:01").error).toMatch(/at most 30 days/);
+    expect(parseRunTimeLimit("7200")).toEqual({ seconds: null, error: "“7200” has no unit: write 7200s, 7200m or 7200h." });
+    expect(parseRunTimeLimit("soon").error).toMatch(/^Expected a duration like/);
   });
 });
 
@@ -43,6 +93,21 @@ describe("buildSubmitBody", () => {
     const deployment = buildSubmitBody("deployment", values({ command: "serve", replicas: 2, port: "8080", preemptible: "yes" })).body;
     expect(deployment).toMatchObject({ command: "serve", replicas: 2, port: 8080, preemptible: true });
     expect(deployment).not.toHaveProperty("working_dir");
+  });
+  it("sends a training job's max run time in seconds, and nothing when it is empty", () => {
+    expect(buildSubmitBody("training", values({ command: "true", maxRuntime: "1h30m" })).body.max_runtime_seconds).toBe(5400);
+    expect(buildSubmitBody("training", values({ command: "true", maxRuntime: " " })).body).not.toHaveProperty("max_runtime_seconds");
+    // the other kinds have no run-time limit: the field is neither shown nor sent
+    const notebook = buildSubmitBody("notebook", values({ maxRuntime: "2h" }));
+    expect(notebook.body).not.toHaveProperty("max_runtime_seconds");
+    expect(notebook.errors).toEqual({});
+  });
+  it("reports a max run time the API would refuse instead of sending it", () => {
+    const bare = buildSubmitBody("training", values({ command: "true", maxRuntime: "120" }));
+    expect(bare.errors).toEqual({ maxRuntime: "“120” has no unit: write 120s, 120m or 120h." });
+    expect(bare.body).not.toHaveProperty("max_runtime_seconds");
+    expect(buildSubmitBody("training", values({ command: "true", maxRuntime: "31d" })).errors.maxRuntime).toMatch(/at most 30 days/);
+    expect(buildSubmitBody("training", values({ command: "true", maxRuntime: "30s" })).errors.maxRuntime).toMatch(/at least 1 minute/);
   });
   it("rounds GPU fractions to what the API accepts and reports env errors", () => {
     expect(buildSubmitBody("notebook", values({ gpu: 0.33333 })).body.resources).toMatchObject({ gpu: "0.333" });
@@ -83,6 +148,17 @@ describe("mapSubmitErrors", () => {
       "Command: Unknown field.",
       "bogus: Unknown field.",
       "Resources: Strange.",
+    ]);
+  });
+  it("shows the API's run-time limit error on the Max run time field", () => {
+    const message = "The run-time limit must be at least 60 seconds.";
+    expect(mapSubmitErrors("training", { max_runtime_seconds: [message] }, "")).toEqual({
+      fields: { maxRuntime: message },
+      general: [],
+    });
+    // a kind without the field: the message is not lost
+    expect(mapSubmitErrors("notebook", { max_runtime_seconds: ["Unknown field."] }, "").general).toEqual([
+      "Max run time: Unknown field.",
     ]);
   });
   it("falls back to the detail when there are no field errors", () => {

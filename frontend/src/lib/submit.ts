@@ -20,6 +20,8 @@ export interface SubmitValues {
   preemptible: Preemptible;
   maxRestarts: number | string;
   port: number | string;
+  /** Training jobs: a run-time limit as the CLI takes it (`2h`, `1h30m`, `H:MM:SS`); empty = none. */
+  maxRuntime: string;
   /** One `KEY=value` per line; blank lines and `# comments` are skipped. */
   env: string;
 }
@@ -42,6 +44,7 @@ export const DEFAULT_VALUES: SubmitValues = {
   preemptible: "default",
   maxRestarts: 0,
   port: 8000,
+  maxRuntime: "",
   env: "",
 };
 
@@ -49,7 +52,7 @@ const COMMON: SubmitField[] = ["name", "image", "gpu", "cpu", "memory", "priorit
 
 /** The fields each kind's form shows (and sends). */
 export const KIND_FIELDS: Record<WorkloadKind, ReadonlySet<SubmitField>> = {
-  training: new Set<SubmitField>([...COMMON, "command", "workingDir", "replicas"]),
+  training: new Set<SubmitField>([...COMMON, "command", "workingDir", "replicas", "maxRuntime"]),
   notebook: new Set<SubmitField>([...COMMON]),
   deployment: new Set<SubmitField>([...COMMON, "command", "replicas", "port"]),
 };
@@ -69,6 +72,7 @@ export const FIELD_LABEL: Record<SubmitField, string> = {
   preemptible: "Preemptible",
   maxRestarts: "Restarts",
   port: "Port",
+  maxRuntime: "Max run time",
   env: "Environment",
 };
 
@@ -88,6 +92,7 @@ const API_FIELD: Record<string, SubmitField> = {
   preemptible: "preemptible",
   max_restarts: "maxRestarts",
   port: "port",
+  max_runtime_seconds: "maxRuntime",
   env: "env",
 };
 
@@ -110,6 +115,83 @@ export function parseEnv(text: string): { env: Record<string, string>; error: st
     env[key] = line.slice(eq + 1);
   }
   return { env, error: null };
+}
+
+// Run-time limits, read exactly as the CLI reads `--max-runtime` / `max_runtime:`
+// (parse_duration in sdk/cairn/jobspec.py): a unit is required, because a bare "120" means
+// minutes to Slurm users and seconds to the API. Python's `\d` is any Unicode decimal digit
+// (a full-width "２h" from an IME is 2 hours there), hence \p{Nd} and digitValue() below.
+export const DURATION_HELP = "a duration like 90m, 2h, 1h30m, 1d or H:MM:SS";
+export const MIN_RUNTIME_SECONDS = 60; // apps/workloads/deadlines.py
+export const MAX_RUNTIME_SECONDS = 30 * 24 * 3600;
+
+const DURATION_UNITS = { d: 86400, h: 3600, m: 60, s: 1 } as const;
+const UNIT_ORDER = Object.keys(DURATION_UNITS);
+const DURATION_PART = /(\p{Nd}+(?:\.\p{Nd}+)?)([dhms])/gu;
+const CLOCK = /^(\p{Nd}+):([0-5]\p{Nd}):([0-5]\p{Nd})$/u;
+const BARE_NUMBER = /^\p{Nd}+(?:\.\p{Nd}+)?$/u;
+// What Python's str.strip() removes (str.isspace), which is not quite what String.trim() does.
+const PY_SPACE = "[\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+const PY_STRIP = new RegExp(`^${PY_SPACE}+|${PY_SPACE}+$`, "g");
+
+/** The value of a decimal digit of any script: Unicode puts each script's 0..9 in a row. */
+function digitValue(digit: string): number {
+  const code = digit.codePointAt(0) ?? 0;
+  let zero = code;
+  while (zero > 0 && /\p{Nd}/u.test(String.fromCodePoint(zero - 1))) zero--;
+  return (code - zero) % 10;
+}
+
+/** Digits of any script as ASCII digits, so that Number() reads them as Python's int()/float() do. */
+function asciiDigits(value: string): string {
+  return value.replace(/\p{Nd}/gu, (digit) => String(digitValue(digit)));
+}
+
+/**
+ * "2h" → 7200, "1h30m" → 5400, "90m" → 5400, "1d" → 86400, "2:30:00" → 9000 (seconds), as
+ * parse_duration in sdk/cairn/jobspec.py: units d, h, m, s, each at most once and in that order,
+ * numbers may have decimals if the total is whole seconds; or H:MM:SS. Throws an Error with a
+ * message meant for users (a bare number names the units it could have meant).
+ */
+export function parseDuration(input: string): number {
+  const shown = input.trim();
+  const value = input.replace(PY_STRIP, "").toLowerCase().replaceAll(" ", "");
+  const clock = CLOCK.exec(value);
+  if (clock) {
+    const [hours, minutes, seconds] = clock.slice(1).map((part) => Number(asciiDigits(part)));
+    return hours * 3600 + minutes * 60 + seconds;
+  }
+  if (BARE_NUMBER.test(value)) throw new Error(`“${shown}” has no unit: write ${value}s, ${value}m or ${value}h.`);
+  const parts = [...value.matchAll(DURATION_PART)].map((m) => ({ number: m[1], unit: m[2] as keyof typeof DURATION_UNITS }));
+  const units = parts.map((p) => p.unit);
+  if (
+    !parts.length
+    || parts.map((p) => p.number + p.unit).join("") !== value
+    || new Set(units).size !== units.length
+    || units.some((unit, i) => i > 0 && UNIT_ORDER.indexOf(unit) < UNIT_ORDER.indexOf(units[i - 1]))
+  ) {
+    throw new Error(`Expected ${DURATION_HELP}, got “${shown}”.`);
+  }
+  const seconds = parts.reduce((sum, p) => sum + Number(asciiDigits(p.number)) * DURATION_UNITS[p.unit], 0);
+  if (!Number.isInteger(seconds)) throw new Error(`“${shown}” is not a whole number of seconds.`);
+  return seconds;
+}
+
+/**
+ * The form's "Max run time" as `max_runtime_seconds`: null when empty (no limit), else seconds
+ * within what the API accepts (1 minute .. 30 days), or an error to show under the field.
+ */
+export function parseRunTimeLimit(input: string): { seconds: number | null; error: string | null } {
+  if (!input.replace(PY_STRIP, "")) return { seconds: null, error: null };
+  let seconds: number;
+  try {
+    seconds = parseDuration(input);
+  } catch (error) {
+    return { seconds: null, error: (error as Error).message };
+  }
+  if (seconds < MIN_RUNTIME_SECONDS) return { seconds: null, error: `The run-time limit must be at least 1 minute; “${input.trim()}” is shorter.` };
+  if (seconds > MAX_RUNTIME_SECONDS) return { seconds: null, error: `The run-time limit can be at most 30 days; “${input.trim()}” is longer.` };
+  return { seconds, error: null };
 }
 
 function text(value: string | null | undefined): string {
@@ -160,6 +242,11 @@ export function buildSubmitBody(kind: WorkloadKind, values: SubmitValues): { bod
   if (text(values.gpuModel)) body.gpu_model = text(values.gpuModel);
   if (values.preemptible !== "default") body.preemptible = values.preemptible === "yes";
   if (!isBlank(values.maxRestarts)) body.max_restarts = integer(values.maxRestarts);
+  if (fields.has("maxRuntime")) {
+    const limit = parseRunTimeLimit(values.maxRuntime);
+    if (limit.error) errors.maxRuntime = limit.error;
+    else if (limit.seconds !== null) body.max_runtime_seconds = limit.seconds;
+  }
 
   const { env, error } = parseEnv(values.env);
   if (error) errors.env = error;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
-  applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, gpuLabel, hasFilters, matchesFilters,
-  placeholderRow, serverQuery, visibleRows, type Workload, type WorkloadFilters, type WorkloadPage,
+  applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, formatTimeLeft, gpuLabel, hasFilters,
+  matchesFilters, placeholderRow, runTimeLimitInfo, serverQuery, statusExplanation, visibleRows, type Workload,
+  type WorkloadFilters, type WorkloadPage,
 } from "./workloads";
 
 function row(id: number, over: Partial<Workload> = {}): Workload {
@@ -107,5 +108,57 @@ describe("gpuLabel", () => {
     expect(gpuLabel({ gpu: 8 }, 2)).toBe("2 × 8");
     expect(gpuLabel({ gpu: 0 }, 3)).toBe("0");
     expect(gpuLabel(null, 1)).toBe("0");
+  });
+});
+
+describe("runTimeLimitInfo", () => {
+  const now = Date.parse("2026-01-01T01:00:00Z");
+  const running = (over: Partial<Workload> = {}) =>
+    row(1, {
+      status: "running", max_runtime_seconds: 7200, admitted_at: "2026-01-01T00:29:00Z", started_at: "2026-01-01T00:30:00Z",
+      ...over,
+    });
+  it("gives a running job with a limit its deadline (start + limit) and the time left", () => {
+    expect(runTimeLimitInfo(running(), now)).toEqual({
+      limit: "2 h",
+      deadline: Date.parse("2026-01-01T02:30:00Z"),
+      secondsLeft: 5400,
+    });
+    expect(formatTimeLeft(runTimeLimitInfo(running(), now).secondsLeft)).toBe("1h 30m left");
+  });
+  it("counts down to 0, not below, once the deadline has passed", () => {
+    const info = runTimeLimitInfo(running({ max_runtime_seconds: 60 }), now);
+    expect(info.secondsLeft).toBe(0);
+    expect(formatTimeLeft(info.secondsLeft)).toBe("time is up: stopping");
+    expect(runTimeLimitInfo(running(), Date.parse("2026-01-01T02:29:59.200Z")).secondsLeft).toBe(1);
+  });
+  it("shows no deadline without a limit, before the start, or once the job is over", () => {
+    expect(runTimeLimitInfo(running({ max_runtime_seconds: null }), now)).toEqual({ limit: "none", deadline: null, secondsLeft: null });
+    expect(runTimeLimitInfo(running({ status: "admitted", started_at: null }), now)).toEqual({ limit: "2 h", deadline: null, secondsLeft: null });
+    expect(runTimeLimitInfo(running({ status: "succeeded", finished_at: "2026-01-01T00:50:00Z" }), now).deadline).toBeNull();
+    expect(formatTimeLeft(null)).toBe("");
+  });
+  it("does not count a run from before a requeue (started before the latest admission)", () => {
+    const requeued = running({ admitted_at: "2026-01-01T00:45:00Z", started_at: "2026-01-01T00:30:00Z" });
+    expect(runTimeLimitInfo(requeued, now).deadline).toBeNull();
+  });
+});
+
+describe("statusExplanation", () => {
+  it("says that a job stopped with DeadlineExceeded reached its run-time limit", () => {
+    expect(statusExplanation({ status: "failed", status_reason: "DeadlineExceeded", max_runtime_seconds: 5400 })).toBe(
+      "The job reached its run-time limit of 1 h 30 min and was stopped, so it failed.",
+    );
+    expect(statusExplanation({ status: "stopping", status_reason: "DeadlineExceeded", max_runtime_seconds: 7200 })).toBe(
+      "The job reached its run-time limit of 2 h; its replicas are being stopped.",
+    );
+    // a deadline set on the backend's side only (a Job edited by hand): no limit to name
+    expect(statusExplanation({ status: "failed", status_reason: "DeadlineExceeded", max_runtime_seconds: null })).toBe(
+      "The job reached its run-time limit and was stopped, so it failed.",
+    );
+  });
+  it("leaves other reasons to the reason and message line", () => {
+    expect(statusExplanation({ status: "failed", status_reason: "Error", max_runtime_seconds: 7200 })).toBeNull();
+    expect(statusExplanation({ status: "running", status_reason: "", max_runtime_seconds: 7200 })).toBeNull();
   });
 });

@@ -2,6 +2,7 @@
 // "workloads" topic (docs/live.md §2) to a cached page of GET /api/v1/projects/<p>/workloads/.
 import type { Schemas } from "../api/client";
 import type { LiveFrame } from "../live/socket";
+import { formatDuration, formatRunTimeLimit } from "./format";
 import { KINDS, STATUSES, type WorkloadKind, type WorkloadStatus } from "./status";
 
 export type Workload = Schemas["Workload"];
@@ -202,4 +203,54 @@ export function gpuLabel(resources: { gpu: number } | null | undefined, replicas
   const gpu = resources?.gpu ?? 0;
   const per = Number.isInteger(gpu) ? String(gpu) : String(Number(gpu.toFixed(3)));
   return replicas > 1 && gpu > 0 ? `${replicas} × ${per}` : per;
+}
+
+/** status_reason of a training job stopped at its run-time limit (apps/workloads/deadlines.py). */
+export const DEADLINE_EXCEEDED = "DeadlineExceeded";
+
+export interface RunTimeLimitInfo {
+  /** The limit as set: "2 h", or "none". */
+  limit: string;
+  /** When the current run must end (ms since the epoch): running jobs with a limit only. */
+  deadline: number | null;
+  /** Whole seconds until the deadline, 0 once it has passed; null without a deadline. */
+  secondsLeft: number | null;
+}
+
+/**
+ * The run-time limit of a workload and, while it runs, its deadline: started_at + limit, on the
+ * server's clock (run_deadline in apps/workloads/deadlines.py). A started_at older than the latest
+ * admission belongs to a run before a requeue, and the new run has no deadline until it starts.
+ */
+export function runTimeLimitInfo(
+  w: Pick<Workload, "status" | "max_runtime_seconds" | "started_at" | "admitted_at">,
+  now: number,
+): RunTimeLimitInfo {
+  const limit = w.max_runtime_seconds ?? null;
+  const info: RunTimeLimitInfo = { limit: formatRunTimeLimit(limit), deadline: null, secondsLeft: null };
+  if (!limit || w.status !== "running" || !w.started_at) return info;
+  const started = Date.parse(w.started_at);
+  const admitted = w.admitted_at ? Date.parse(w.admitted_at) : Number.NaN;
+  if (Number.isNaN(started) || started < admitted) return info;
+  info.deadline = started + limit * 1000;
+  info.secondsLeft = Math.max(0, Math.ceil((info.deadline - now) / 1000));
+  return info;
+}
+
+/** "1h 29m left", or, past the deadline (the stop is on its way), "time is up". */
+export function formatTimeLeft(secondsLeft: number | null): string {
+  if (secondsLeft === null) return "";
+  return secondsLeft > 0 ? `${formatDuration(secondsLeft)} left` : "time is up: stopping";
+}
+
+/**
+ * A sentence on why the workload is in its status, for reasons the raw "Reason: message" line
+ * does not make plain; null when that line says enough.
+ */
+export function statusExplanation(w: Pick<Workload, "status" | "status_reason" | "max_runtime_seconds">): string | null {
+  if (w.status_reason !== DEADLINE_EXCEEDED) return null;
+  const limit = w.max_runtime_seconds ? ` of ${formatRunTimeLimit(w.max_runtime_seconds)}` : "";
+  if (w.status === "stopping") return `The job reached its run-time limit${limit}; its replicas are being stopped.`;
+  if (w.status === "failed") return `The job reached its run-time limit${limit} and was stopped, so it failed.`;
+  return `The job reached its run-time limit${limit}.`;
 }

@@ -10,10 +10,10 @@ import { useEffect, useMemo, useRef, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, ApiError, unwrap, type Schemas } from "../api/client";
 import { errorAdvice } from "../components/States";
-import { formatGpu } from "../lib/format";
+import { formatGpu, formatRunTimeLimit } from "../lib/format";
 import { KIND_LABEL, KINDS, type WorkloadKind } from "../lib/status";
 import {
-  buildSubmitBody, DEFAULT_VALUES, FIELD_LABEL, KIND_FIELDS, mapSubmitErrors, type FieldErrors, type Preemptible,
+  buildSubmitBody, DEFAULT_VALUES, FIELD_LABEL, KIND_FIELDS, mapSubmitErrors, parseRunTimeLimit, type FieldErrors, type Preemptible,
   type SubmitField, type SubmitValues,
 } from "../lib/submit";
 import { canWrite, useMe } from "../session";
@@ -152,6 +152,8 @@ export function SubmitPage() {
     mutation.mutate(body);
   };
 
+  // Read as it is typed for the field's description; an error shows on leaving the field or on submit.
+  const runtimeLimit = useMemo(() => parseRunTimeLimit(values.maxRuntime), [values.maxRuntime]);
   const shows = (field: SubmitField) => KIND_FIELDS[kind].has(field);
   const err = (field: SubmitField) => fieldErrors[field];
   const noQuota = quotas.isSuccess && quotas.data.results.length === 0;
@@ -263,15 +265,40 @@ export function SubmitPage() {
               styles={{ input: { fontFamily: "var(--mantine-font-family-monospace)" } }}
             />
           )}
-          {shows("workingDir") && (
-            <TextInput
-              label="Working directory"
-              name="working_dir"
-              placeholder="Default: the replica's own directory"
-              value={values.workingDir}
-              onChange={(e) => set("workingDir", e.currentTarget.value)}
-              error={err("workingDir")}
-            />
+          {(shows("workingDir") || shows("maxRuntime")) && (
+            <SimpleGrid cols={{ base: 1, sm: 2 }} spacing="md">
+              {shows("workingDir") && (
+                <TextInput
+                  label="Working directory"
+                  name="working_dir"
+                  description="Where the command runs, in every replica."
+                  placeholder="Default: the replica's own directory"
+                  value={values.workingDir}
+                  onChange={(e) => set("workingDir", e.currentTarget.value)}
+                  error={err("workingDir")}
+                />
+              )}
+              {shows("maxRuntime") && (
+                <TextInput
+                  label="Max run time"
+                  name="max_runtime"
+                  placeholder="No limit"
+                  description={
+                    runtimeLimit.seconds !== null
+                      ? `Stopped, and failed, after ${formatRunTimeLimit(runtimeLimit.seconds)} of running.`
+                      : "Optional: 90m, 2h, 1h30m, 1d or H:MM:SS; stopped, and failed, after that long."
+                  }
+                  value={values.maxRuntime}
+                  onChange={(e) => set("maxRuntime", e.currentTarget.value)}
+                  onBlur={() => {
+                    if (runtimeLimit.error) setFieldErrors((f) => ({ ...f, maxRuntime: runtimeLimit.error ?? undefined }));
+                  }}
+                  error={err("maxRuntime")}
+                  autoComplete="off"
+                  data-testid="max-runtime"
+                />
+              )}
+            </SimpleGrid>
           )}
           <SimpleGrid cols={{ base: 2, sm: shows("replicas") ? 4 : 3 }} spacing="md">
             <NumberInput

@@ -24,7 +24,7 @@ import { allMetricKeys, defaultMetricKeys, isSystemKey, RUN_STATUS_COLOUR } from
 import { isFinal, KIND_LABEL, KINDS, statusColour, type WorkloadKind } from "../lib/status";
 import { retryTransient } from "../lib/retry";
 import { deriveSegments, layoutTimeline } from "../lib/timeline";
-import { gpuLabel } from "../lib/workloads";
+import { formatTimeLeft, gpuLabel, runTimeLimitInfo, statusExplanation } from "../lib/workloads";
 import { useTopic } from "../live/LiveProvider";
 import { canWrite, useMe } from "../session";
 
@@ -242,6 +242,9 @@ function Header({
         ? `${runtime.url}${runtime.url.includes("?") ? "&" : "?"}token=${encodeURIComponent(runtime.token)}`
         : runtime.url
       : null;
+  const explanation = statusExplanation(w);
+  // Run-time limits are a training-job setting; the other kinds run until stopped.
+  const limit = w.kind === "training" ? runTimeLimitInfo(w, now) : null;
   return (
     <Card withBorder padding="md">
       <Group justify="space-between" align="flex-start" wrap="nowrap">
@@ -258,6 +261,11 @@ function Header({
             </Badge>
             <StatusBadge status={w.status} />
           </Group>
+          {explanation && (
+            <Text size="sm" fw={500} data-testid="status-explanation">
+              {explanation}
+            </Text>
+          )}
           {(w.status_reason || w.status_message) && (
             <Text size="sm" c="dimmed">
               {w.status_reason}
@@ -283,7 +291,7 @@ function Header({
           )}
         </Group>
       </Group>
-      <SimpleGrid cols={{ base: 3, sm: 4, lg: 8 }} spacing="sm" mt="md">
+      <SimpleGrid cols={{ base: 3, sm: 4, lg: limit ? 9 : 8 }} spacing="sm" mt="md">
         <Field label="Pool">{w.pool || "—"}</Field>
         <Field label="GPUs">
           <span data-testid="workload-gpus">{gpuLabel(w.resources, w.replicas)}</span>
@@ -306,9 +314,30 @@ function Header({
           </Tooltip>
         </Field>
         <Field label={w.finished_at ? "Ran for" : "Running for"}>{started ? formatDuration((ended - started) / 1000) : "—"}</Field>
+        {limit && (
+          <Field label="Run-time limit">
+            <span data-testid="runtime-limit">{limit.limit}</span>
+            {limit.deadline !== null && (
+              <Tooltip label={`Deadline: ${new Date(limit.deadline).toLocaleString()} (start + limit)`}>
+                <Text size="xs" c={limit.secondsLeft ? "dimmed" : "orange"} data-testid="runtime-deadline">
+                  until {formatClock(limit.deadline, now)} · {formatTimeLeft(limit.secondsLeft)}
+                </Text>
+              </Tooltip>
+            )}
+          </Field>
+        )}
       </SimpleGrid>
     </Card>
   );
+}
+
+/** A deadline as its time of day, with the date when it is not on the day of `now`. */
+function formatClock(at: number, now: number): string {
+  const date = new Date(at);
+  const time = date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return date.toDateString() === new Date(now).toDateString()
+    ? time
+    : `${date.toLocaleDateString([], { month: "short", day: "numeric" })} ${time}`;
 }
 
 // ---------------------------------------------------------------------------------------------
