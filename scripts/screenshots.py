@@ -268,7 +268,7 @@ def seed_through_api(api: Api, *, with_gpu_pool: bool, pool: str | None = None, 
     api.wait_status(done["id"], ("succeeded", "failed"))
     api.wait_status(failed["id"], ("succeeded", "failed"))
     running = api.submit(name="resnet50-finetune" + suffix, **where, command=["python", example], replicas=2, priority="P2",
-                         env={"STEPS": "5000", "STEP_SECONDS": "0.25", "LR": "0.01"},
+                         env={"STEPS": "5000", "STEP_SECONDS": "0.25", "LR": "0.01"}, max_runtime_seconds=4 * 3600,
                          resources={"cpu": 0.5, "memory": "512Mi"})
     api.wait_status(running["id"], ("running",))
     # waits for this machine's CPUs while the fine-tuning runs
@@ -329,6 +329,7 @@ def take_screenshots(url: str, username: str, password: str, project: str, demo:
                 "python examples/train.py --epochs 90 --mixup 0.2")
             page.get_by_label(re.compile(r"^Replicas")).first.fill("2")
             page.get_by_label(re.compile(r"^GPUs")).first.fill("8")
+            page.get_by_test_id("max-runtime").first.fill("12h")
             try:  # the pool picker, when the project has several pools
                 page.get_by_label(re.compile(r"^Pool")).first.click(timeout=3000)
                 page.get_by_role("option", name=re.compile("a100")).first.click(timeout=3000)
