@@ -13,6 +13,17 @@ from tests.factories import WorkloadFactory
 
 S = WorkloadStatus
 
+# A replica that saves a checkpoint and exits cleanly on SIGTERM (a graceful stop or preemption).
+CHECKPOINT_ON_SIGTERM = """
+    import signal, sys, time
+    def on_term(signum, frame):
+        print("checkpoint saved", flush=True)
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, on_term)
+    print("ready", flush=True)
+    time.sleep(120)
+"""
+
 
 def kill_processes_mentioning(text: str) -> None:
     for proc in psutil.process_iter(["cmdline"]):

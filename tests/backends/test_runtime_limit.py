@@ -15,21 +15,11 @@ from apps.core.models import OutboxMessage
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.models import Workload, WorkloadEvent
 from apps.workloads.services import workload_preempt, workload_transition
-from tests.backends.helpers import admitted, gone, reconcile_until, replica_processes, wait_for
+from tests.backends.helpers import CHECKPOINT_ON_SIGTERM, admitted, gone, reconcile_until, replica_processes, wait_for
 
 S = WorkloadStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-POLITE = """
-    import signal, sys, time
-    def on_term(signum, frame):
-        print("got SIGTERM, saving a checkpoint", flush=True)
-        sys.exit(0)
-    signal.signal(signal.SIGTERM, on_term)
-    print("ready", flush=True)
-    time.sleep(120)
-"""
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +42,7 @@ def _run_for(workload, seconds: float) -> None:
 
 
 def test_a_job_still_running_at_its_limit_is_stopped_and_fails_with_deadline_exceeded(script):
-    workload = admitted(replicas=2, max_runtime_seconds=60, spec={"command": ["python", script(POLITE)], "env": {}})
+    workload = admitted(replicas=2, max_runtime_seconds=60, spec={"command": ["python", script(CHECKPOINT_ON_SIGTERM)], "env": {}})
     processes = _running(workload)
     _run_for(workload, 61)
 
@@ -68,13 +58,13 @@ def test_a_job_still_running_at_its_limit_is_stopped_and_fails_with_deadline_exc
     assert workload.status_reason == "DeadlineExceeded"
     assert workload.status_message == "Stopped after reaching its run-time limit of 1m. All replicas have exited."
     assert workload.exit_code is None and workload.attempt == 1 and workload.runtime["alive"] is False
-    assert "got SIGTERM, saving a checkpoint" in workload_log_read(workload=workload, replica=1)
+    assert "checkpoint saved" in workload_log_read(workload=workload, replica=1)
     events = list(workload.events.filter(reason="DeadlineExceeded").values_list("type", "to_status"))
     assert events == [("Warning", S.STOPPING), ("Warning", S.FAILED)]
 
 
 def test_a_job_within_its_limit_keeps_running(script):
-    workload = admitted(max_runtime_seconds=60, spec={"command": ["python", script(POLITE)], "env": {}})
+    workload = admitted(max_runtime_seconds=60, spec={"command": ["python", script(CHECKPOINT_ON_SIGTERM)], "env": {}})
     processes = _running(workload)
     _run_for(workload, 50)
     for _ in range(3):
@@ -123,7 +113,7 @@ def test_restarts_count_against_the_limit(script):
 
 
 def test_a_preempted_and_requeued_job_gets_its_full_limit_again_from_its_new_start(script):
-    workload = admitted(max_runtime_seconds=60, spec={"command": ["python", script(POLITE)], "env": {}})
+    workload = admitted(max_runtime_seconds=60, spec={"command": ["python", script(CHECKPOINT_ON_SIGTERM)], "env": {}})
     _running(workload)
     _run_for(workload, 600)  # long past its limit, but preempted before the reconciler noticed
     assert workload_preempt(workload_id=workload.pk, preemptor_id=None, message="Preempted for a test.")
@@ -144,7 +134,7 @@ def test_a_preempted_and_requeued_job_gets_its_full_limit_again_from_its_new_sta
 
 
 def test_a_job_stopping_at_its_deadline_when_cairn_shuts_down_still_ends_failed(script):
-    workload = admitted(max_runtime_seconds=60, spec={"command": ["python", script(POLITE)], "env": {}})
+    workload = admitted(max_runtime_seconds=60, spec={"command": ["python", script(CHECKPOINT_ON_SIGTERM)], "env": {}})
     processes = _running(workload)
     _run_for(workload, 61)
     reconcile_once()

@@ -11,22 +11,12 @@ from apps.scheduling.services import scheduling_cycle
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.models import Workload
 from apps.workloads.services import workload_stop
-from tests.backends.helpers import gone, kill_processes_mentioning, reconcile_until, replica_processes, wait_for
+from tests.backends.helpers import CHECKPOINT_ON_SIGTERM, gone, kill_processes_mentioning, reconcile_until, replica_processes, wait_for
 from tests.factories import NodeFactory, ProjectFactory, QuotaFactory, WorkloadFactory
 
 S = WorkloadStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-CHECKPOINTING = """
-    import signal, sys, time
-    def on_term(signum, frame):
-        print("checkpoint saved", flush=True)
-        sys.exit(0)
-    signal.signal(signal.SIGTERM, on_term)
-    print("ready", flush=True)
-    time.sleep(120)
-"""
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +34,7 @@ def cluster(pool, tmp_path):
     QuotaFactory(project=a, pool=pool, nominal_gpu_milli=2000)
     QuotaFactory(project=b, pool=pool, nominal_gpu_milli=2000)
     script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(CHECKPOINTING))
+    script.write_text(textwrap.dedent(CHECKPOINT_ON_SIGTERM))
     return a, b, pool, str(script)
 
 
