@@ -823,32 +823,66 @@ class _Cycle:
         key = (w.pool, w.project, w.priority, shape, w.replicas, models, in_nominal)
         if key in self.preempt_failed:
             return None
-        candidates = []
-        for r in self.candidates.get((w.pool, w.project), ()):
-            if r.priority > w.priority and r.id not in self.victims:
-                candidates.append((1, -r.priority, -_ts(r.admitted_at), -r.id, r))
+        own = [(1, -r.priority, -_ts(r.admitted_at), -r.id, r) for r in self.candidates.get((w.pool, w.project), ())
+               if r.priority > w.priority and r.id not in self.victims]
         if in_nominal:
-            protected_since = self._protected_since()
-            for project in sorted(cohort.borrowers):
-                if project == w.project:
-                    continue
-                for r in self.candidates.get((w.pool, project), ()):
-                    if r.id in self.victims:
-                        continue
-                    if (protected_since is not None and r.preemptions and r.admitted_at is not None
-                            and r.admitted_at > protected_since):
-                        continue  # preempted before and re-admitted too recently: not again yet
-                    candidates.append((0, -r.priority, -_ts(r.admitted_at), -r.id, r))
-        if not candidates:
+            # Reclaim: other projects' borrowed work, whatever its priority.
+            chosen = self._victims(w, cohort, pool, shape, need, models, own + self._borrowed(w, cohort))
+        else:
+            # Beyond its nominal a workload preempts its own project's lower priority work. Before
+            # that, it looks at lower priority work that other projects run on borrowed quota (as
+            # Kueue's borrowWithinCohort): that quota is lent, not owned, and the project keeps
+            # what it runs within its own. Only as a substitute: with no lower priority work of
+            # its own running, a workload beyond its nominal preempts nothing.
+            chosen = None
+            if own:
+                chosen = self._victims(w, cohort, pool, shape, need, models,
+                                       own + self._borrowed(w, cohort, below=w.priority))
+        if chosen is None:
             self.preempt_failed.add(key)
+            return None
+        self._plan_and_hold(w, pool, shape, models, chosen)
+        cohort.add(w.project, need)  # its quota is claimed: later workloads cannot take it
+        for r in chosen:
+            self.victims.add(r.id)
+        names = ", ".join(str(r.id) for r in chosen)
+        if not any(r.project != w.project for r in chosen):
+            why = "higher priority"
+        else:
+            why = "quota reclaim" if in_nominal else "higher priority, on borrowed quota"
+        preempts = [Preempt(r.id, w.id, f"Preempted by workload {w.id} ({why}, P{w.priority}).") for r in chosen]
+        eta = self.now + timedelta(seconds=self.snap.grace_seconds) if self.now else None
+        return Wait(w.id, f"preempting: waiting for {len(chosen)} preempted workload(s) ({names}) to exit",
+                    eta), preempts
+
+    def _borrowed(self, w, cohort: _Cohort, below: int | None = None) -> list[tuple]:
+        """Preemption candidates among other projects' work while those projects borrow (of lower
+        priority than `below` if given); recently re-admitted victims are spared (anti-thrash)."""
+        protected_since = self._protected_since()
+        out = []
+        for project in sorted(cohort.borrowers):
+            if project == w.project:
+                continue
+            for r in self.candidates.get((w.pool, project), ()):
+                if r.id in self.victims or (below is not None and r.priority <= below):
+                    continue
+                if (protected_since is not None and r.preemptions and r.admitted_at is not None
+                        and r.admitted_at > protected_since):
+                    continue  # preempted before and re-admitted too recently: not again yet
+                out.append((0, -r.priority, -_ts(r.admitted_at), -r.id, r))
+        return out
+
+    def _victims(self, w, cohort: _Cohort, pool: _Pool, shape, need, models, candidates) -> list | None:
+        """The minimal set of candidates whose exit lets w fit (quota and placement), or None.
+        Leaves the cycle's state as it found it."""
+        if not candidates:
             return None
         # Cheap bound first: even all candidates together may not free enough GPUs.
         releasable = sum(c[4].per_replica.gpu_milli * len(c[4].placement) for c in candidates)
         if pool.free_gpu + releasable < need[0]:
-            self.preempt_failed.add(key)
             return None
         # Borrowers first, then the lowest priority, then the most recently admitted (then submitted).
-        candidates.sort(key=lambda c: c[:4])
+        candidates = sorted(candidates, key=lambda c: c[:4])
         chosen: list[RunningWorkload] = []
         fits = False
         for *_, r in candidates:
@@ -863,7 +897,6 @@ class _Cycle:
         if not fits:
             for r in reversed(chosen):
                 self._release_running(r, sign=1)
-            self.preempt_failed.add(key)
             return None
         # Minimal set: give back every victim that turns out not to be needed.
         for r in list(reversed(chosen)):
@@ -874,16 +907,7 @@ class _Cycle:
                 self._release_running(r)
         for r in chosen:
             self._release_running(r, sign=1)
-        self._plan_and_hold(w, pool, shape, models, chosen)
-        cohort.add(w.project, need)  # its quota is claimed: later workloads cannot take it
-        for r in chosen:
-            self.victims.add(r.id)
-        names = ", ".join(str(r.id) for r in chosen)
-        why = "quota reclaim" if any(r.project != w.project for r in chosen) else "higher priority"
-        preempts = [Preempt(r.id, w.id, f"Preempted by workload {w.id} ({why}, P{w.priority}).") for r in chosen]
-        eta = self.now + timedelta(seconds=self.snap.grace_seconds) if self.now else None
-        return Wait(w.id, f"preempting: waiting for {len(chosen)} preempted workload(s) ({names}) to exit",
-                    eta), preempts
+        return chosen
 
     def _keep_claim(self, w, cohort: _Cohort, pool: _Pool, shape, need, models) -> bool:
         """A preemptor whose victims are still exiting keeps, for the rest of the cycle, the quota

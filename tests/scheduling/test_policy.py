@@ -238,6 +238,33 @@ def test_a_project_reclaiming_its_nominal_preempts_only_borrowers():
     assert preempted(decisions) == {10}
 
 
+def _beyond_nominal(own_priority: int, borrowed_priorities: tuple[int, int]):
+    # a runs 3 GPUs of its nominal 4, b runs 5 on a nominal of 2 (it borrows 3 of c's idle ones);
+    # a's P1 job of 2 GPUs would take a beyond its nominal, so it may not reclaim.
+    quotas = [quota("a", gpus=4), quota("b", gpus=2), quota("c", gpus=2)]
+    run = [running(10, project="a", priority=own_priority, gpu=3000),
+           running(11, project="b", priority=borrowed_priorities[0], gpu=3000, at=1),
+           running(12, project="b", priority=borrowed_priorities[1], gpu=2000, at=2)]
+    return schedule(snap([node("n1")], quotas, [job(1, project="a", priority=1, gpu=2000)], run))
+
+
+def test_beyond_its_nominal_a_workload_takes_lower_priority_borrowed_work_before_its_own():
+    decisions = _beyond_nominal(own_priority=4, borrowed_priorities=(5, 2))
+    assert preempted(decisions) == {11}  # b's P5 borrowed work, not a's own P4 job
+    victim = next(d for d in decisions if isinstance(d, Preempt))
+    assert "higher priority, on borrowed quota" in victim.reason
+
+
+def test_beyond_its_nominal_borrowed_work_of_equal_or_higher_priority_is_not_taken():
+    assert preempted(_beyond_nominal(own_priority=4, borrowed_priorities=(1, 0))) == {10}
+
+
+def test_beyond_its_nominal_with_no_lower_priority_work_of_its_own_nothing_is_preempted():
+    decisions = _beyond_nominal(own_priority=0, borrowed_priorities=(5, 5))
+    assert preempted(decisions) == set()
+    assert isinstance(by_id(decisions)[1], Wait)
+
+
 def test_a_requeued_victim_does_not_take_back_what_it_freed_for_its_pending_preemptor():
     # x's queue is headed by a big P3 job that would borrow, so x's small in-nominal job W comes
     # after it; y's requeued victim V (P2, borrowing) would come before both and take back the
