@@ -238,14 +238,17 @@ def test_a_project_reclaiming_its_nominal_preempts_only_borrowers():
     assert preempted(decisions) == {10}
 
 
-def _beyond_nominal(own_priority: int, borrowed_priorities: tuple[int, int]):
+def _beyond_nominal(own_priority: int, borrowed_priorities: tuple[int, int], requeued_ago: float | None = None):
     # a runs 3 GPUs of its nominal 4, b runs 5 on a nominal of 2 (it borrows 3 of c's idle ones);
     # a's P1 job of 2 GPUs would take a beyond its nominal, so it may not reclaim.
     quotas = [quota("a", gpus=4), quota("b", gpus=2), quota("c", gpus=2)]
-    run = [running(10, project="a", priority=own_priority, gpu=3000),
-           running(11, project="b", priority=borrowed_priorities[0], gpu=3000, at=1),
+    borrowed = running(11, project="b", priority=borrowed_priorities[0], gpu=3000, at=1)
+    if requeued_ago is not None:  # preempted before, re-admitted that long ago
+        borrowed = replace(borrowed, preemptions=1, admitted_at=T0 - timedelta(seconds=requeued_ago))
+    run = [running(10, project="a", priority=own_priority, gpu=3000), borrowed,
            running(12, project="b", priority=borrowed_priorities[1], gpu=2000, at=2)]
-    return schedule(snap([node("n1")], quotas, [job(1, project="a", priority=1, gpu=2000)], run))
+    return schedule(snap([node("n1")], quotas, [job(1, project="a", priority=1, gpu=2000)], run,
+                         repreempt_min_runtime_seconds=600))
 
 
 def test_beyond_its_nominal_a_workload_takes_lower_priority_borrowed_work_before_its_own():
@@ -257,6 +260,11 @@ def test_beyond_its_nominal_a_workload_takes_lower_priority_borrowed_work_before
 
 def test_beyond_its_nominal_borrowed_work_of_equal_or_higher_priority_is_not_taken():
     assert preempted(_beyond_nominal(own_priority=4, borrowed_priorities=(1, 0))) == {10}
+
+
+def test_borrowed_work_preempted_before_is_not_taken_again_until_it_has_run_a_while():
+    assert preempted(_beyond_nominal(own_priority=4, borrowed_priorities=(5, 1), requeued_ago=100)) == {10}
+    assert preempted(_beyond_nominal(own_priority=4, borrowed_priorities=(5, 1), requeued_ago=700)) == {11}
 
 
 def test_beyond_its_nominal_with_no_lower_priority_work_of_its_own_nothing_is_preempted():

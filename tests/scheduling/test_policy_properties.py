@@ -139,9 +139,9 @@ def test_invariants_hold_for_random_clusters(nodes, quotas, first, second):
             assert victim.priority > preemptor.priority
         else:
             q = next(q for q in quota_states if q.project == victim.project)
-            used = [sum(x for x in col) for col in zip(*(r.per_replica.times(len(r.placement)).as_tuple()
-                                                         for r in running if r.project == victim.project))]
-            assert any(u > n for u, n in zip(used, q.nominal.as_tuple())), "a victim of another project borrows"
+            used = [sum(col) for col in zip(*(r.per_replica.times(len(r.placement)).as_tuple()
+                                              for r in running if r.project == victim.project), strict=True)]
+            assert any(u > n for u, n in zip(used, q.nominal.as_tuple(), strict=True)), "a victim of another project borrows"
 
     # The first waiting workload of the pool is not left behind lower-priority work of its
     # project that it could preempt: even without all of that work, it would not fit.
