@@ -101,8 +101,8 @@ def main():
             r = res[policy]
             lines.append(
                 f"| {sample} | {r.jobs:,} | {name} | {r.utilisation:.1%} | {r.allocation_rate:.1%} | "
-                f"{r.avg_queue_delay:,.0f} s | {r.p99_queue_delay:,.0f} s | {r.avg_jct:,.0f} s | {r.fairness:.3f} | "
-                f"{r.share_fairness:.3f} | {r.preemptions:,} | {res['wall'][policy]:.0f} s |")
+                f"{r.avg_queue_delay:,.0f} s | {r.p99_queue_delay:,.0f} s | {r.avg_jct:,.0f} s | {r.fairness:.4f} | "
+                f"{r.share_fairness:.4f} | {r.preemptions:,} | {res['wall'][policy]:.0f} s |")
     lines.append("")
     for res in results:
         f, c = res["fifo"], res["cairn"]
@@ -111,8 +111,8 @@ def main():
         lines.append(
             f"- {len(res['nodes'])} nodes: Cairn vs FIFO utilisation {ratio(c.utilisation, f.utilisation)}, average "
             f"queueing delay {ratio(f.avg_queue_delay, c.avg_queue_delay)} lower, average JCT "
-            f"{ratio(f.avg_jct, c.avg_jct)} lower, fairness {c.fairness:.3f} vs {f.fairness:.3f} (slowdown) and "
-            f"{c.share_fairness:.3f} vs {f.share_fairness:.3f} (share): target "
+            f"{ratio(f.avg_jct, c.avg_jct)} lower, fairness {c.fairness:.4f} vs {f.fairness:.4f} (slowdown) and "
+            f"{c.share_fairness:.4f} vs {f.share_fairness:.4f} (share): target "
             + ("met." if met else "NOT met.")
         )
     lines += [
@@ -126,22 +126,31 @@ def main():
         "average wait is 68 days): Cairn's backfill keeps the GPUs allocated while FIFO's head-of-line pod waits "
         "for a whole node, hence 1.5x the utilisation, waits two orders of magnitude shorter and both fairness "
         "indexes above FIFO's. On 10 nodes (56 GPUs) queues only form at peaks: Cairn starts more than 99% of the "
-        "pods at once, cuts the average wait about 120x and is above FIFO on the slowdown index, but 0.0007 below "
-        "it on the share index (0.9982 vs 0.9989). The gap is two projects (project-03 held 0.88 of its max-min "
-        "fair GPU-time, project-00 0.93; every other project 0.98-1.00, where FIFO spreads all eight over "
-        "0.91-1.03). Both lost it to 8-GPU pods waiting for a whole node: the fair split treats the pool's GPUs as "
-        "divisible, a pod of a whole node cannot start until one drains, and since its 8 GPUs exceed its project's "
-        "nominal of 7 it may not preempt (only a project within its nominal reclaims). Cairn does not make them "
-        "wait longer than FIFO: its 39 8-GPU pods waited 6,009 s on average, FIFO's 11,271 s. On 6 nodes (24 GPUs) "
-        "the list is about twice what the sample can carry: Cairn wins on utilisation, waits and share fairness, "
-        "but its slowdown index is below FIFO's. Under that overload priority order decides who waits, and the "
-        "index is pulled down by one project that does better than the rest (project-00: 7.7% of its pods' "
-        "GPU-time in the system was spent running, the others 2.4-5.0%), while under FIFO every pod waits about "
+        "pods at once, cuts the average wait about 64x and is above FIFO on both indexes (every project held "
+        "0.93-1.00 of its max-min fair GPU-time, where FIFO spreads them over 0.91-1.03). The 8-GPU pods are the "
+        "ones that still wait: they need a whole node and, over their project's nominal of 7, may not reclaim "
+        "(Cairn's 39 waited 12,471 s on average, FIFO's 11,271 s). On 6 nodes (24 GPUs) the list is about twice "
+        "what the sample can carry: Cairn wins on utilisation, waits and share fairness, but its slowdown index is "
+        "below FIFO's. That index is decided by a handful of pods: in each project one or two very long pods hold "
+        "most of its GPU-time (project-00: one 8-GPU pod of 11 days is 49% of it, one fractional pod of 118 days "
+        "29%), so a project's ratio mostly says when those started. Under Cairn project-00's pods spent 12.4% of "
+        "their GPU-time in the system running, the other projects' 3.0-7.7%; under FIFO every pod waits about "
         "70 days and every project's ratio is uniformly tiny (0.3-0.9%).",
+        "",
+        "Taking lower-priority borrowed work before one's own (docs/scheduling.md, Preemption) closed the 10-node "
+        "gap. Before it, a P2 pod of 1 GPU stopped its project's P3 pod of 8 GPUs, which then waited three days "
+        "for a whole node while other projects ran P4 work on lent GPUs. The figures before it: 8 nodes slowdown "
+        "0.929, share 0.973, average wait 54,331 s, 9,173 preemptions; 10 nodes 0.998, 0.9982 (FIFO 0.9989, "
+        "not met), 43 s, 35; 6 nodes 0.863, 0.960, 752,037 s, 16,343. Measured with it and not kept: allowing it to "
+        "any workload beyond its nominal, even with no lower-priority work of its own running (Kueue's "
+        "borrowWithinCohort as such): 10 nodes 0.9998 on both indexes, but 6 nodes' slowdown index 0.713; only "
+        "where the project's own lower-priority work alone would also do: 8 nodes' share 0.9505, 6 nodes' "
+        "slowdown 0.766; among victims of the same priority, those bigger than the need last: 10 nodes 28 "
+        "preemptions and 0.9995, but 8 nodes' share 0.944 (below FIFO's) and 17,450 preemptions on 6 nodes.",
         "",
         "Run times. The policy is not told how long pods run, since a live cluster does not know (the "
         "reservation then expects running work to end in submission order). `--known-durations` tells it, as if "
-        "every pod declared its exact run time; the previous recording ran that way: 8 nodes slowdown 0.955, share "
+        "every pod declared its exact run time; an earlier recording (before the change above) ran that way: 8 nodes slowdown 0.955, share "
         "0.954, average wait 40,592 s, 8,722 preemptions; 10 nodes 0.995, 0.996, 141 s; 6 nodes 0.714, 0.981, "
         "482,905 s, 13,155 preemptions. Exact knowledge is no better overall: it raised the slowdown index on 8 "
         "nodes and lowered it on 10 and 6, and moved the share index the other way round. Also measured and not kept: expecting the "
