@@ -829,15 +829,16 @@ class _Cycle:
             # Reclaim: other projects' borrowed work, whatever its priority.
             chosen = self._victims(w, cohort, pool, shape, need, models, own + self._borrowed(w, cohort))
         else:
-            # Beyond its nominal a workload preempts its own project's lower priority work. Before
-            # that, it looks at lower priority work that other projects run on borrowed quota (as
-            # Kueue's borrowWithinCohort): that quota is lent, not owned, and the project keeps
-            # what it runs within its own. Only as a substitute: with no lower priority work of
-            # its own running, a workload beyond its nominal preempts nothing.
-            chosen = None
-            if own:
-                chosen = self._victims(w, cohort, pool, shape, need, models,
-                                       own + self._borrowed(w, cohort, below=w.priority))
+            # Beyond its nominal a workload preempts its own project's lower priority work. Where it
+            # would, it takes instead, if that is enough, lower priority work that other projects
+            # run on borrowed quota (as Kueue's borrowWithinCohort): that quota is lent, not owned,
+            # and the project keeps what it runs within its own. Only as a substitute: where its
+            # own work would not do, it preempts nothing (and the search stays as cheap as that).
+            chosen = self._victims(w, cohort, pool, shape, need, models, own)
+            if chosen is not None:
+                lent = self._borrowed(w, cohort, below=w.priority)
+                if lent:
+                    chosen = self._victims(w, cohort, pool, shape, need, models, own + lent) or chosen
         if chosen is None:
             self.preempt_failed.add(key)
             return None

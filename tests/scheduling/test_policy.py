@@ -262,6 +262,17 @@ def test_beyond_its_nominal_borrowed_work_of_equal_or_higher_priority_is_not_tak
     assert preempted(_beyond_nominal(own_priority=4, borrowed_priorities=(1, 0))) == {10}
 
 
+def test_borrowed_work_is_taken_only_instead_of_own_work_that_would_make_room():
+    # a's own lower-priority job (half a GPU) cannot make room for a's P1 job of 2 GPUs, so nothing
+    # is preempted, though b's borrowed P5 job alone would have made room.
+    quotas = [quota("a", gpus=4), quota("b", gpus=2), quota("c", gpus=2)]
+    run = [running(10, project="a", priority=0, gpu=3000), running(13, project="a", priority=4, gpu=500),
+           running(11, project="b", priority=5, gpu=3000, at=1), running(12, project="b", priority=2, gpu=1500, at=2)]
+    decisions = schedule(snap([node("n1")], quotas, [job(1, project="a", priority=1, gpu=2000)], run))
+    assert preempted(decisions) == set()
+    assert isinstance(by_id(decisions)[1], Wait)
+
+
 def test_borrowed_work_preempted_before_is_not_taken_again_until_it_has_run_a_while():
     assert preempted(_beyond_nominal(own_priority=4, borrowed_priorities=(5, 1), requeued_ago=100)) == {10}
     assert preempted(_beyond_nominal(own_priority=4, borrowed_priorities=(5, 1), requeued_ago=700)) == {11}
