@@ -148,7 +148,7 @@ def main():
         "but a cycle of benchmark a's half-full cluster took about 4x as long (2.5 s against 0.6 s: every "
         "workload beyond its nominal searched all borrowed work); allowing it to any workload beyond its "
         "nominal (Kueue's borrowWithinCohort as such): 10 nodes 0.9998 on both indexes, but 6 nodes' slowdown "
-        "index 0.713; with either, taking victims bigger than the need last among those of one priority: 10 "
+        "index 0.713; on top of the first, taking victims bigger than the need last among those of one priority: 10 "
         "nodes 28 preemptions and 0.9995, but 8 nodes' share 0.944 (below FIFO's) and 17,450 preemptions on "
         "6 nodes.",
         "",
