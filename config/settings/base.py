@@ -236,6 +236,9 @@ CAIRN_KUBERNETES = {
     # Reconciler: server-side watch timeout and full re-list (resync) period, in seconds.
     "WATCH_TIMEOUT": env.int("CAIRN_K8S_WATCH_TIMEOUT", default=60),
     "RESYNC_SECONDS": env.float("CAIRN_K8S_RESYNC_SECONDS", default=300.0),
+    # Run-time limits: the Job controller enforces activeDeadlineSeconds; a training Job still
+    # running this long after the limit is stopped by Cairn's reconciler instead.
+    "DEADLINE_BACKSTOP_SECONDS": env.float("CAIRN_K8S_DEADLINE_BACKSTOP_SECONDS", default=120.0),
 }
 # Key for credentials encrypted at rest (cluster kubeconfigs); SECRET_KEY when empty.
 CAIRN_ENCRYPTION_KEY = env.str("CAIRN_ENCRYPTION_KEY", default="")

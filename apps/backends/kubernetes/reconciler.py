@@ -47,7 +47,15 @@ from . import manifests as m
 from .backend import KubernetesBackend, is_alive, namespace_of, options_for
 from .client import ApiError, ConnectionNotConfigured, clients_for, kube_settings
 from .informer import Informer
-from .status import PodView, Problem, describe_failure, job_deadline_exceeded, node_inventory, pod_view
+from .status import (
+    PodView,
+    Problem,
+    describe_failure,
+    epoch_seconds,
+    job_deadline_exceeded,
+    node_inventory,
+    pod_view,
+)
 
 logger = logging.getLogger(__name__)
 S = WorkloadStatus
@@ -245,6 +253,12 @@ class ClusterReconciler:
             # (exit code 143) but are not a failure to restart from.
             return workload_stop_at_deadline(
                 workload_id=workload.pk, signalled=True, detail=f"Kubernetes: {deadline}.") is not None
+        if self._outlived_limit(workload, job, views):
+            backstop = format_duration(kube_settings()["DEADLINE_BACKSTOP_SECONDS"])
+            return workload_stop_at_deadline(
+                workload_id=workload.pk,
+                detail=f"Kubernetes had not stopped it {backstop} after the limit (the Job's activeDeadlineSeconds); "
+                       "Cairn stops it.") is not None
         if failed:
             first = min(failed, key=lambda v: (v.state.phase == LOST, v.state.finished_at or float("inf"), v.replica))
             return self._attempt_failed(workload, first, describe_failure(first, memory_mb=workload.memory_mb))
@@ -265,6 +279,20 @@ class ClusterReconciler:
             return self._attempt_failed(workload, None, f"Job {namespace}/{job_name} disappeared (deleted outside "
                                                         "Cairn?) before its replicas finished.", lost=True)
         return self._update_conditions(workload, views)
+
+    def _outlived_limit(self, workload: Workload, job: dict | None, views: list[PodView]) -> bool:
+        """A backstop for the Job controller, which enforces the limit (activeDeadlineSeconds):
+        replicas still alive DEADLINE_BACKSTOP_SECONDS after it (the Job's deadline edited or
+        removed, a Job controller that is behind). The Job's own clock counts too: with Kueue it
+        starts when the Job is unsuspended, later than Cairn's `started_at`."""
+        limit = run_deadline(workload)
+        if limit is None or not any(v.state.alive for v in views):
+            return False
+        job_started = epoch_seconds(((job or {}).get("status") or {}).get("startTime"))
+        due = limit.timestamp()
+        if job_started is not None:
+            due = max(due, job_started + workload.max_runtime_seconds)
+        return time.time() >= due + float(kube_settings()["DEADLINE_BACKSTOP_SECONDS"])
 
     def _read(self, read, namespace: str, name: str) -> dict | None:
         try:

@@ -37,7 +37,8 @@ class PodView:
     ready: bool
 
 
-def _epoch(value: str | None) -> float | None:
+def epoch_seconds(value: str | None) -> float | None:
+    """A Kubernetes timestamp (RFC 3339) in seconds since the epoch; None if absent or malformed."""
     if not value:
         return None
     try:
@@ -87,7 +88,7 @@ def pod_view(pod: dict, *, replica: int | None = None) -> PodView:
         replica_state = ReplicaState(
             replica=replica, phase=EXITED if exit_code is not None else LOST, exit_code=exit_code,
             signal=exit_code - 128 if exit_code and exit_code > 128 else None,
-            finished_at=_epoch(terminated.get("finishedAt")),
+            finished_at=epoch_seconds(terminated.get("finishedAt")),
         )
         return PodView(name, replica, attempt, replica_state, reason, None, False)
     if meta.get("deletionTimestamp") is None:

@@ -2,6 +2,7 @@
 registered with its kubeconfig (so credentials go through encryption and the real client), and
 a `kubelet` that plays the job controller and the kubelet through the API."""
 import time
+from datetime import UTC
 
 import pytest
 import yaml
@@ -132,6 +133,11 @@ class Kubelet:
         if terminal:
             conditions.append({"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": message})
         self.batch.patch_namespaced_job_status(job_name, namespace, {"status": {"conditions": conditions}})
+
+    def job_started(self, namespace: str, job_name: str, at) -> None:
+        """What the job controller records when it starts the Job (with Kueue: once unsuspended)."""
+        self.batch.patch_namespaced_job_status(
+            job_name, namespace, {"status": {"startTime": at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}})
 
     def waiting(self, namespace: str, pod: str, *, reason: str, message: str = "") -> None:
         self.core.patch_namespaced_pod_status(pod, namespace, {"status": {

@@ -4,6 +4,7 @@ the Job controller's DeadlineExceeded failure becomes FAILED with reason Deadlin
 a restart."""
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
 from apps.backends.services import workload_dispatch
@@ -85,3 +86,43 @@ def test_a_replica_failing_after_the_deadline_is_not_restarted(reconciler, make_
     assert failed.status_reason == "ReplicaFailed" and failed.attempt == 1 and failed.exit_code == 1
     assert failed.status_message == "Replica 0 exited with code 1. Not restarted: its run-time limit of 1h has passed."
     assert emulator.get("jobs", NS, f"cairn-{workload.pk}-2") is None
+
+
+@pytest.fixture
+def backstop(settings):
+    settings.CAIRN_KUBERNETES = {**settings.CAIRN_KUBERNETES, "DEADLINE_BACKSTOP_SECONDS": 60.0}
+
+
+def test_a_job_still_running_after_its_limit_is_stopped_by_cairn(reconciler, make_workload, kubelet, emulator,
+                                                                 backstop):
+    workload, pods = running_training(make_workload, kubelet, max_runtime_seconds=3600)
+    kubelet.running(NS, pods[0])
+    assert until(reconciler, lambda: condition(workload, "ContainersReady").get("status") == "True")
+    _run_for(workload, 3600 + 30)  # past the limit: the Job controller's to act, for now
+    reconciler.reconcile_pass()
+    assert status_of(workload).status == "running"
+
+    _run_for(workload, 3600 + 61)  # it did not (its deadline edited out, a controller behind)
+    assert until(reconciler, lambda: status_of(workload).status != "running")
+    stopping = WorkloadEvent.objects.get(workload=workload, reason="DeadlineExceeded", to_status="stopping")
+    assert "Kubernetes had not stopped it 1m after the limit" in stopping.message
+    # The stop is a user's: the Job is deleted, its pods with it, and the run ends FAILED.
+    assert until(reconciler, lambda: status_of(workload).status == "failed")
+    failed = status_of(workload)
+    assert failed.status_reason == "DeadlineExceeded" and failed.attempt == 1
+    assert emulator.get("jobs", NS, f"cairn-{workload.pk}-1") is None
+    assert emulator.list("pods", NS) == []
+
+
+def test_the_backstop_counts_from_the_jobs_own_start(reconciler, make_workload, kubelet, emulator, backstop):
+    # With Kueue the Job starts (is unsuspended) later than Cairn dispatched it: its own clock decides.
+    workload, pods = running_training(make_workload, kubelet, max_runtime_seconds=3600)
+    kubelet.running(NS, pods[0])
+    _run_for(workload, 3600 + 600)
+    kubelet.job_started(NS, f"cairn-{workload.pk}-1", timezone.now() - timedelta(seconds=3000))
+    assert until(reconciler, lambda: condition(workload, "ContainersReady").get("status") == "True")
+    reconciler.reconcile_pass()
+    assert status_of(workload).status == "running"
+    kubelet.job_started(NS, f"cairn-{workload.pk}-1", timezone.now() - timedelta(seconds=3600 + 61))
+    assert until(reconciler, lambda: status_of(workload).status != "running")
+    assert status_of(workload).status_reason == "DeadlineExceeded"
