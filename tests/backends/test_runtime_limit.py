@@ -31,7 +31,10 @@ def _running(workload):
     workload_dispatch(workload_id=workload.pk)
     workload.refresh_from_db()
     assert workload.status == S.RUNNING
-    wait_for(lambda: "ready" in workload_log_read(workload=workload), what="'ready' in the log")
+    # Every replica: one that gets SIGTERM before its handler is installed dies without a word.
+    for replica in range(workload.replicas):
+        wait_for(lambda replica=replica: "ready" in workload_log_read(workload=workload, replica=replica),
+                 what=f"'ready' in replica {replica}'s log")
     return replica_processes(workload)
 
 
