@@ -76,9 +76,17 @@ class SimResult:
     delays: dict[int, float] = field(default_factory=dict)  # job id -> time from arrival to first start
     project_service: dict[str, float] = field(default_factory=dict)  # project -> its ratio in the fairness index
     project_share: dict[str, float] = field(default_factory=dict)  # project -> its ratio in share_fairness
+    project_delay: dict[str, float] = field(default_factory=dict)  # project -> its jobs' average queueing delay
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("series", "delays", "project_service", "project_share")}
+        out = {k: v for k, v in self.__dict__.items()
+               if k not in ("series", "delays", "project_service", "project_share", "project_delay")}
+        out["projects"] = {
+            p: {"avg_queue_delay": self.project_delay.get(p), "share": self.project_share.get(p),
+                "slowdown": self.project_service.get(p)}
+            for p in sorted(set(self.project_delay) | set(self.project_share) | set(self.project_service))
+        }
+        return out
 
 
 # -- loaders -------------------------------------------------------------------------------------
@@ -381,6 +389,9 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         per_project[j.project] = [used + g * j.duration, spent + g * (end - j.arrival)]
     service = {p: used / spent for p, (used, spent) in sorted(per_project.items()) if spent > 0}
     share = {p: held_time.get(p, 0.0) / fair for p, fair in sorted(fair_time.items()) if fair > 0}
+    waits: dict[str, list[float]] = {}
+    for i, started in first_start.items():
+        waits.setdefault(by_id[i].project, []).append(started - by_id[i].arrival)
     return SimResult(
         policy=policy, jobs=len(jobs), finished=len(finish), capacity_gpus=capacity,
         utilisation=gpu_time_window / (capacity * window) if capacity else 0.0,
@@ -392,7 +403,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         share_fairness=jain(share.values()), cycles=cycles,
         unfinished=len(jobs) - len(finish), series=series,
         delays={i: first_start[i] - by_id[i].arrival for i in first_start}, project_service=service,
-        project_share=share,
+        project_share=share, project_delay={p: sum(d) / len(d) for p, d in sorted(waits.items())},
     )
 
 

@@ -99,6 +99,13 @@ def test_an_admin_tries_a_quota_change_on_the_pools_own_history(project, pool):
     bigger = _run("--from-db", pool.name, "--policy", "cairn", "--quota", f"{project.slug}=4")[0]
     assert today["finished"] == bigger["finished"] == 4
     assert bigger["avg_queue_delay"] < today["avg_queue_delay"]
+    # Per project, as the admin reads it: this project's own jobs wait less.
+    assert bigger["projects"][project.slug]["avg_queue_delay"] < today["projects"][project.slug]["avg_queue_delay"]
+    out = StringIO()
+    call_command("simulate", "--from-db", pool.name, "--policy", "cairn", "--no-progress", stdout=out, stderr=StringIO())
+    row = next(line for line in out.getvalue().splitlines() if line.startswith(project.slug))
+    assert row.split()[1:3] == ["4", "8.0"]  # 4 jobs of 2 GPUs for an hour each
+    assert f"{today['projects'][project.slug]['avg_queue_delay']:,.0f}" in row.split()
     with pytest.raises(CommandError, match="Unknown resource pool"):
         _run("--from-db", "nope")
 

@@ -119,12 +119,36 @@ class Command(BaseCommand):
             self.stdout.write(header)
             for key, label, fmt in METRICS:
                 self.stdout.write(f"{label:66}" + "".join(f"{fmt.format(getattr(r, key)):>14}" for r in results))
+            self._per_project(jobs, results)
         if opts["chart"]:
             try:
                 chart(results, opts["chart"], title=f"{len(jobs)} jobs on {gpus:g} GPUs")
             except ImportError:
                 raise CommandError("--chart needs matplotlib (pip install -r requirements-dev.txt)") from None
             self.stderr.write(f"chart written to {opts['chart']}")
+
+    def _per_project(self, jobs: list[SimJob], results) -> None:
+        """Who waits: per project, its jobs, the GPU-hours they asked for, and per policy their
+        average queueing delay and the GPU-time held against the max-min fair split (1.0: its
+        fair share) -- what a quota change moves."""
+        asked: dict[str, list] = {}
+        for j in jobs:
+            entry = asked.setdefault(j.project, [0, 0.0])
+            entry[0] += 1
+            entry[1] += j.per_replica.gpu_milli * j.replicas / 1000 * j.duration / 3600
+        never = [{j.project for j in jobs if j.id not in r.delays} for r in results]
+        columns = [f"wait {r.policy} (s)" for r in results] + [f"share {r.policy}" for r in results]
+        if any(never):  # waits count started jobs only: say how many never started
+            columns += [f"unstarted {r.policy}" for r in results]
+        self.stdout.write("\nper project" + " " * 25 + f"{'jobs':>8}{'GPU-h':>10}" + "".join(f"{c:>18}" for c in columns))
+        for project, (count, gpu_hours) in sorted(asked.items()):
+            waits = [r.project_delay.get(project) for r in results]
+            shares = [r.project_share.get(project) for r in results]
+            cells = [f"{w:,.0f}" if w is not None else "-" for w in waits]
+            cells += [f"{s:.2f}" if s is not None else "-" for s in shares]
+            if any(never):
+                cells += [str(sum(1 for j in jobs if j.project == project and j.id not in r.delays)) for r in results]
+            self.stdout.write(f"{project[:36]:36}{count:>8}{gpu_hours:>10,.1f}" + "".join(f"{c:>18}" for c in cells))
 
     def _from_trace(self, opts):
         trace = Path(opts["trace_dir"])
