@@ -409,6 +409,61 @@ def cmd_ls(app: App) -> int:
     return EXIT_OK
 
 
+def format_eta(value: Any, now: datetime | None = None) -> str:
+    """An estimated start: 'in 2h', 'now' once passed, '-' when none can be computed."""
+    moment = _parse_time(value)
+    if moment is None:
+        return "-"
+    seconds = int((moment - (now or datetime.now(UTC))).total_seconds())
+    if seconds <= 0:
+        return "now"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"in {seconds // size}{unit}"
+    return f"in {seconds}s"
+
+
+def cmd_queue(app: App) -> int:
+    client = app.client()
+    pool = app.args.pool
+    if pool is None:
+        names = [p.get("name") for p in client.pools()]
+        if len(names) != 1:
+            raise CliError("give a pool: " + (", ".join(str(n) for n in names) if names else "there is none"),
+                           EXIT_USAGE)
+        pool = names[0]
+    rows = client.queue(pool)
+    if app.args.mine:
+        rows = [w for w in rows if w.get("mine")]
+    if app.args.json:
+        app.print_json(list(rows))
+        return EXIT_OK
+    if not rows:
+        app.say(f"Nothing of yours is queued on pool {pool}." if app.args.mine else f"Pool {pool} has no queue.")
+        return EXIT_OK
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for column in ("POS", "ID", "NAME", "PROJECT", "PRIORITY", "REPLICAS", "GPU", "WAITING", "START"):
+        table.add_column(column, no_wrap=True, justify="right" if column in ("POS", "REPLICAS", "GPU") else "left")
+    table.add_column("REASON", overflow="fold")
+    for w in rows:
+        resources = w.get("resources") if isinstance(w.get("resources"), dict) else {}
+        add_row(
+            table,
+            format_number(w.get("position")),
+            format_number(w.get("id")),
+            Text(w.get("name") or "-", style="bold" if w.get("mine") else "dim"),
+            w.get("project") or "-",
+            w.get("priority") or "-",
+            format_number(w.get("replicas")),
+            format_number(resources.get("gpu")),
+            format_age(w.get("submitted_at")),
+            format_eta(w.get("estimated_start")),
+            w.get("pending_reason") or ("" if w.get("mine") else "(another project's)"),
+        )
+    app.out.print(table)
+    return EXIT_OK
+
+
 def cmd_get(app: App) -> int:
     client = app.client()
     project = app.project()
@@ -700,6 +755,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_ls)
+
+    p = sub.add_parser("queue", help="show a pool's queue in scheduling order, with reasons and estimated starts",
+                       description="Show the queued workloads of a resource pool in the order the scheduler "
+                                   "will consider them. Other projects' workloads show only their place, "
+                                   "priority and size.")
+    p.add_argument("pool", nargs="?", help="the resource pool (default: the only one, if there is one)")
+    p.add_argument("--mine", action="store_true", help="only workloads of your projects")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_queue)
 
     p = workload_command("get", "show one workload", cmd_get)
     p.add_argument("--json", action="store_true", help="print JSON")

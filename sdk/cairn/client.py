@@ -348,6 +348,16 @@ class Client:
     def projects(self) -> list[dict]:
         return self.paginate("/projects/")
 
+    def pools(self) -> Listing:
+        """Resource pools: [{"id","name","cluster","accelerator_models",...}]."""
+        return self.paginate("/pools/")
+
+    def queue(self, pool: str, *, limit: int | None = None) -> Listing:
+        """The queued workloads of a pool in scheduling order: [{"position","priority","replicas",
+        "resources","estimated_start","mine",...}]. Workloads of projects you are not a member of
+        show only their place, priority and size (their id, name, project and reason are None)."""
+        return self.paginate(f"/pools/{quote(str(pool), safe='')}/queue/", limit=limit)
+
     def tokens(self) -> list[dict]:
         """Your API tokens (never their secrets): [{"id","name","prefix","active",...}]."""
         return self.paginate("/tokens/")

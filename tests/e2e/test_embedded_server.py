@@ -1,5 +1,6 @@
 """The whole path on real processes: HTTP API -> PostgreSQL -> scheduler -> local replicas ->
 status and logs, served by `manage.py run_embedded`, including a kill -9 of the server."""
+import json
 import os
 import signal
 import socket
@@ -149,5 +150,25 @@ def test_cli_submit_follow_against_the_real_server(server_env):
         missing = subprocess.run([*cli, "logs", "no-such-job", "--project", "e2e"], env=env, capture_output=True,
                                  text=True, timeout=60, cwd=ROOT)
         assert missing.returncode != 0 and "Traceback" not in missing.stderr and missing.stderr.strip()
+
+        # More CPU than the project's quota: it waits, and `cairn queue` says why.
+        big = server_env["tmp"] / "big.yaml"
+        big.write_text("kind: training\nproject: e2e\nname: too-big\ncommand: python -c pass\n"
+                       "resources: {cpu: 10, memory: 256Mi}\n")
+        assert subprocess.run([*cli, "submit", str(big)], env=env, capture_output=True, text=True, timeout=60,
+                              cwd=ROOT).returncode == 0
+        wait_for(lambda: Workload.objects.filter(name="too-big").exclude(pending_reason="").exists(), timeout=30,
+                 message="a pending reason")
+        queue = subprocess.run([*cli, "queue", "--json"], env=env, capture_output=True, text=True, timeout=60,
+                               cwd=ROOT)
+        assert queue.returncode == 0, queue.stderr
+        [entry] = json.loads(queue.stdout)
+        assert entry["name"] == "too-big" and entry["position"] == 1 and entry["mine"] is True
+        assert entry["pending_reason"].startswith("quota:")
+        table = subprocess.run([*cli, "queue"], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert "too-big" in table.stdout and "quota:" in table.stdout
+        unknown = subprocess.run([*cli, "queue", "nope"], env=env, capture_output=True, text=True, timeout=60,
+                                 cwd=ROOT)
+        assert unknown.returncode == 1 and "Resource pool not found." in unknown.stderr
     finally:
         server.stop(signal.SIGINT)

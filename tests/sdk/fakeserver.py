@@ -1,7 +1,7 @@
 """A small in-memory Cairn API over real HTTP, for testing the SDK and CLI.
 
 It speaks the /api/v1 contract (auth, me, projects, workloads per kind, stop, delete, logs,
-events, tokens) on 127.0.0.1:<free port>, records every request, and lets a test script
+events, tokens, pools and their queues) on 127.0.0.1:<free port>, records every request, and lets a test script
 failures (`fail_next`), status changes (`statuses`) and log streams (`log_chunks`, where a
 threading.Event item makes the stream wait until the test sets it).
 
@@ -62,6 +62,8 @@ class FakeCairn:
     tokens: list[dict] = field(default_factory=lambda: [
         {"id": 7, "name": "cli@test", "prefix": "0123456789ab", "active": True},
     ])
+    pools: list[dict] = field(default_factory=lambda: [{"id": 1, "name": "local", "cluster": "local"}])
+    queues: dict[str, list[dict]] = field(default_factory=dict)  # pool name -> queue entries, in order
     _next_id: int = 1
 
     def __post_init__(self) -> None:
@@ -145,6 +147,13 @@ class FakeCairn:
             return self._page(h, self.projects, query)
         if path == "/api/v1/tokens/":
             return self._page(h, self.tokens, query)
+        if path == "/api/v1/pools/":
+            return self._page(h, self.pools, query)
+        match = re.fullmatch(r"/api/v1/pools/([^/]+)/queue/", path)
+        if match:
+            if not any(p["name"] == match[1] for p in self.pools):
+                return h.reply(404, {"detail": "Resource pool not found."})
+            return self._page(h, self.queues.get(match[1], []), query)
         match = re.fullmatch(r"/api/v1/tokens/(\d+)/", path)
         if match and h.command == "DELETE":
             self.tokens = [t for t in self.tokens if t["id"] != int(match[1])]

@@ -2,6 +2,7 @@
 import json
 import stat
 import threading
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -376,6 +377,50 @@ def test_get_by_id(run, logged_in):
 
 def test_get_unknown_name(run, logged_in):
     assert_clean_error(run("get", "ghost"), "error: no workload named 'ghost' in project 'vision'")
+
+
+# -- queue -----------------------------------------------------------------------------------------
+
+
+def _queue_entry(position, *, mine=True, **fields):
+    entry = {"position": position, "id": None, "name": None, "project": None, "kind": "training",
+             "priority": "P3", "replicas": 1, "resources": {"gpu": 1.0, "cpu": 4.0, "memory_mb": 8192},
+             "gpu_model": "", "pending_reason": None, "estimated_start": None,
+             "submitted_at": "2026-01-01T00:00:00Z", "mine": mine}
+    entry.update(fields)
+    return entry
+
+
+def test_queue_shows_the_pools_queue_in_order_with_reasons_and_starts(run, logged_in):
+    soon = (datetime.now(UTC) + timedelta(hours=2, minutes=5)).isoformat().replace("+00:00", "Z")
+    logged_in.queues["local"] = [
+        _queue_entry(1, mine=False, priority="P1", replicas=2, resources={"gpu": 8.0, "cpu": 64, "memory_mb": 1}),
+        _queue_entry(2, id=7, name="resnet", project="vision", estimated_start=soon,
+                     pending_reason="reserved: pool 'local' is full for 1 replica(s) of 8 GPU"),
+    ]
+    result = run("queue")  # the only pool
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    header = next(line for line in lines if "POS" in line)
+    for column in ("ID", "NAME", "PROJECT", "PRIORITY", "REPLICAS", "GPU", "WAITING", "START", "REASON"):
+        assert column in header
+    other = next(line for line in lines if line.split()[:1] == ["1"])
+    assert other.split()[:7] == ["1", "-", "-", "-", "P1", "2", "8"] and "(another project's)" in other
+    mine = next(line for line in lines if "resnet" in line)
+    assert mine.split()[:7] == ["2", "7", "resnet", "vision", "P3", "1", "1"]
+    assert "in 2h" in mine and "reserved: pool 'local' is full" in mine
+    assert lines.index(other) < lines.index(mine)
+    assert logged_in.find("GET", "/pools/local/queue/")
+
+    mine_only = run("queue", "local", "--mine", "--json")
+    assert [w["name"] for w in json.loads(mine_only.out)] == ["resnet"]
+
+
+def test_queue_needs_a_pool_when_there_are_several_and_names_a_missing_one(run, logged_in):
+    logged_in.pools.append({"id": 2, "name": "a100", "cluster": "gpu"})
+    assert_clean_error(run("queue"), "give a pool: local, a100", code=2)
+    assert_clean_error(run("queue", "h100"), "error (404): Resource pool not found.")
+    assert "Pool a100 has no queue." in run("queue", "a100").out
 
 
 def test_events_table(run, logged_in):
