@@ -441,10 +441,13 @@ def cmd_queue(app: App) -> int:
     if not rows:
         app.say(f"Nothing of yours is queued on pool {pool}." if app.args.mine else f"Pool {pool} has no queue.")
         return EXIT_OK
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for column in ("POS", "ID", "NAME", "PROJECT", "PRIORITY", "REPLICAS", "GPU", "WAITING", "START"):
-        table.add_column(column, no_wrap=True, justify="right" if column in ("POS", "REPLICAS", "GPU") else "left")
-    table.add_column("REASON", overflow="fold")
+    # Compact (narrow padding, short headers): the reason, the column that matters, keeps room
+    # on an 80-column terminal.
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    for column in ("POS", "ID", "NAME", "PROJECT", "PRI", "REPL", "GPU", "WAIT", "START"):
+        table.add_column(column, no_wrap=column not in ("NAME", "PROJECT"), overflow="fold",
+                         justify="right" if column in ("POS", "REPL", "GPU") else "left")
+    table.add_column("REASON", overflow="fold", min_width=20)
     for w in rows:
         resources = w.get("resources") if isinstance(w.get("resources"), dict) else {}
         add_row(

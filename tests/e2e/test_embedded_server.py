@@ -165,7 +165,8 @@ def test_cli_submit_follow_against_the_real_server(server_env):
         [entry] = json.loads(queue.stdout)
         assert entry["name"] == "too-big" and entry["position"] == 1 and entry["mine"] is True
         assert entry["pending_reason"].startswith("quota:")
-        table = subprocess.run([*cli, "queue"], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+        table = subprocess.run([*cli, "queue"], env={**env, "COLUMNS": "200"}, capture_output=True, text=True,
+                               timeout=60, cwd=ROOT)
         assert "too-big" in table.stdout and "quota:" in table.stdout
         unknown = subprocess.run([*cli, "queue", "nope"], env=env, capture_output=True, text=True, timeout=60,
                                  cwd=ROOT)

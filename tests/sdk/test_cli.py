@@ -391,7 +391,7 @@ def _queue_entry(position, *, mine=True, **fields):
     return entry
 
 
-def test_queue_shows_the_pools_queue_in_order_with_reasons_and_starts(run, logged_in):
+def test_queue_shows_the_pools_queue_in_order_with_reasons_and_starts(run, logged_in, monkeypatch):
     soon = (datetime.now(UTC) + timedelta(hours=2, minutes=5)).isoformat().replace("+00:00", "Z")
     logged_in.queues["local"] = [
         _queue_entry(1, mine=False, priority="P1", replicas=2, resources={"gpu": 8.0, "cpu": 64, "memory_mb": 1}),
@@ -402,7 +402,7 @@ def test_queue_shows_the_pools_queue_in_order_with_reasons_and_starts(run, logge
     assert result.code == 0, result.err
     lines = result.out.splitlines()
     header = next(line for line in lines if "POS" in line)
-    for column in ("ID", "NAME", "PROJECT", "PRIORITY", "REPLICAS", "GPU", "WAITING", "START", "REASON"):
+    for column in ("ID", "NAME", "PROJECT", "PRI", "REPL", "GPU", "WAIT", "START", "REASON"):
         assert column in header
     other = next(line for line in lines if line.split()[:1] == ["1"])
     assert other.split()[:7] == ["1", "-", "-", "-", "P1", "2", "8"] and "(another project's)" in other
@@ -411,6 +411,13 @@ def test_queue_shows_the_pools_queue_in_order_with_reasons_and_starts(run, logge
     assert "in 2h" in mine and "reserved: pool 'local' is full" in mine
     assert lines.index(other) < lines.index(mine)
     assert logged_in.find("GET", "/pools/local/queue/")
+
+    monkeypatch.setenv("COLUMNS", "80")  # a narrow terminal: every column still readable
+    narrow = run("queue").out.splitlines()
+    assert all(len(line) <= 80 for line in narrow)
+    mine = next(line for line in narrow if "resnet" in line)
+    assert mine.split()[:7] == ["2", "7", "resnet", "vision", "P3", "1", "1"] and "in 2h" in mine
+    assert "reserved:" in mine  # the reason starts on the row, folded below it
 
     mine_only = run("queue", "local", "--mine", "--json")
     assert [w["name"] for w in json.loads(mine_only.out)] == ["resnet"]
