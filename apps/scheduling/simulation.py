@@ -389,9 +389,10 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         per_project[j.project] = [used + g * j.duration, spent + g * (end - j.arrival)]
     service = {p: used / spent for p, (used, spent) in sorted(per_project.items()) if spent > 0}
     share = {p: held_time.get(p, 0.0) / fair for p, fair in sorted(fair_time.items()) if fair > 0}
+    delay_of = {i: first_start[i] - by_id[i].arrival for i in first_start}
     waits: dict[str, list[float]] = {}
-    for i, started in first_start.items():
-        waits.setdefault(by_id[i].project, []).append(started - by_id[i].arrival)
+    for i, delay in delay_of.items():
+        waits.setdefault(by_id[i].project, []).append(delay)
     return SimResult(
         policy=policy, jobs=len(jobs), finished=len(finish), capacity_gpus=capacity,
         utilisation=gpu_time_window / (capacity * window) if capacity else 0.0,
@@ -402,7 +403,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         avg_jct=sum(jcts) / len(jcts) if jcts else 0.0, preemptions=preemptions, fairness=jain(service.values()),
         share_fairness=jain(share.values()), cycles=cycles,
         unfinished=len(jobs) - len(finish), series=series,
-        delays={i: first_start[i] - by_id[i].arrival for i in first_start}, project_service=service,
+        delays=delay_of, project_service=service,
         project_share=share, project_delay={p: sum(d) / len(d) for p, d in sorted(waits.items())},
     )
 

@@ -87,15 +87,19 @@ def _parse_time(value: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def format_age(value: Any, now: datetime | None = None) -> str:
-    moment = _parse_time(value)
-    if moment is None:
-        return "-"
-    seconds = max(0, int(((now or datetime.now(UTC)) - moment).total_seconds()))
+def _largest_unit(seconds: int) -> str:
+    """90061 -> '1d', 5400 -> '1h', 42 -> '42s': the largest whole unit, for ages and ETAs."""
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def format_age(value: Any, now: datetime | None = None) -> str:
+    moment = _parse_time(value)
+    if moment is None:
+        return "-"
+    return _largest_unit(max(0, int(((now or datetime.now(UTC)) - moment).total_seconds())))
 
 
 def format_time(value: Any) -> str:
@@ -415,12 +419,7 @@ def format_eta(value: Any, now: datetime | None = None) -> str:
     if moment is None:
         return "-"
     seconds = int((moment - (now or datetime.now(UTC))).total_seconds())
-    if seconds <= 0:
-        return "now"
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"in {seconds // size}{unit}"
-    return f"in {seconds}s"
+    return "now" if seconds <= 0 else f"in {_largest_unit(seconds)}"
 
 
 def cmd_queue(app: App) -> int:

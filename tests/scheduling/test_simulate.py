@@ -110,6 +110,22 @@ def test_an_admin_tries_a_quota_change_on_the_pools_own_history(project, pool):
         _run("--from-db", "nope")
 
 
+@pytest.mark.django_db
+def test_the_per_project_table_counts_jobs_that_never_started(project, pool):
+    NodeFactory(pool=pool, name="n1", gpu_count=4, cpu_milli_allocatable=64000, memory_mb_allocatable=10**6,
+                health="healthy")
+    QuotaFactory(project=project, pool=pool, nominal_gpu_milli=4000)
+    now = timezone.now()
+    for name, gpus in (("fits", 2000), ("too-big", 8000)):  # 8 GPUs fit on no node: it never starts
+        WorkloadFactory(project=project, pool=pool, status="succeeded", gpu_milli=gpus, name=name,
+                        started_at=now - timedelta(hours=3), finished_at=now - timedelta(hours=2))
+    out = StringIO()
+    call_command("simulate", "--from-db", pool.name, "--policy", "cairn", "--no-progress", stdout=out, stderr=StringIO())
+    lines = out.getvalue().splitlines()
+    assert "unstarted cairn" in next(line for line in lines if line.startswith("per project"))
+    assert next(line for line in lines if line.startswith(project.slug)).split()[-1] == "1"
+
+
 def test_max_min_fair_shares_cap_each_project_at_what_it_asks_for():
     from apps.scheduling.simulation import jain, max_min_shares
 

@@ -8,6 +8,7 @@ See docs/scheduling.md.
 """
 import json
 import sys
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
@@ -136,9 +137,11 @@ class Command(BaseCommand):
             entry = asked.setdefault(j.project, [0, 0.0])
             entry[0] += 1
             entry[1] += j.per_replica.gpu_milli * j.replicas / 1000 * j.duration / 3600
-        never = [{j.project for j in jobs if j.id not in r.delays} for r in results]
+        # Waits count started jobs only: when some never started, say how many, per policy.
+        unstarted = [Counter(j.project for j in jobs if j.id not in r.delays) for r in results]
+        show_unstarted = any(unstarted)
         columns = [f"wait {r.policy} (s)" for r in results] + [f"share {r.policy}" for r in results]
-        if any(never):  # waits count started jobs only: say how many never started
+        if show_unstarted:
             columns += [f"unstarted {r.policy}" for r in results]
         self.stdout.write("\nper project" + " " * 25 + f"{'jobs':>8}{'GPU-h':>10}" + "".join(f"{c:>18}" for c in columns))
         for project, (count, gpu_hours) in sorted(asked.items()):
@@ -146,8 +149,8 @@ class Command(BaseCommand):
             shares = [r.project_share.get(project) for r in results]
             cells = [f"{w:,.0f}" if w is not None else "-" for w in waits]
             cells += [f"{s:.2f}" if s is not None else "-" for s in shares]
-            if any(never):
-                cells += [str(sum(1 for j in jobs if j.project == project and j.id not in r.delays)) for r in results]
+            if show_unstarted:
+                cells += [str(counts[project]) for counts in unstarted]
             self.stdout.write(f"{project[:36]:36}{count:>8}{gpu_hours:>10,.1f}" + "".join(f"{c:>18}" for c in cells))
 
     def _from_trace(self, opts):
