@@ -123,20 +123,28 @@ def main():
         "(judged here on both indexes).",
         "",
         "What the figures say. On 8 nodes (30 GPUs) the trace is far more than the sample can carry (FIFO's "
-        "average wait is 68 days): Cairn's backfill keeps the GPUs allocated while FIFO's head-of-line pod waits "
-        "for a whole node, hence 1.5x the utilisation, waits two orders of magnitude shorter and both fairness "
-        "indexes above FIFO's. On 10 nodes (56 GPUs) queues only form at peaks: Cairn starts more than 99% of the "
-        "pods at once, cuts the average wait about 50x and is above FIFO on both indexes (every project held "
-        "0.91-1.00 of its max-min fair GPU-time, where FIFO spreads them over 0.91-1.03). The 8-GPU pods are the "
-        "ones that still wait, longer than under FIFO (Cairn's 39 waited 14,951 s on average, FIFO's 11,271 s): "
-        "they need a whole node, and over their project's nominal of 7 they may not reclaim and count as "
-        "borrowed work that higher priorities of other projects may take. On 6 nodes (24 GPUs) the list is about "
-        "twice what the sample can carry: Cairn wins on utilisation, waits and share fairness, but its slowdown "
-        "index is below FIFO's. That index is decided by a handful of pods: in each project one or two very long "
-        "pods hold most of its GPU-time (project-00: one 8-GPU pod of 11 days is 49% of it, one fractional pod "
-        "of 118 days 29%), so a project's ratio mostly says when those started. Under Cairn project-00's pods "
-        "spent 14.4% of their GPU-time in the system running, the other projects' 3.2-8.8%; under FIFO every pod "
-        "waits about 70 days and every project's ratio is uniformly tiny (0.3-0.9%).",
+        "average wait is over two months): Cairn's backfill keeps the GPUs allocated while FIFO's head-of-line pod "
+        "waits for a whole node, hence about 1.5x the utilisation, waits two orders of magnitude shorter and both "
+        "fairness indexes above FIFO's. On 10 nodes (56 GPUs) queues only form at peaks: Cairn starts more than "
+        "99% of the pods at once and is above FIFO on both indexes; FIFO's head-of-line blocking makes its "
+        "average wait days long. On 6 nodes (24 GPUs) the list is about twice what the sample can carry: Cairn "
+        "wins on utilisation, waits and share fairness, but its slowdown index is below FIFO's. That index is "
+        "decided by a handful of pods: in each project one or two very long pods hold most of its GPU-time "
+        "(project-00: one 8-GPU pod of 11 days is 49% of it, one fractional pod of 118 days 29%), so a project's "
+        "ratio mostly says when those started; in an earlier recording Cairn gave project-00's pods 14.4% of "
+        "their time in the system running and the other projects' 3.2-8.8%, while under FIFO every pod waits "
+        "about 70 days and every project's ratio is uniformly tiny (0.3-0.9%).",
+        "",
+        "The balanced GPU placement (GPU work prefers a candidate node where it leaves the other free GPUs a "
+        "quarter of their CPU and memory share; docs/scheduling.md, Placement), added for benchmark b, changes "
+        "where pods land for both policies, since FIFO uses the same placement. Before it (same machine, the "
+        "previous recording): 8 nodes Cairn average wait 42,933 s, slowdown 0.9332, share 0.9505, 6,485 "
+        "preemptions (FIFO 0.8809, 0.9480); 10 nodes Cairn 99 s, 0.9987, 0.9990, 42 preemptions, FIFO 5,188 s, "
+        "0.9964, 0.9989; 6 nodes Cairn 514,197 s, 0.7660, 0.9685, 12,893 preemptions (FIFO 0.8812, 0.9551). So "
+        "it raised Cairn's fairness on 6 and 8 nodes and cost it waits (8 nodes about 30% longer, 10 nodes 209 s "
+        "instead of 99 s, still over 99% of pods started at once) and preemptions; FIFO on 10 nodes waits far "
+        "longer with it, because spreading GPU work by CPU leaves fewer whole nodes for its 8-GPU head of line. "
+        "The GPU-node reserve does not act here (the replay has no CPU-only pods).",
         "",
         "Taking lower-priority borrowed work instead of one's own (docs/scheduling.md, Preemption) closed the "
         "10-node gap. Before it, a P2 pod of 1 GPU stopped its project's P3 pod of 8 GPUs, which then waited three days "

@@ -4,6 +4,7 @@ Only one scheduler runs a cycle at a time: PostgreSQL elects it with a transacti
 advisory lock (SQLite, used in embedded mode, serialises writers by itself).
 """
 import logging
+import math
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -22,6 +23,7 @@ from apps.workloads.models import Workload
 from apps.workloads.services import workload_preempt, workload_transition
 
 from .policy import (
+    DEFAULT_GPU_NODE_RESERVE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_STARVATION_SECONDS,
     Admit,
@@ -126,7 +128,14 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
                     grace_seconds=grace.total_seconds(),
                     repreempt_min_runtime_seconds=float(settings.CAIRN.get("REPREEMPT_MIN_RUNTIME_SECONDS",
                                                                            DEFAULT_REPREEMPT_MIN_RUNTIME)),
-                    starvation_seconds=float(settings.CAIRN.get("STARVATION_SECONDS", DEFAULT_STARVATION_SECONDS)))
+                    starvation_seconds=float(settings.CAIRN.get("STARVATION_SECONDS", DEFAULT_STARVATION_SECONDS)),
+                    gpu_node_reserve=gpu_node_reserve())
+
+
+def gpu_node_reserve() -> float:
+    """The configured GPU-node reserve (CAIRN_GPU_NODE_RESERVE), clamped to 0..1."""
+    value = float(settings.CAIRN.get("GPU_NODE_RESERVE", DEFAULT_GPU_NODE_RESERVE))
+    return min(1.0, max(0.0, value)) if math.isfinite(value) else DEFAULT_GPU_NODE_RESERVE
 
 
 def _apply_wait(decision: Wait) -> None:

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from .policy import (
+    DEFAULT_GPU_NODE_RESERVE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_STARVATION_SECONDS,
     Admit,
@@ -230,7 +231,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
              progress: Callable[[int], None] | None = None, series_points: int = 2000,
              time_limit: float | None = None,
              repreempt_min_runtime: float = DEFAULT_REPREEMPT_MIN_RUNTIME,
-             starvation_seconds: float | None = DEFAULT_STARVATION_SECONDS) -> SimResult:
+             starvation_seconds: float | None = DEFAULT_STARVATION_SECONDS,
+             gpu_node_reserve: float = DEFAULT_GPU_NODE_RESERVE) -> SimResult:
     """Replay `jobs` through the policy with simulated time; returns the metrics."""
     decide = POLICIES[policy]
     jobs = sorted(jobs, key=lambda j: (j.arrival, j.id))
@@ -339,7 +341,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=list(pending.values()),
                             running=[state for state, _ in running.values()], now=now_dt,
                             grace_seconds=grace_seconds, repreempt_min_runtime_seconds=repreempt_min_runtime,
-                            starvation_seconds=starvation_seconds)
+                            starvation_seconds=starvation_seconds, gpu_node_reserve=gpu_node_reserve)
         for decision in decide(snapshot):
             if isinstance(decision, Admit):
                 w = pending.pop(decision.workload_id)

@@ -201,6 +201,9 @@ CAIRN = {
     "REPREEMPT_MIN_RUNTIME_SECONDS": env.float("CAIRN_REPREEMPT_MIN_RUNTIME_SECONDS", default=600.0),
     # Bounded wait: pending this long, a workload goes before newer work of any priority (0: off).
     "STARVATION_SECONDS": env.float("CAIRN_STARVATION_SECONDS", default=3600.0),
+    # GPU nodes keep this share of their free GPUs' part of the node's CPU and memory for GPU work
+    # (0: CPU-only work may take all of it; 1: all of it is kept). docs/scheduling.md, Placement.
+    "GPU_NODE_RESERVE": env.float("CAIRN_GPU_NODE_RESERVE", default=0.5),
     # Loop intervals of the long-running processes (scheduler, reconciler, outbox relay).
     "SCHEDULER_INTERVAL": env.float("CAIRN_SCHEDULER_INTERVAL", default=1.0),
     "RECONCILER_INTERVAL": env.float("CAIRN_RECONCILER_INTERVAL", default=1.0),

@@ -203,6 +203,67 @@ def test_gang_prefers_the_finest_domain_that_holds_it():
     assert {p["node"] for p in decisions[1].placement} == {"b1n0", "b1n1"}
 
 
+def test_gpu_work_prefers_a_node_where_its_cpu_leaves_the_other_gpus_usable():
+    # Both nodes have 2 free GPUs. 15 of "small"'s 16 CPUs would leave its other GPU 1 CPU (less
+    # than a quarter of its 8): the CPU-hungry job goes to "big"; a light one packs "small".
+    nodes = [node("small", gpus=2, cpu=16000, mem=120 * 1024), node("big", gpus=2, cpu=104000, mem=512 * 1024)]
+    mix = [(1.0, Resources(1000, 1000, 1024))]
+    hungry = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=1000, cpu=15000)], task_mix=mix)))
+    assert hungry[1].placement[0]["node"] == "big"
+    light = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=1000, cpu=1000)], task_mix=mix)))
+    assert light[1].placement[0]["node"] == "small"
+    # A preference only: where no node is balanced, the job still runs.
+    alone = by_id(schedule(snap(nodes[:1], [quota()], [job(1, gpu=1000, cpu=15000)], task_mix=mix)))
+    assert alone[1].placement[0]["node"] == "small"
+
+
+# -- GPU-node reserve: CPU-only work leaves free GPUs the CPU and memory they need ---------------
+
+def test_cpu_only_work_leaves_free_gpus_their_share_of_cpu_and_memory():
+    # 8 free GPUs, 64 CPUs, 512 GiB, reserve 50%: 32 CPUs and 256 GiB stay for GPU work.
+    nodes = [node("n1")]
+    fits = by_id(schedule(snap(nodes, [quota()], [job(1, cpu=32000)], gpu_node_reserve=0.5)))
+    assert fits[1].placement[0]["node"] == "n1"
+    too_much_cpu = by_id(schedule(snap(nodes, [quota()], [job(1, cpu=32001)], gpu_node_reserve=0.5)))
+    assert isinstance(too_much_cpu[1], Wait)
+    assert "GPU nodes keep 50% of their free GPUs' share of CPU and memory" in too_much_cpu[1].reason
+    too_much_memory = by_id(schedule(snap(nodes, [quota()], [job(1, cpu=1000, mem=256 * 1024 + 1)],
+                                          gpu_node_reserve=0.5)))
+    assert isinstance(too_much_memory[1], Wait)
+    # Off (the policy's own default): CPU-only work may take the whole node, as before.
+    off = by_id(schedule(snap(nodes, [quota()], [job(1, cpu=64000)])))
+    assert off[1].placement[0]["node"] == "n1"
+
+
+def test_the_reserve_shrinks_as_the_nodes_gpus_are_taken():
+    # 6 of 8 GPUs taken (with 8 CPUs): 56 CPUs free; the 2 free GPUs keep 50% of 2/8 of 64 = 8 CPUs.
+    run = [running(10, gpu=6000, cpu=8000, gpus=[[0, 1, 2, 3, 4, 5]])]
+    admitted = by_id(schedule(snap([node("n1")], [quota(gpus=100)], [job(1, cpu=48000)], run, gpu_node_reserve=0.5)))
+    assert isinstance(admitted[1], Admit)
+    waits = by_id(schedule(snap([node("n1")], [quota(gpus=100)], [job(1, cpu=48001)], run, gpu_node_reserve=0.5)))
+    assert isinstance(waits[1], Wait)
+    # Every GPU taken: nothing is kept, CPU-only work may take all that is left, even with a full reserve.
+    run = [running(10, gpu=8000, cpu=8000)]
+    full = by_id(schedule(snap([node("n1")], [quota(gpus=100)], [job(1, cpu=56000)], run, gpu_node_reserve=1.0)))
+    assert isinstance(full[1], Admit)
+
+
+def test_gpu_work_is_not_held_back_by_the_reserve():
+    decisions = by_id(schedule(snap([node("n1")], [quota()], [job(1, gpu=1000, cpu=64000)], gpu_node_reserve=1.0)))
+    assert isinstance(decisions[1], Admit)
+
+
+def test_cpu_only_work_goes_where_no_gpu_needs_the_cpu():
+    # A full reserve keeps CPU-only work off GPU nodes with free GPUs, so it lands on the CPU node
+    # (or waits), and the GPU node keeps all its CPU for the GPU job that comes next.
+    nodes = [node("gpu", gpus=8, cpu=64000), node("cpu", gpus=0, cpu=32000, model="")]
+    pending = [job(1, cpu=30000), job(2, cpu=20000, at=1), job(3, gpu=8000, cpu=64000, at=2)]
+    decisions = by_id(schedule(snap(nodes, [quota(gpus=100)], pending, reservations=False, gpu_node_reserve=1.0)))
+    assert decisions[1].placement[0]["node"] == "cpu"
+    assert isinstance(decisions[2], Wait) and "keep 100%" in decisions[2].reason
+    assert decisions[3].placement[0]["node"] == "gpu"
+
+
 # -- preemption ----------------------------------------------------------------------------------
 
 def test_higher_priority_preempts_lower_priority_of_the_same_project_with_a_minimal_set():
@@ -236,6 +297,20 @@ def test_a_project_reclaiming_its_nominal_preempts_only_borrowers():
            running(11, project="b", gpu=2000, nodes=("n1",), priority=5)]
     decisions = schedule(snap([node("n1")], quotas, [job(1, project="b", gpu=2000, priority=5)], run))
     assert preempted(decisions) == {10}
+
+
+def test_quota_held_for_waiting_work_is_not_reclaimed_by_preempting_running_work():
+    # c runs a CPU-only job within its nominal; its 1-GPU job waits (reserved), holding a GPU it
+    # borrows from a. a's CPU-only job, within its nominal, is blocked only by capacity: c's running
+    # job borrows nothing, so it is not a reclaim victim.
+    quotas = [quota("a", gpus=2), quota("c", gpus=0)]
+    run = [running(10, project="a", gpu=1000, end=T0 + timedelta(hours=1)),
+           running(11, project="c", gpu=0, end=T0 + timedelta(hours=2))]
+    pending = [job(1, project="c", gpu=1000, cpu=2000), job(2, gpu=2000, at=1), job(3, gpu=0, at=2)]
+    decisions = schedule(snap([node("n1", gpus=2, cpu=3000)], quotas, pending, run))
+    assert by_id(decisions)[1].reason.startswith("reserved")
+    assert preempted(decisions) == set()
+    assert by_id(decisions)[3].reason.startswith("capacity")
 
 
 def _beyond_nominal(own_priority: int, borrowed_priorities: tuple[int, int], requeued_ago: float | None = None):

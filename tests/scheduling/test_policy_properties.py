@@ -6,7 +6,7 @@ and checks the decisions of the second cycle.
 """
 from datetime import datetime, timedelta
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from apps.scheduling.policy import (
@@ -111,6 +111,13 @@ def check_state(node_states, quota_states, holders):
 
 @settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes_st, st.tuples(quota_st, quota_st, quota_st), work_st, work_st)
+# A reservation's quota claim once made c a "borrower" whose running CPU-only job a reclaimed (CI, 2026-11).
+@example(nodes=[(0, 2, 4, "X", 0)] * 2 + [(0, 3, 4, "X", 0)] + [(0, 4, 4, "X", 0)] * 2 + [(1, 4, 4, "X", 0)],
+         quotas=((1, None, None), (0, None, None), (0, None, None)),
+         first=[("a", 0, 1, 0, 1, 1, "", False)] * 9 + [("a", 0, 1, 0, 1, 1, "Y", False), ("a", 0, 1, 250, 1, 1, "", False),
+                                                        ("c", 0, 1, 0, 1, 1, "", True)],
+         second=[("a", 0, 1, 0, 1, 1, "", False)] * 8 + [("a", 0, 1, 1000, 1, 1, "", False)]
+         + [("a", 0, 1, 0, 1, 1, "", False)] * 2 + [("c", 0, 1, 250, 1, 1, "", False)])
 def test_invariants_hold_for_random_clusters(nodes, quotas, first, second):
     node_states, quota_states, running, pending = build(nodes, quotas, first, second)
     check_state(node_states, quota_states, [(r.project, r.per_replica, r.placement) for r in running])
@@ -181,3 +188,51 @@ def test_memoised_waits_change_no_decision(nodes, quotas, first, second):
     finally:
         _Cycle.MEMO_WAITS = True
     assert with_memo == without
+
+
+@settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes_st, st.tuples(quota_st, quota_st, quota_st), work_st, work_st, st.sampled_from([0.25, 0.5, 1.0]))
+# Two clusters where a backfill reservation once held the free GPUs the check counted (CI, 2026-11).
+@example(nodes=[(0, 2, 4, "X", 0)] * 4 + [(1, 2, 4, "X", 1), (1, 3, 4, "X", 0)], quotas=((0, None, None),) * 2 + ((2, None, None),),
+         first=[("a", 0, 2, 250, 2, 1, "", False)],
+         second=[("a", 0, 1, 0, 1, 1, "", False)] * 11 + [("b", 0, 2, 500, 1, 1, "", False)], reserve=0.25)
+@example(nodes=[(0, 2, 4, "X", 0)] * 5 + [(2, 12, 122, "X", 0)], quotas=((0, None, None),) * 2 + ((2, None, None),),
+         first=[("a", 0, 1, 0, 1, 1, "", False)] * 12 + [("a", 0, 1, 0, 1, 46, "", False), ("a", 0, 1, 500, 1, 47, "", False)],
+         second=[("a", 0, 1, 0, 1, 1, "", False)] * 4 + [("a", 0, 2, 700, 1, 1, "", False), ("a", 0, 1, 0, 1, 1, "", False)],
+         reserve=0.25)
+def test_cpu_only_admissions_never_take_what_free_gpus_keep(nodes, quotas, first, second, reserve):
+    node_states, quota_states, running, pending = build(nodes, quotas, first, second)
+    # Without backfill reservations or preemption: both hold free GPUs for a waiting workload (the
+    # head of the queue, a preemptor), and held GPUs keep no CPU from other work (the holder's plan
+    # has already counted its own), which this replay of admissions cannot see.
+    decisions = schedule(Snapshot(node_states, quota_states, pending, running=running, now=T0,
+                                  gpu_node_reserve=reserve, reservations=False, preemption=False))
+    by_id = {w.id: w for w in pending}
+    alloc = {n.name: n.allocatable for n in node_states}
+    free = {n.name: [n.allocatable.gpu_milli, n.allocatable.cpu_milli, n.allocatable.memory_mb] for n in node_states}
+
+    def take(per, placement):
+        for entry in placement:
+            here = free[entry["node"]]
+            here[0] -= min(per.gpu_milli, 1000) * len(entry.get("gpus", []))
+            here[1] -= per.cpu_milli
+            here[2] -= per.memory_mb
+
+    for r in running:
+        take(r.per_replica, r.placement)
+    # Replay the admissions in the order the cycle made them (victims hold theirs until they exit).
+    for d in decisions:
+        if not isinstance(d, Admit):
+            continue
+        per = by_id[d.workload_id].per_replica
+        if per.gpu_milli == 0:
+            for entry in d.placement:
+                cap, (gpu, cpu, mem) = alloc[entry["node"]], free[entry["node"]]
+                if cap.gpu_milli and gpu > 0:
+                    share = reserve * gpu / cap.gpu_milli
+                    assert cpu - per.cpu_milli >= int(cap.cpu_milli * share), "took CPU that free GPUs keep"
+                    assert mem - per.memory_mb >= int(cap.memory_mb * share), "took memory that free GPUs keep"
+                free[entry["node"]][1] -= per.cpu_milli
+                free[entry["node"]][2] -= per.memory_mb
+        else:
+            take(per, d.placement)

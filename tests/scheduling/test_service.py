@@ -137,3 +137,12 @@ def test_snapshot_carries_preemption_counts_and_the_anti_thrash_setting(setup, s
     assert snapshot.repreempt_min_runtime_seconds == 600
     settings.CAIRN = {**settings.CAIRN, "REPREEMPT_MIN_RUNTIME_SECONDS": 0}
     assert scheduling_snapshot().repreempt_min_runtime_seconds == 0
+
+
+def test_snapshot_carries_the_gpu_node_reserve_clamped_to_a_share(setup, settings):
+    from apps.scheduling.services import scheduling_snapshot
+
+    assert scheduling_snapshot().gpu_node_reserve == 0.5
+    for configured, used in ((0.0, 0.0), (1.0, 1.0), (2.5, 1.0), (-1.0, 0.0), (float("nan"), 0.5)):
+        settings.CAIRN = {**settings.CAIRN, "GPU_NODE_RESERVE": configured}
+        assert scheduling_snapshot().gpu_node_reserve == used

@@ -79,6 +79,11 @@ def test_command_replays_the_trace_with_both_policies(tmp_path):
     assert results[0]["policy"] == "cairn" and results[0]["finished"] == 300
 
 
+def test_gpu_node_reserve_outside_zero_to_one_is_a_command_error():
+    with pytest.raises(CommandError, match="expected a share from 0 to 1"):
+        _run("--nodes", "10", "--limit", "10", "--gpu-node-reserve", "1.5")
+
+
 def test_bad_quota_override_is_a_command_error(pool):
     NodeFactory(pool=pool, name="n1", gpu_count=4, health="healthy")
     WorkloadFactory(pool=pool, status="succeeded", started_at=timezone.now(), finished_at=timezone.now())

@@ -16,7 +16,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from apps.scheduling.policy import DEFAULT_REPREEMPT_MIN_RUNTIME, DEFAULT_STARVATION_SECONDS, QuotaState, Resources
+from apps.scheduling.policy import (
+    DEFAULT_GPU_NODE_RESERVE,
+    DEFAULT_REPREEMPT_MIN_RUNTIME,
+    DEFAULT_STARVATION_SECONDS,
+    QuotaState,
+    Resources,
+)
 from apps.scheduling.simulation import SimJob, chart, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate
 
 DEFAULT_TRACE_DIR = Path(settings.BASE_DIR).parent / "shared" / "data" / "traces" / "alibaba-gpu-2023"
@@ -76,6 +82,8 @@ class Command(BaseCommand):
         parser.add_argument("--starvation-seconds", type=float, default=DEFAULT_STARVATION_SECONDS,
                             help="Bounded wait: a job pending this long goes before newer work of any priority "
                                  "(0: strict priority order).")
+        parser.add_argument("--gpu-node-reserve", type=float, default=DEFAULT_GPU_NODE_RESERVE,
+                            help="Share (0-1) of free GPUs' part of a node's CPU and memory kept for GPU work.")
         parser.add_argument("--unknown-durations", action="store_true",
                             help="Do not tell the policy how long jobs run (no start estimates for reservations).")
         parser.add_argument("--chart", help="Write a PNG chart here (needs matplotlib).")
@@ -83,6 +91,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
+        if not 0.0 <= opts["gpu_node_reserve"] <= 1.0:
+            raise CommandError(f"--gpu-node-reserve {opts['gpu_node_reserve']:g}: expected a share from 0 to 1.")
         if opts["from_db"]:
             nodes, quotas, jobs = self._from_db(opts["from_db"], opts["days"])
         else:
@@ -107,7 +117,7 @@ class Command(BaseCommand):
                     nodes=nodes, quotas=quotas, jobs=jobs, policy=policy, cycle_interval=opts["cycle_interval"],
                     grace_seconds=opts["grace"], known_durations=not opts["unknown_durations"],
                     progress=bar.update if bar else None, repreempt_min_runtime=opts["repreempt_min_runtime"],
-                    starvation_seconds=opts["starvation_seconds"],
+                    starvation_seconds=opts["starvation_seconds"], gpu_node_reserve=opts["gpu_node_reserve"],
                 ))
             finally:
                 if bar:
