@@ -265,14 +265,16 @@ class _Cohort:
         for d in range(3):
             held[d] += need[d]
 
-    def runs_borrowed(self, project: str) -> bool:
-        """Whether the project's running work, claims aside, uses more than its nominal: only then
-        may another project reclaim from it."""
+    def runs_borrowed(self, project: str, uses: tuple[int, int, int], need: tuple[int, int, int]) -> bool:
+        """Whether the project's running work, claims aside, uses more than its nominal of a resource
+        that a victim using `uses` would give back and a preemptor needing `need` asks for: only then
+        may another project reclaim that victim (a project borrowing GPUs keeps its CPU-only work
+        from a preemptor that needs CPU)."""
         q = self.quotas.get(project)
         if q is None or project not in self.borrowers:
             return False
         held = self.claimed.get(project, (0, 0, 0))
-        return any(q.used[d] - held[d] > q.nominal[d] for d in range(3))
+        return any(uses[d] and need[d] and q.used[d] - held[d] > q.nominal[d] for d in range(3))
 
     def within_nominal(self, project: str, need: tuple[int, int, int]) -> bool:
         q = self.quotas.get(project)
@@ -903,7 +905,7 @@ class _Cycle:
                if r.priority > w.priority and r.id not in self.victims]
         if in_nominal:
             # Reclaim: other projects' borrowed work, whatever its priority.
-            chosen = self._victims(w, cohort, pool, shape, need, models, own + self._borrowed(w, cohort))
+            chosen = self._victims(w, cohort, pool, shape, need, models, own + self._borrowed(w, cohort, need))
         else:
             # Beyond its nominal a workload preempts its own project's lower priority work. Where it
             # would, it takes instead, if that is enough, lower priority work that other projects
@@ -912,7 +914,7 @@ class _Cycle:
             # own work would not do, it preempts nothing (and the search stays as cheap as that).
             chosen = self._victims(w, cohort, pool, shape, need, models, own)
             if chosen is not None:
-                lent = self._borrowed(w, cohort, below=w.priority)
+                lent = self._borrowed(w, cohort, need, below=w.priority)
                 if lent:
                     chosen = self._victims(w, cohort, pool, shape, need, models, own + lent) or chosen
         if chosen is None:
@@ -932,16 +934,19 @@ class _Cycle:
         return Wait(w.id, f"preempting: waiting for {len(chosen)} preempted workload(s) ({names}) to exit",
                     eta), preempts
 
-    def _borrowed(self, w, cohort: _Cohort, below: int | None = None) -> list[tuple]:
-        """Preemption candidates among other projects' work while those projects borrow (of lower
-        priority than `below` if given); recently re-admitted victims are spared (anti-thrash)."""
+    def _borrowed(self, w, cohort: _Cohort, need, below: int | None = None) -> list[tuple]:
+        """Preemption candidates among other projects' work while those projects borrow what w
+        needs (of lower priority than `below` if given); recently re-admitted victims are spared
+        (anti-thrash)."""
         protected_since = self._protected_since()
         out = []
         for project in sorted(cohort.borrowers):
-            if project == w.project or not cohort.runs_borrowed(project):
+            if project == w.project:
                 continue
             for r in self.candidates.get((w.pool, project), ()):
                 if r.id in self.victims or (below is not None and r.priority <= below):
+                    continue
+                if not cohort.runs_borrowed(project, r.per_replica.as_tuple(), need):
                     continue
                 if (protected_since is not None and r.preemptions and r.admitted_at is not None
                         and r.admitted_at > protected_since):
@@ -963,7 +968,7 @@ class _Cycle:
         chosen: list[RunningWorkload] = []
         fits = False
         for *_, r in candidates:
-            if r.project != w.project and not cohort.runs_borrowed(r.project):
+            if r.project != w.project and not cohort.runs_borrowed(r.project, r.per_replica.as_tuple(), need):
                 continue  # no longer borrowing after earlier victims: reclaim stops at its nominal
             self._release_running(r)
             chosen.append(r)

@@ -313,6 +313,15 @@ def test_quota_held_for_waiting_work_is_not_reclaimed_by_preempting_running_work
     assert by_id(decisions)[3].reason.startswith("capacity")
 
 
+def test_a_reclaim_takes_only_work_that_gives_back_what_its_project_borrows():
+    # c borrows one of a's GPUs (job 10) and runs a CPU-only job within its CPU nominal (job 11,
+    # the newer). a's 1-GPU job needs a GPU and CPU: only the borrowed GPU job is reclaimed.
+    quotas = [quota("a", gpus=2), quota("c", gpus=0)]
+    run = [running(10, project="c", gpu=1000, at=1), running(11, project="c", gpu=0, at=5)]
+    decisions = schedule(snap([node("n1", gpus=2, cpu=2000)], quotas, [job(1, gpu=1000)], run))
+    assert preempted(decisions) == {10}
+
+
 def _beyond_nominal(own_priority: int, borrowed_priorities: tuple[int, int], requeued_ago: float | None = None):
     # a runs 3 GPUs of its nominal 4, b runs 5 on a nominal of 2 (it borrows 3 of c's idle ones);
     # a's P1 job of 2 GPUs would take a beyond its nominal, so it may not reclaim.

@@ -118,6 +118,11 @@ def check_state(node_states, quota_states, holders):
                                                         ("c", 0, 1, 0, 1, 1, "", True)],
          second=[("a", 0, 1, 0, 1, 1, "", False)] * 8 + [("a", 0, 1, 1000, 1, 1, "", False)]
          + [("a", 0, 1, 0, 1, 1, "", False)] * 2 + [("c", 0, 1, 250, 1, 1, "", False)])
+# c borrowed GPU quota for work admitted in the same cycle; a, needing CPU, once reclaimed c's CPU-only job.
+@example(nodes=[(0, 2, 4, "X", 0)] * 4 + [(1, 3, 4, "X", 0)], quotas=((1, None, None), (0, None, None), (0, None, None)),
+         first=[("a", 0, 1, 0, 1, 1, "", False)] * 6 + [("a", 0, 1, 250, 1, 1, "", False), ("c", 0, 1, 0, 1, 1, "", True)],
+         second=[("a", 0, 1, 0, 1, 1, "", False)] * 2 + [("a", 0, 2, 500, 1, 1, "", False)]
+         + [("a", 0, 1, 0, 1, 1, "", False)] * 2 + [("c", 0, 1, 250, 1, 1, "", False)])
 def test_invariants_hold_for_random_clusters(nodes, quotas, first, second):
     node_states, quota_states, running, pending = build(nodes, quotas, first, second)
     check_state(node_states, quota_states, [(r.project, r.per_replica, r.placement) for r in running])
@@ -145,10 +150,16 @@ def test_invariants_hold_for_random_clusters(nodes, quotas, first, second):
         if victim.project == preemptor.project:
             assert victim.priority > preemptor.priority
         else:
+            # ...of a resource the victim gives back and the preemptor needs, counting what the
+            # victim's project runs and what this cycle admitted for it.
             q = next(q for q in quota_states if q.project == victim.project)
-            used = [sum(col) for col in zip(*(r.per_replica.times(len(r.placement)).as_tuple()
-                                              for r in running if r.project == victim.project), strict=True)]
-            assert any(u > n for u, n in zip(used, q.nominal.as_tuple(), strict=True)), "a victim of another project borrows"
+            holding = [r.per_replica.times(len(r.placement)).as_tuple() for r in running if r.project == victim.project]
+            holding += [by_id[d.workload_id].per_replica.times(len(d.placement)).as_tuple() for d in admits
+                        if by_id[d.workload_id].project == victim.project]
+            used = [sum(col) for col in zip(*holding, strict=True)]
+            need = preemptor.per_replica.times(preemptor.replicas).as_tuple()
+            assert any(u > n and v and k for u, n, v, k in zip(used, q.nominal.as_tuple(), victim.per_replica.as_tuple(),
+                                                             need, strict=True)), "a victim of another project borrows"
 
     # The first waiting workload of the pool is not left behind lower-priority work of its
     # project that it could preempt: even without all of that work, it would not fit.
