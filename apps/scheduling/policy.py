@@ -386,9 +386,37 @@ class _Pool:
         self.mix = [(entry[0], entry[1], entry[2] if len(entry) > 2 else None) for entry in mix]
         self._frag_memo: dict[tuple, float] = {}
         self.models = {n.model for n in self.nodes}
+        self.contested = self._contested() if self.CONTEST else frozenset()
         self.changes = 0  # bumped on every change of free capacity (for memoised summaries)
         self.free_gpu = sum(n.ngpu for n in self.nodes) * GPU
         self._summary: dict[frozenset[str] | None, tuple[int, tuple[int, tuple[int, int, int]]]] = {}
+
+    # A GPU model is contested when the task mix's work limited to a few models (an allowed-model
+    # constraint) asks for more than CONTEST x that model's share of the pool's GPUs (a shape
+    # allowed on k models counts 1/k towards each). Whole-GPU work allowed on any model then takes other
+    # models' nodes while any fits, and leaves the contested ones to the work that needs them
+    # (bench b, gpuspec33: 18% of its GPU tasks need T4s, 13.5% of the GPUs; 0 turns it off;
+    # `--contest` measured 0.5 against off, and fractional work avoiding them too, in docs/benchmarks.md).
+    CONTEST = 0.5
+
+    def _contested(self) -> frozenset[str]:
+        """GPU models that constrained work in the task mix is short of (see CONTEST)."""
+        capacity: dict[str, int] = {}
+        for n in self.nodes:
+            capacity[n.model] = capacity.get(n.model, 0) + n.ngpu
+        total_capacity = sum(capacity.values())
+        demand: dict[str, float] = {}
+        total = 0.0
+        for weight, (g, _, _), models in self.mix:
+            total += weight * g
+            present = [x for x in models or () if capacity.get(x)]
+            if not present or len(present) == len(capacity):
+                continue
+            for x in present:
+                demand[x] = demand.get(x, 0.0) + weight * g / len(present)
+        if not total or not total_capacity:
+            return frozenset()
+        return frozenset(x for x, d in demand.items() if d / total > self.CONTEST * capacity[x] / total_capacity)
 
     # bookkeeping
     def _reindex(self, n: _Node) -> None:
@@ -464,14 +492,19 @@ class _Pool:
         return None if best is None else [best]
 
     def _candidates(self, shape: tuple[int, int, int], models: frozenset[str] | None,
-                    allowed: set[int] | None) -> list[_Node]:
+                    allowed: set[int] | None, avoid: bool = True) -> list[_Node]:
         g, c, m = shape
         out: list[_Node] = []
         limit = self.CANDIDATES
 
+        # Whole-GPU work that may run on any model first looks beyond the contested models.
+        skip = self.contested if avoid and g >= GPU and models is None and self.contested else None
+
         def consider(nodes: Iterable[_Node]) -> bool:
             for n in nodes:
                 if allowed is not None and n.idx not in allowed:
+                    continue
+                if skip is not None and n.model in skip:
                     continue
                 if models is not None and n.model not in models:
                     continue
@@ -494,6 +527,8 @@ class _Pool:
         for k in range(max(first, 1 if 0 < g < GPU else 0), self.max_gpus + 1):
             if consider(self.buckets[k].values()):
                 return out
+        if skip is not None and not out:
+            return self._candidates(shape, models, allowed, avoid=False)
         return out
 
     def place_one(self, shape: tuple[int, int, int], models: frozenset[str] | None,

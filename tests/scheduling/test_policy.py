@@ -217,6 +217,27 @@ def test_gpu_work_prefers_a_node_where_its_cpu_leaves_the_other_gpus_usable():
     assert alone[1].placement[0]["node"] == "small"
 
 
+def test_unconstrained_whole_gpu_work_leaves_contested_models_to_the_work_that_needs_them():
+    # Half the mix needs T4s, under a fifth of the GPUs: T4 is contested. The best fits for an
+    # unconstrained 1-GPU job are the half-used T4 nodes (more of them than the candidates scored),
+    # but it takes a G2 node while one fits.
+    t4s = [node(f"t4-{i}", gpus=2, model="T4") for i in range(7)]
+    nodes = t4s + [node("g2a", gpus=8, model="G2"), node("g2b", gpus=8, model="G2"), node("g2c", gpus=8, model="G2")]
+    mix = [(0.5, Resources(1000, 1000, 1024), "T4"), (0.5, Resources(1000, 1000, 1024))]
+    half_used = [running(10 + i, gpu=1000, nodes=(n.name,), gpus=[[0]]) for i, n in enumerate(t4s)]
+    placed = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=1000)], half_used, task_mix=mix)))
+    assert placed[1].placement[0]["node"].startswith("g2")
+    # Constrained work, and an unconstrained job with no other node, still use the T4s.
+    t4_only = by_id(schedule(snap(t4s, [quota()], [job(1, gpu=1000)], half_used, task_mix=mix)))
+    assert t4_only[1].placement[0]["node"].startswith("t4")
+    constrained = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=1000, model="T4")], half_used, task_mix=mix)))
+    assert constrained[1].placement[0]["node"].startswith("t4")
+    # Without constrained work in the mix, best fit: a half-used T4 node.
+    plain = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=1000)], half_used,
+                               task_mix=[(1.0, Resources(1000, 1000, 1024))])))
+    assert plain[1].placement[0]["node"].startswith("t4")
+
+
 # -- GPU-node reserve: CPU-only work leaves free GPUs the CPU and memory they need ---------------
 
 def test_cpu_only_work_leaves_free_gpus_their_share_of_cpu_and_memory():
