@@ -912,12 +912,25 @@ class _Cycle:
         where = f" with GPU model {' or '.join(sorted(models))}" if models else ""
         reason = (f"capacity: pool '{w.pool}' cannot fit {w.replicas} replica(s) of {_fmt(shape)} at once"
                   f"{where}; the most free on one node is {_fmt(most)}")
-        g, c, m = shape
-        if g == 0 and pool.reserve and any(n.cpu >= c and n.mem >= m and pool.reserved(n) != (0, 0)
-                                           for n in pool.nodes):
+        if shape[0] == 0 and pool.reserve and self._fits_without_reserve(w, pool, shape, models):
             reason += (f" (GPU nodes keep {pool.reserve:.0%} of their free GPUs' share of CPU and memory for GPU "
                        "work, which work without a GPU may not take)")
         return reason
+
+    @staticmethod
+    def _fits_without_reserve(w, pool: _Pool, shape, models) -> bool:
+        """Whether CPU-only w would fit now if GPU nodes kept nothing for their free GPUs (the
+        trial leaves the pool as it was, its change counter included: nothing changed)."""
+        kept, changes = pool.reserve, pool.changes
+        pool.reserve = 0.0
+        try:
+            trial = pool.place_gang(shape, w.replicas, models)
+            if trial is not None:
+                for n, gpus in trial:
+                    pool.take(n, gpus, *shape, sign=-1)
+        finally:
+            pool.reserve, pool.changes = kept, changes
+        return trial is not None
 
     # -- preemption ------------------------------------------------------------------------------
 

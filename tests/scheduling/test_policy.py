@@ -256,6 +256,15 @@ def test_cpu_only_work_leaves_free_gpus_their_share_of_cpu_and_memory():
     assert off[1].placement[0]["node"] == "n1"
 
 
+def test_the_reserve_is_named_in_a_pending_reason_only_where_it_is_what_blocks():
+    # One node of 64 CPUs, reserve 50%: 32 CPUs for CPU-only work. One replica of 40 CPUs would fit
+    # without the reserve (it is named); a gang of two would not fit anyway (it is not).
+    one = by_id(schedule(snap([node("n1")], [quota()], [job(1, cpu=40000)], gpu_node_reserve=0.5)))
+    assert "GPU nodes keep 50%" in one[1].reason
+    gang = by_id(schedule(snap([node("n1")], [quota()], [job(1, cpu=40000, replicas=2)], gpu_node_reserve=0.5)))
+    assert gang[1].reason.startswith("capacity") and "GPU nodes keep" not in gang[1].reason
+
+
 def test_the_reserve_shrinks_as_the_nodes_gpus_are_taken():
     # 6 of 8 GPUs taken (with 8 CPUs): 56 CPUs free; the 2 free GPUs keep 50% of 2/8 of 64 = 8 CPUs.
     run = [running(10, gpu=6000, cpu=8000, gpus=[[0, 1, 2, 3, 4, 5]])]
