@@ -263,7 +263,7 @@ WHY_NOT_49 = (
     "the models that the mix's constrained work is short of (`--contest`; in gpuspec33 18% of the GPU tasks need "
     "T4s, which are 13.5% of the GPUs). Measured with 5 seeds on gpuspec33 it raised the allocation at 100% demand "
     "from 79.9% to 81.7% and at the end from 96.6% to 96.8% (full reserve 97.1% to 97.2%), and left the other lists "
-    "unchanged; fractional work avoiding them too lowered the end to 96.2%, because the T4 nodes' 52 CPUs per GPU "
+    "unchanged; fractional work avoiding them too (3 seeds) lowered the end to 96.2%, because the T4 nodes' 52 CPUs per GPU "
     "suit CPU-heavy fractional tasks. gpuspec33 is the list short of 49% at the default reserve; a full reserve (CPU-only "
     "work only where every GPU is taken) gains more (the verdict above). With `--gpu-node-reserve 0.75` (3 seeds, same machine) Cairn came to "
     "97.1% on gpuspec33 when no GPU task fits, about the 49%; the default stays at 0.5 so that CPU-only work can still "

@@ -917,8 +917,7 @@ class _Cycle:
                        "work, which work without a GPU may not take)")
         return reason
 
-    @staticmethod
-    def _fits_without_reserve(w, pool: _Pool, shape, models) -> bool:
+    def _fits_without_reserve(self, w, pool: _Pool, shape, models) -> bool:
         """Whether CPU-only w would fit now if GPU nodes kept nothing for their free GPUs (the
         trial leaves the pool as it was, its change counter included: nothing changed)."""
         kept, changes = pool.reserve, pool.changes
@@ -926,8 +925,7 @@ class _Cycle:
         try:
             trial = pool.place_gang(shape, w.replicas, models)
             if trial is not None:
-                for n, gpus in trial:
-                    pool.take(n, gpus, *shape, sign=-1)
+                self._undo(pool, trial, shape)
         finally:
             pool.reserve, pool.changes = kept, changes
         return trial is not None
