@@ -361,9 +361,9 @@ def inflate(nodes, tasks, policy: str, seed: int, mix, reserve: float = DEFAULT_
 
 
 def _run(args):
-    nodes, tasks, policy, seed, mix, reserve, balance, contest = args
-    _Pool.BALANCE = balance  # per worker process: what --balance and --contest measure
-    _Pool.CONTEST = contest
+    nodes, tasks, policy, seed, mix, reserve, tuning = args
+    for name, value in tuning.items():  # per worker process: what --balance, --contest, ... measure
+        setattr(_Pool, name, value)
     return inflate(nodes, tasks, policy, seed, mix, reserve)
 
 
@@ -381,6 +381,10 @@ def main():
                         help="Cairn's balanced GPU placement share (policy default; 0: off)")
     parser.add_argument("--contest", type=float, default=_Pool.CONTEST,
                         help="Cairn's contested-model threshold (policy default; 0: off)")
+    parser.add_argument("--stranded", type=float, default=_Pool.STRANDED,
+                        help="Cairn's weight of stranded GPU milli in the placement score (policy default; 0: off)")
+    parser.add_argument("--candidates", type=int, default=_Pool.CANDIDATES,
+                        help="Cairn's nodes scored per replica (policy default)")
     parser.add_argument("--nodes-file", default="openb_node_list_gpu_node.csv",
                         help="the trace's node list (all_node adds its 310 CPU-only nodes)")
     parser.add_argument("--no-record", action="store_true")
@@ -396,8 +400,9 @@ def main():
         weight = sum(c for _, c in top)
         mix = [(c / weight, shape, models) for (shape, models), c in top]
         for policy in args.policies:
-            work[(name, policy)] = [(nodes, tasks, policy, seed, mix, args.gpu_node_reserve, args.balance,
-                                     args.contest)
+            tuning = {"BALANCE": args.balance, "CONTEST": args.contest, "STRANDED": args.stranded,
+                      "CANDIDATES": args.candidates}
+            work[(name, policy)] = [(nodes, tasks, policy, seed, mix, args.gpu_node_reserve, tuning)
                                     for seed in range(1, args.seeds + 1)]
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as executor:
         futures = {key: [executor.submit(_run, item) for item in items] for key, items in work.items()}

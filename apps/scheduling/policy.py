@@ -361,15 +361,24 @@ def _whole(g: int) -> int:
 class _Pool:
     """Mutable free-capacity view of one pool's schedulable nodes, indexed for best-fit lookups."""
 
-    # Nodes scored per replica, gathered from the best-fit buckets upwards; the fragmentation
-    # score then decides (bench/scheduler_placement.py measured 6 as good as 12 or 24).
-    CANDIDATES = 6
+    # Nodes scored per replica, gathered from the best-fit buckets upwards; the fragmentation and
+    # stranding scores then decide. `bench/scheduler_placement.py --candidates N` measured 12 at the end
+    # point on gpuspec33 above 6 and 8 (97.2% against 96.9-97.2%) and 24 little better (97.2-97.3%),
+    # for a quarter more time per cycle in benchmark a.
+    CANDIDATES = 12
     # GPU work prefers, among those candidates, nodes where it leaves the node's other free GPUs at
     # least this share of their part of its CPU and memory (a 1-GPU job taking 11 of a 2-GPU node's
     # 16 CPUs strands the other GPU). A preference, never a refusal: `bench/scheduler_placement.py
     # --policies cairn --balance X` measured 0.25 at or above 0.1, 0.4, 0.5, 0.75 and 1 at the end point
     # on all three task lists (e.g. default 97.8% against 97.6%, 97.4% and 96.7% for 0.1, 0.5 and 1).
     BALANCE = 0.25
+    # A candidate's score adds STRANDED x the GPU milli it leaves stranded: free GPUs on the node
+    # without the CPU or memory that the task mix's GPU work asks per GPU on average (see stranded()).
+    # Fragmentation alone sees a GPU as lost only once no shape of the mix fits beside it, so it let
+    # CPU-heavy fractional tasks (0.47 GPU with 12 CPUs) drain the CPU of 12-CPU-per-GPU nodes whose
+    # other GPUs then went unused, while 52-CPU-per-GPU nodes had CPU to spare. `--stranded W`
+    # measured 8 against 0, 4 and 16 in docs/benchmarks.md (0 turns it off).
+    STRANDED = 8
 
     def __init__(self, name: str, nodes: list[NodeState], mix: list[tuple], gpu_node_reserve: float = 0.0):
         self.name = name
@@ -387,6 +396,10 @@ class _Pool:
         self._frag_memo: dict[tuple, float] = {}
         self.models = {n.model for n in self.nodes}
         self.contested = self._contested() if self.CONTEST else frozenset()
+        # The mix's average CPU and memory per GPU milli, over its GPU shapes.
+        gpu_weight = sum(weight * g for weight, (g, _, _), _ in self.mix if g)
+        self.cpu_per_gpu = sum(weight * c for weight, (g, c, _), _ in self.mix if g) / gpu_weight if gpu_weight else 0.0
+        self.mem_per_gpu = sum(weight * m for weight, (g, _, m), _ in self.mix if g) / gpu_weight if gpu_weight else 0.0
         self.changes = 0  # bumped on every change of free capacity (for memoised summaries)
         self.free_gpu = sum(n.ngpu for n in self.nodes) * GPU
         self._summary: dict[frozenset[str] | None, tuple[int, tuple[int, tuple[int, int, int]]]] = {}
@@ -473,6 +486,17 @@ class _Pool:
         self._frag_memo[key] = value
         return value
 
+    def stranded(self, n: _Node) -> float:
+        """Free GPU milli of n beyond what its free CPU and memory could serve at the mix's average
+        CPU and memory per GPU."""
+        if not self.cpu_per_gpu or not self.mem_per_gpu:
+            return 0.0
+        return max(0.0, sum(n.gpus) - min(n.cpu / self.cpu_per_gpu, n.mem / self.mem_per_gpu))
+
+    def waste(self, n: _Node) -> float:
+        """What placement minimises the growth of: fragmentation plus weighted stranded GPU milli."""
+        return self.frag(n) + self.STRANDED * self.stranded(n) if self.STRANDED else self.frag(n)
+
     def reserved(self, n: _Node) -> tuple[int, int]:
         """CPU and memory of n that work asking for no GPU may not take (Snapshot.gpu_node_reserve)."""
         return kept_for_gpus(self.reserve, sum(n.gpus), n.ngpu * GPU, n.cap_cpu, n.cap_mem)
@@ -542,9 +566,9 @@ class _Pool:
         for n, gpus in candidates:
             if not self.mix or len(self.nodes) == 1:
                 return n, gpus
-            before = self.frag(n)
+            before = self.waste(n)
             self.take(n, gpus, g, c, m)
-            delta = self.frag(n) - before
+            delta = self.waste(n) - before
             self.take(n, gpus, g, c, m, sign=-1)
             score = (delta, n.cpu - c, n.idx)
             if best is None or score < best[0]:

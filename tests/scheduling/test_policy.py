@@ -238,6 +238,22 @@ def test_unconstrained_whole_gpu_work_leaves_contested_models_to_the_work_that_n
     assert plain[1].placement[0]["node"].startswith("t4")
 
 
+def test_cpu_heavy_gpu_work_goes_where_it_strands_no_gpus():
+    # The mix's GPU work asks 12 CPUs per GPU. "lean" has exactly that (48 CPUs for 4 GPUs), "rich"
+    # 50 per GPU; both run one half-GPU job. A half-GPU job with 12 CPUs (24 per GPU) fragments
+    # neither node, and best fit on CPU would pick lean; there it would leave lean's 3 free GPUs
+    # 30 CPUs, enough for 2.5 of them, so it goes to rich.
+    nodes = [node("lean", gpus=4, cpu=48000), node("rich", gpus=4, cpu=200000)]
+    mix = [(1.0, Resources(500, 6000, 1024))]
+    half_used = [running(10, gpu=500, cpu=6000, nodes=("lean",), gpus=[[0]]),
+                 running(11, gpu=500, cpu=6000, nodes=("rich",), gpus=[[0]])]
+    placed = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=500, cpu=12000)], half_used, task_mix=mix)))
+    assert placed[1].placement[0]["node"] == "rich"
+    # Work at the mix's own ratio strands nothing on lean: best fit on CPU keeps rich's CPU free.
+    light = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=500, cpu=6000)], half_used, task_mix=mix)))
+    assert light[1].placement[0]["node"] == "lean"
+
+
 # -- GPU-node reserve: CPU-only work leaves free GPUs the CPU and memory they need ---------------
 
 def test_cpu_only_work_leaves_free_gpus_their_share_of_cpu_and_memory():
