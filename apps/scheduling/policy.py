@@ -362,9 +362,9 @@ class _Pool:
     """Mutable free-capacity view of one pool's schedulable nodes, indexed for best-fit lookups."""
 
     # Nodes scored per replica, gathered from the best-fit buckets upwards; the fragmentation and
-    # stranding scores then decide. `bench/scheduler_placement.py --candidates N` measured 12 at the end
-    # point on gpuspec33 above 6 and 8 (97.2% against 96.9-97.2%) and 24 little better (97.2-97.3%),
-    # for a quarter more time per cycle in benchmark a.
+    # stranding scores then decide. `bench/scheduler_placement.py --candidates N` at the end point
+    # (default / gpuspec33 / multigpu50): 6 98.1 / 97.1 / 98.9%, 12 98.2 / 97.2 / 99.0%, 24 98.2 /
+    # 97.3 / 99.0%; against 6, 12 made benchmark a's cycle up to 30% longer, 24 35-70% longer.
     CANDIDATES = 12
     # GPU work prefers, among those candidates, nodes where it leaves the node's other free GPUs at
     # least this share of their part of its CPU and memory (a 1-GPU job taking 11 of a 2-GPU node's
