@@ -17,7 +17,7 @@ import time
 from scheduler_common import FIGURES, ROOT, TRACE_DIR, command_line, machine, record, setup_path
 
 setup_path()
-from apps.scheduling.policy import DEFAULT_REPREEMPT_MIN_RUNTIME, DEFAULT_STARVATION_SECONDS  # noqa: E402
+from apps.scheduling.policy import DEFAULT_REPREEMPT_MIN_RUNTIME, DEFAULT_STARVATION_SECONDS, _Pool  # noqa: E402
 from apps.scheduling.simulation import chart, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate  # noqa: E402
 
 
@@ -59,10 +59,13 @@ def main():
     parser.add_argument("--repreempt-min-runtime", type=float, default=DEFAULT_REPREEMPT_MIN_RUNTIME)
     parser.add_argument("--starvation-seconds", type=float, default=DEFAULT_STARVATION_SECONDS,
                         help="bounded wait (0: strict priority order)")
+    parser.add_argument("--stranded", type=float, default=_Pool.STRANDED,
+                        help="the placement's weight of stranded GPU milli (policy default; both policies place alike)")
     parser.add_argument("--known-durations", action="store_true",
                         help="let the policy see each pod's run time (as if declared exactly); a live cluster does not")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
+    _Pool.STRANDED = args.stranded
     results = [run(n, args) for n in args.nodes]
     if args.no_record:
         return

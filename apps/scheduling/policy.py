@@ -363,8 +363,8 @@ class _Pool:
 
     # Nodes scored per replica, gathered from the best-fit buckets upwards; the fragmentation and
     # stranding scores then decide. `bench/scheduler_placement.py --candidates N` at the end point
-    # (default / gpuspec33 / multigpu50): 6 98.1 / 97.1 / 98.9%, 12 98.2 / 97.2 / 99.0%, 24 98.2 /
-    # 97.3 / 99.0%; against 6, 12 made benchmark a's cycle up to 30% longer, 24 35-70% longer.
+    # (default / gpuspec33 / multigpu50): 6 98.1 / 97.1 / 98.9%, 12 98.2 / 97.3 / 99.0%, 24 the same as
+    # 12; against 6, 12 made benchmark a's cycle up to 30% longer, 24 35-70% longer.
     CANDIDATES = 12
     # GPU work prefers, among those candidates, nodes where it leaves the node's other free GPUs at
     # least this share of their part of its CPU and memory (a 1-GPU job taking 11 of a 2-GPU node's
@@ -376,9 +376,10 @@ class _Pool:
     # without the CPU or memory that the task mix's GPU work asks per GPU on average (see stranded()).
     # Fragmentation alone sees a GPU as lost only once no shape of the mix fits beside it, so it let
     # CPU-heavy fractional tasks (0.47 GPU with 12 CPUs) drain the CPU of 12-CPU-per-GPU nodes whose
-    # other GPUs then went unused, while 52-CPU-per-GPU nodes had CPU to spare. `--stranded W`
-    # measured 8 against 0, 4 and 16 in docs/benchmarks.md (0 turns it off).
-    STRANDED = 8
+    # other GPUs then went unused, while 52-CPU-per-GPU nodes had CPU to spare. Benchmark b (`--stranded
+    # W`) ends alike for 2 to 16 and lower for 0 (off); benchmark d's fairness on its small samples
+    # swings with it and was best at 2 of 2, 4 and 8 (docs/benchmarks.md).
+    STRANDED = 2
 
     def __init__(self, name: str, nodes: list[NodeState], mix: list[tuple], gpu_node_reserve: float = 0.0):
         self.name = name
