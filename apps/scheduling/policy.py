@@ -490,9 +490,11 @@ class _Pool:
     def stranded(self, n: _Node) -> float:
         """Free GPU milli of n beyond what its free CPU and memory could serve at the mix's average
         CPU and memory per GPU."""
-        if not self.cpu_per_gpu or not self.mem_per_gpu:
+        if not self.cpu_per_gpu and not self.mem_per_gpu:
             return 0.0
-        return max(0.0, sum(n.gpus) - min(n.cpu / self.cpu_per_gpu, n.mem / self.mem_per_gpu))
+        by_cpu = n.cpu / self.cpu_per_gpu if self.cpu_per_gpu else math.inf
+        by_mem = n.mem / self.mem_per_gpu if self.mem_per_gpu else math.inf
+        return max(0.0, sum(n.gpus) - min(by_cpu, by_mem))
 
     def waste(self, n: _Node) -> float:
         """What placement minimises the growth of: fragmentation plus weighted stranded GPU milli."""

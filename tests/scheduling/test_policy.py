@@ -249,6 +249,10 @@ def test_cpu_heavy_gpu_work_goes_where_it_strands_no_gpus():
                  running(11, gpu=500, cpu=6000, nodes=("rich",), gpus=[[0]])]
     placed = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=500, cpu=12000)], half_used, task_mix=mix)))
     assert placed[1].placement[0]["node"] == "rich"
+    # A mix that asks no memory is judged on CPU alone.
+    no_memory = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=500, cpu=12000)], half_used,
+                                    task_mix=[(1.0, Resources(500, 6000, 0))])))
+    assert no_memory[1].placement[0]["node"] == "rich"
     # Work at the mix's own ratio strands nothing on lean: best fit on CPU keeps rich's CPU free.
     light = by_id(schedule(snap(nodes, [quota()], [job(1, gpu=500, cpu=6000)], half_used, task_mix=mix)))
     assert light[1].placement[0]["node"] == "lean"
