@@ -192,7 +192,8 @@ def main():
         "that its own lower-priority work cannot make room for takes equal- or lower-priority borrowed work of "
         "projects whose GPU share stays at or above its own after the admission): 8 nodes slowdown 0.948, share "
         "0.975, average wait 84,453 s, 9,624 preemptions; 6 nodes share 0.985 but slowdown 0.668, 12,242 "
-        "preemptions.",
+        "preemptions; the same only for projects below their nominal GPUs (whose workload would take them over "
+        "it): 8 nodes slowdown 0.873 (below FIFO's), share 0.967; 6 nodes 0.760 and 0.968, 13,839 preemptions.",
         "",
         "Run times. The policy is not told how long pods run, since a live cluster does not know (the "
         "reservation then expects running work to end in submission order). `--known-durations` tells it, as if "
