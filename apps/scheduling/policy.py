@@ -369,8 +369,10 @@ class _Pool:
     # GPU work prefers, among those candidates, nodes where it leaves the node's other free GPUs at
     # least this share of their part of its CPU and memory (a 1-GPU job taking 11 of a 2-GPU node's
     # 16 CPUs strands the other GPU). A preference, never a refusal: `bench/scheduler_placement.py
-    # --policies cairn --balance X` measured 0.25 at or above 0.1, 0.4, 0.5, 0.75 and 1 at the end point
-    # on all three task lists (e.g. default 97.8% against 97.6%, 97.4% and 96.7% for 0.1, 0.5 and 1).
+    # --policies cairn --balance X`, before the stranded score and with 6 candidates, measured 0.25 at
+    # or above 0.1, 0.4, 0.5, 0.75 and 1 at the end point on all three task lists (e.g. default 97.8%
+    # against 97.6%, 97.4% and 96.7% for 0.1, 0.5 and 1); with them, 0 (off) lowered gpuspec33 from
+    # 97.3% to 97.0% and multigpu50 from 99.0% to 98.9%.
     BALANCE = 0.25
     # A candidate's score adds STRANDED x the GPU milli it leaves stranded: free GPUs on the node
     # without the CPU or memory that the task mix's GPU work asks per GPU on average (see stranded()).
@@ -410,7 +412,8 @@ class _Pool:
     # allowed on k models counts 1/k towards each). Whole-GPU work allowed on any model then takes other
     # models' nodes while any fits, and leaves the contested ones to the work that needs them
     # (bench b, gpuspec33: 18% of its GPU tasks need T4s, 13.5% of the GPUs; 0 turns it off;
-    # `--contest` measured 0.5 against off, and fractional work avoiding them too, in docs/benchmarks.md).
+    # `--contest` measured 0.5 against off, and fractional work avoiding them too, in docs/benchmarks.md;
+    # with the stranded score, off lowered gpuspec33 at 100% demand from 82.0% to 80.3%).
     CONTEST = 0.5
 
     def _contested(self) -> frozenset[str]:

@@ -258,6 +258,17 @@ def test_cpu_heavy_gpu_work_goes_where_it_strands_no_gpus():
     assert light[1].placement[0]["node"] == "lean"
 
 
+def test_cpu_only_work_takes_cpu_that_no_free_gpu_needs():
+    # No GPU-node reserve here: the stranded score alone. The mix's GPU work asks 8 CPUs per GPU;
+    # both nodes have 2 free GPUs. A 10-CPU job on "tight" (24 CPUs) would leave its GPUs 14 CPUs,
+    # short of 16, though one more 1-GPU job still fits (fragmentation sees no loss); best fit on
+    # CPU would pick it anyway. It goes to "roomy".
+    nodes = [node("tight", gpus=2, cpu=24000), node("roomy", gpus=2, cpu=100000)]
+    mix = [(1.0, Resources(1000, 8000, 1024))]
+    placed = by_id(schedule(snap(nodes, [quota()], [job(1, cpu=10000)], task_mix=mix)))
+    assert placed[1].placement[0]["node"] == "roomy"
+
+
 # -- GPU-node reserve: CPU-only work leaves free GPUs the CPU and memory they need ---------------
 
 def test_cpu_only_work_leaves_free_gpus_their_share_of_cpu_and_memory():
