@@ -258,12 +258,31 @@ class _Cohort:
         else:
             self.borrowers.discard(project)
 
-    def claim(self, project: str, need: tuple[int, int, int]) -> None:
-        """Hold `need` of the project's quota for a waiting workload, for the rest of the cycle."""
+    def claim(self, project: str, need: tuple[int, int, int],
+              freed: Iterable[tuple[str, tuple[int, int, int]]] = ()) -> None:
+        """Hold `need` of the project's quota for a waiting workload, for the rest of the cycle.
+
+        `freed`: (project, usage) of the running work whose end the claim waits for. The pool's
+        lendable quota counts the claim only beyond what their end gives back: that quota is held
+        once, by the work still on it, and not a second time for its successor (a reservation for
+        8 GPUs would otherwise keep 8 GPUs of quota unused for as long as it waits)."""
+        before = list(self.drawn)
         self.add(project, need)
         held = self.claimed.setdefault(project, [0, 0, 0])
         for d in range(3):
             held[d] += need[d]
+        freed = list(freed)
+        if not freed:
+            return
+        claimed = [self.drawn[d] - before[d] for d in range(3)]
+        with_freed = list(self.drawn)
+        for p, usage in freed:
+            self.add(p, usage, sign=-1)
+        back = [with_freed[d] - self.drawn[d] for d in range(3)]
+        for p, usage in reversed(freed):
+            self.add(p, usage)
+        for d in range(3):
+            self.drawn[d] -= max(0, min(claimed[d], back[d]))
 
     def runs_borrowed(self, project: str, uses: tuple[int, int, int], need: tuple[int, int, int]) -> bool:
         """Whether the project's running work, claims aside, uses more than its nominal of a resource
@@ -757,7 +776,7 @@ class _Cycle:
     def _occupy_running(self, r: RunningWorkload) -> None:
         cohort = self.cohorts.setdefault(r.pool, _Cohort(r.pool, []))
         shape = r.per_replica.as_tuple()
-        cohort.add(r.project, tuple(x * len(r.placement) for x in shape))
+        cohort.add(r.project, _usage(r))
         pool = self.pools.get(r.pool)
         if pool is None:
             return
@@ -779,7 +798,7 @@ class _Cycle:
     def _release_running(self, r: RunningWorkload, sign: int = -1) -> None:
         """Give back (sign=-1) or take again (sign=1) what a running workload holds."""
         shape = r.per_replica.as_tuple()
-        self.cohorts[r.pool].add(r.project, tuple(x * len(r.placement) for x in shape), sign=sign)
+        self.cohorts[r.pool].add(r.project, _usage(r), sign=sign)
         pool = self.pools.get(r.pool)
         if pool is None:
             return
@@ -997,7 +1016,8 @@ class _Cycle:
             self.preempt_failed.add(key)
             return None
         self._plan_and_hold(w, pool, shape, models, chosen)
-        cohort.claim(w.project, need)  # later workloads cannot take its quota
+        # Later workloads cannot take its quota (beyond what the victims give back).
+        cohort.claim(w.project, need, freed=[(r.project, _usage(r)) for r in chosen])
         for r in chosen:
             self.victims.add(r.id)
         names = ", ".join(str(r.id) for r in chosen)
@@ -1079,7 +1099,7 @@ class _Cycle:
             self._release_running(r, sign=1)
         if not fits or not self._plan_and_hold(w, pool, shape, models, victims):
             return False
-        cohort.claim(w.project, need)
+        cohort.claim(w.project, need, freed=[(r.project, _usage(r)) for r in victims])
         return True
 
     def _protected_since(self) -> datetime | None:
@@ -1165,13 +1185,17 @@ class _Cycle:
         if not self._plan_and_hold(w, pool, shape, models, released):
             return None
         self.reserved_pools.add(w.pool)
-        cohort.claim(w.project, need)
+        cohort.claim(w.project, need, freed=[(r.project, _usage(r)) for r in released])
         ends = [r.expected_end for r in released]
         eta = max(ends) if ends and all(e is not None for e in ends) else None
         when = f" (expected at {eta.isoformat(timespec='seconds')})" if eta else ""
         return Wait(w.id, f"reserved: pool '{w.pool}' is full for {w.replicas} replica(s) of {_fmt(shape)}; "
                           f"capacity is reserved for it as {len(released)} running workload(s) end{when}, "
                           f"and smaller work backfills around it", eta)
+
+
+def _usage(r: RunningWorkload) -> tuple[int, int, int]:
+    return tuple(x * len(r.placement) for x in r.per_replica.as_tuple())
 
 
 def _ts(t: datetime | None) -> float:

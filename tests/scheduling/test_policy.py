@@ -520,6 +520,24 @@ def test_without_a_reservation_small_jobs_would_starve_the_big_one():
     assert isinstance(with_res[2], Wait) and isinstance(without[2], Admit)
 
 
+def test_a_reservation_does_not_hold_quota_that_the_work_it_waits_for_still_holds():
+    # Quota for 16 GPUs (nominal 8 each for a and b), 8 of them in use: b's 4-GPU job on n1, a's
+    # on n2. a's 8-GPU job fits the quota but no node: it gets a reservation on n1, whose quota
+    # comes back when b's job ends. Counting its 8 GPUs now as well would draw 16 of 16 and leave
+    # c's jobs waiting on quota beside 4 idle GPUs on n2; only b's 4 are counted once.
+    nodes = [node("n1"), node("n2"), node("n3", gpus=4)]
+    quotas = [quota("a", gpus=8), quota("b", gpus=8), quota("c", gpus=0)]
+    run = [running(10, project="b", priority=1, gpu=4000, nodes=("n1",), end=T0 + timedelta(hours=1)),
+           running(11, project="a", priority=1, gpu=4000, nodes=("n2",), end=T0 + timedelta(hours=2))]
+    pending = [job(1, project="a", priority=1, gpu=8000),
+               job(2, project="c", priority=3, gpu=4000, at=1), job(3, project="c", priority=3, gpu=4000, at=2)]
+    decisions = by_id(schedule(snap(nodes, quotas, pending, run)))
+    assert decisions[1].reason.startswith("reserved") and decisions[1].estimated_start == T0 + timedelta(hours=1)
+    assert isinstance(decisions[2], Admit)
+    # 8 running + 4 admitted + the reservation's 8 less b's 4 that it will take over: 16 drawn.
+    assert decisions[3].reason.startswith("quota: project 'c'")
+
+
 # -- bounded wait ----------------------------------------------------------------------------------
 
 def _starving_setup():
