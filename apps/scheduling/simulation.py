@@ -78,13 +78,15 @@ class SimResult:
     project_service: dict[str, float] = field(default_factory=dict)  # project -> its ratio in the fairness index
     project_share: dict[str, float] = field(default_factory=dict)  # project -> its ratio in share_fairness
     project_delay: dict[str, float] = field(default_factory=dict)  # project -> its jobs' average queueing delay
+    # project -> kind of pending reason (wait_kind) -> GPU-hours its jobs waited with it
+    project_waits: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         out = {k: v for k, v in self.__dict__.items()
-               if k not in ("series", "delays", "project_service", "project_share", "project_delay")}
+               if k not in ("series", "delays", "project_service", "project_share", "project_delay", "project_waits")}
         out["projects"] = {
             p: {"avg_queue_delay": self.project_delay.get(p), "share": self.project_share.get(p),
-                "slowdown": self.project_service.get(p)}
+                "slowdown": self.project_service.get(p), "waiting_gpu_hours": self.project_waits.get(p, {})}
             for p in sorted(set(self.project_delay) | set(self.project_share) | set(self.project_service))
         }
         return out
@@ -196,6 +198,23 @@ def fifo_schedule(snapshot: Snapshot) -> list[Admit | Wait]:
 
 POLICIES: dict[str, Callable[[Snapshot], list]] = {"cairn": schedule, "fifo": fifo_schedule}
 
+NOT_YET_DECIDED = "not yet decided"  # arrived or requeued since the last cycle
+
+
+def wait_kind(reason: str) -> str:
+    """What a pending reason blames, coarsely enough to add up: its prefix (quota, budget,
+    constraint, capacity, reserved, preempting, fifo), with quota split by which limit binds."""
+    kind = reason.split(":", 1)[0]
+    if kind == "quota":
+        if "other projects have borrowed it" in reason:
+            return "quota: nominal lent out"
+        if "can borrow" in reason:
+            return "quota: nothing left to borrow"
+        if "has no quota" in reason:
+            return "quota: none on the pool"
+        return "quota: at its limit"
+    return kind
+
 
 # -- the simulator -------------------------------------------------------------------------------
 
@@ -270,6 +289,19 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
     held_time: dict[str, float] = {}
     fair_time: dict[str, float] = {}
     weights = {q.project: max(q.nominal.gpu_milli, 1) for q in quotas}
+    # Why work waits: GPUs now pending per (project, kind of its last pending reason), and the
+    # GPU-time spent so. Kept per kind, not per job, so a span costs O(projects x kinds).
+    wait_kind_of: dict[int, str] = {}
+    pending_by_kind: dict[tuple[str, str], float] = {}
+    waited_by_kind: dict[tuple[str, str], float] = {}
+
+    def set_wait_kind(job_id: int, project: str, g: float, kind: str | None) -> None:
+        old = wait_kind_of.pop(job_id, None)
+        if old is not None:
+            pending_by_kind[(project, old)] -= g
+        if kind is not None:
+            wait_kind_of[job_id] = kind
+            pending_by_kind[(project, kind)] = pending_by_kind.get((project, kind), 0.0) + g
 
     def gpus(w_per: Resources, replicas: int) -> float:
         return w_per.gpu_milli * replicas / 1000
@@ -301,6 +333,9 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
             for p, share in max_min_shares(capacity, demands, weights).items():
                 fair_time[p] = fair_time.get(p, 0.0) + share * span
                 held_time[p] = held_time.get(p, 0.0) + held.get(p, 0.0) * span
+            for key, g in pending_by_kind.items():
+                if g > 1e-9:
+                    waited_by_kind[key] = waited_by_kind.get(key, 0.0) + g * span
             while next_sample <= now and len(series) < series_points * 2:
                 series.append((next_sample - start_time, allocated, len(pending)))
                 next_sample += sample_every
@@ -311,6 +346,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
             next_arrival += 1
             pending[j.id] = _pending(j, known_durations, remaining[j.id])
             waiting[j.project] = waiting.get(j.project, 0.0) + gpus(j.per_replica, j.replicas)
+            set_wait_kind(j.id, j.project, gpus(j.per_replica, j.replicas), NOT_YET_DECIDED)
             changed = True
         while events and events[0][0] <= t:
             _, kind, _, job_id = heapq.heappop(events)
@@ -327,6 +363,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                 pending[job_id] = _pending(by_id[job_id], known_durations, remaining[job_id],
                                            preempted_by=state.preempted_for)
                 waiting[state.project] += gpus(state.per_replica, len(state.placement))
+                set_wait_kind(job_id, state.project, gpus(state.per_replica, len(state.placement)), NOT_YET_DECIDED)
         if cycle_due is not None and cycle_due <= t:
             cycle_due = None
             changed = True
@@ -343,8 +380,14 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                             grace_seconds=grace_seconds, repreempt_min_runtime_seconds=repreempt_min_runtime,
                             starvation_seconds=starvation_seconds, gpu_node_reserve=gpu_node_reserve)
         for decision in decide(snapshot):
-            if isinstance(decision, Admit):
+            if isinstance(decision, Wait):
+                w = pending[decision.workload_id]
+                kind = wait_kind(decision.reason)
+                if wait_kind_of.get(w.id) != kind:
+                    set_wait_kind(w.id, w.project, gpus(w.per_replica, w.replicas), kind)
+            elif isinstance(decision, Admit):
                 w = pending.pop(decision.workload_id)
+                set_wait_kind(w.id, w.project, gpus(w.per_replica, w.replicas), None)
                 j = by_id[w.id]
                 first_start.setdefault(w.id, t)
                 end = t + remaining[w.id]
@@ -395,6 +438,9 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
     waits: dict[str, list[float]] = {}
     for i, delay in delay_of.items():
         waits.setdefault(by_id[i].project, []).append(delay)
+    project_waits: dict[str, dict[str, float]] = {}
+    for (p, kind), gpu_seconds in sorted(waited_by_kind.items()):
+        project_waits.setdefault(p, {})[kind] = gpu_seconds / 3600
     return SimResult(
         policy=policy, jobs=len(jobs), finished=len(finish), capacity_gpus=capacity,
         utilisation=gpu_time_window / (capacity * window) if capacity else 0.0,
@@ -407,6 +453,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         unfinished=len(jobs) - len(finish), series=series,
         delays=delay_of, project_service=service,
         project_share=share, project_delay={p: sum(d) / len(d) for p, d in sorted(waits.items())},
+        project_waits=project_waits,
     )
 
 

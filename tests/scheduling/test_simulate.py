@@ -119,7 +119,7 @@ def test_an_admin_tries_a_quota_change_on_the_pools_own_history(project, pool):
 def test_the_per_project_table_counts_jobs_that_never_started(project, pool):
     NodeFactory(pool=pool, name="n1", gpu_count=4, cpu_milli_allocatable=64000, memory_mb_allocatable=10**6,
                 health="healthy")
-    QuotaFactory(project=project, pool=pool, nominal_gpu_milli=4000)
+    QuotaFactory(project=project, pool=pool, nominal_gpu_milli=16000)
     now = timezone.now()
     for name, gpus in (("fits", 2000), ("too-big", 8000)):  # 8 GPUs fit on no node: it never starts
         WorkloadFactory(project=project, pool=pool, status="succeeded", gpu_milli=gpus, name=name,
@@ -129,6 +129,10 @@ def test_the_per_project_table_counts_jobs_that_never_started(project, pool):
     lines = out.getvalue().splitlines()
     assert "unstarted cairn" in next(line for line in lines if line.startswith("per project"))
     assert next(line for line in lines if line.startswith(project.slug)).split()[-1] == "1"
+    # And why: the job too big for any node (but not for the quota) waited on capacity.
+    reasons = lines.index("GPU-hours waiting, by pending reason (cairn)")
+    assert lines[reasons + 1].split() == ["project", "capacity"]
+    assert lines[reasons + 2].split()[0] == project.slug and float(lines[reasons + 2].split()[1]) > 0
 
 
 def test_max_min_fair_shares_cap_each_project_at_what_it_asks_for():
@@ -155,3 +159,23 @@ def test_share_fairness_sees_one_project_crowding_out_another():
     assert fifo.delays[9] > 200 and cairn.delays[9] < 100
     assert cairn.share_fairness > fifo.share_fairness
     assert set(cairn.project_share) == {"a", "b"}
+
+
+def test_waiting_gpu_time_is_split_by_the_pending_reason_the_policy_gave():
+    # As above: a floods two GPUs, b's job reclaims its nominal GPU from a's borrowed one.
+    nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(2000, 64000, 10**6))]
+    jobs = [SimJob(id=i, project="a", arrival=i, duration=100, per_replica=Resources(1000, 1000, 1024))
+            for i in range(1, 7)]
+    jobs.append(SimJob(id=9, project="b", arrival=10, duration=100, per_replica=Resources(1000, 1000, 1024)))
+    quotas = equal_quotas(nodes, ["a", "b"])
+    cairn = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="cairn", grace_seconds=30)
+    # b waited only for its victim's grace period, on 1 GPU.
+    assert cairn.project_waits["b"] == pytest.approx({"preempting": 30 / 3600})
+    # a's queued jobs waited because a had borrowed all there was to borrow.
+    assert max(cairn.project_waits["a"], key=cairn.project_waits["a"].get) == "quota: nothing left to borrow"
+    fifo = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="fifo")
+    assert set(fifo.project_waits) == {"a", "b"} and all(set(k) == {"fifo"} for k in fifo.project_waits.values())
+    # Without preemption every GPU-second pending is one job's queueing delay: the split adds up.
+    for project in ("a", "b"):
+        delays = sum(fifo.delays[j.id] * j.per_replica.gpu_milli / 1000 for j in jobs if j.project == project)
+        assert sum(fifo.project_waits[project].values()) * 3600 == pytest.approx(delays)

@@ -131,6 +131,8 @@ class Command(BaseCommand):
             for key, label, fmt in METRICS:
                 self.stdout.write(f"{label:66}" + "".join(f"{fmt.format(getattr(r, key)):>14}" for r in results))
             self._per_project(jobs, results)
+            for r in results:
+                self._wait_reasons(r)
         if opts["chart"]:
             try:
                 chart(results, opts["chart"], title=f"{len(jobs)} jobs on {gpus:g} GPUs")
@@ -162,6 +164,22 @@ class Command(BaseCommand):
             if show_unstarted:
                 cells += [str(counts[project]) for counts in unstarted]
             self.stdout.write(f"{project[:36]:36}{count:>8}{gpu_hours:>10,.1f}" + "".join(f"{c:>18}" for c in cells))
+
+    def _wait_reasons(self, result) -> None:
+        """Why each project's jobs waited under one policy: GPU-hours spent pending, by the kind of
+        pending reason the policy gave (the reason a queued workload shows in the API)."""
+        totals: Counter = Counter()
+        for kinds in result.project_waits.values():
+            totals.update(kinds)
+        kinds = [k for k, hours in totals.most_common() if hours >= 0.05]
+        if not kinds:
+            return
+        widths = [max(12, len(k) + 2) for k in kinds]
+        self.stdout.write(f"\nGPU-hours waiting, by pending reason ({result.policy})\n"
+                          + f"{'project':36}" + "".join(f"{k:>{w}}" for k, w in zip(kinds, widths, strict=True)))
+        for project, waited in sorted(result.project_waits.items()):
+            self.stdout.write(f"{project[:36]:36}" + "".join(
+                f"{waited.get(k, 0.0):>{w},.1f}" for k, w in zip(kinds, widths, strict=True)))
 
     def _from_trace(self, opts):
         trace = Path(opts["trace_dir"])
