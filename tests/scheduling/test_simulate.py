@@ -146,13 +146,17 @@ def test_max_min_fair_shares_cap_each_project_at_what_it_asks_for():
     assert jain([1, 1, 1]) == pytest.approx(1.0) and jain([1, 0]) == pytest.approx(0.5)
 
 
-def test_share_fairness_sees_one_project_crowding_out_another():
-    # Two GPUs, two projects with equal nominals. a floods the queue first; b's job arrives later.
+def _a_floods_b_arrives() -> tuple[list[NodeState], list, list[SimJob]]:
+    """Two GPUs, two projects with equal nominals. a floods the queue first; b's job arrives later."""
     nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(2000, 64000, 10**6))]
     jobs = [SimJob(id=i, project="a", arrival=i, duration=100, per_replica=Resources(1000, 1000, 1024))
             for i in range(1, 7)]
     jobs.append(SimJob(id=9, project="b", arrival=10, duration=100, per_replica=Resources(1000, 1000, 1024)))
-    quotas = equal_quotas(nodes, ["a", "b"])
+    return nodes, equal_quotas(nodes, ["a", "b"]), jobs
+
+
+def test_share_fairness_sees_one_project_crowding_out_another():
+    nodes, quotas, jobs = _a_floods_b_arrives()
     fifo = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="fifo")
     cairn = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="cairn")
     # FIFO runs all of a's jobs before b's; Cairn's fair share runs b's when a GPU first frees.
@@ -162,12 +166,7 @@ def test_share_fairness_sees_one_project_crowding_out_another():
 
 
 def test_waiting_gpu_time_is_split_by_the_pending_reason_the_policy_gave():
-    # As above: a floods two GPUs, b's job reclaims its nominal GPU from a's borrowed one.
-    nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(2000, 64000, 10**6))]
-    jobs = [SimJob(id=i, project="a", arrival=i, duration=100, per_replica=Resources(1000, 1000, 1024))
-            for i in range(1, 7)]
-    jobs.append(SimJob(id=9, project="b", arrival=10, duration=100, per_replica=Resources(1000, 1000, 1024)))
-    quotas = equal_quotas(nodes, ["a", "b"])
+    nodes, quotas, jobs = _a_floods_b_arrives()  # b's job reclaims its nominal GPU from a's borrowed one
     cairn = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="cairn", grace_seconds=30)
     # b waited only for its victim's grace period, on 1 GPU.
     assert cairn.project_waits["b"] == pytest.approx({"preempting": 30 / 3600})
