@@ -178,3 +178,21 @@ def test_waiting_gpu_time_is_split_by_the_pending_reason_the_policy_gave():
     for project in ("a", "b"):
         delays = sum(fifo.delays[j.id] * j.per_replica.gpu_milli / 1000 for j in jobs if j.project == project)
         assert sum(fifo.project_waits[project].values()) * 3600 == pytest.approx(delays)
+
+
+def test_every_quota_reason_the_policy_writes_gets_its_own_kind():
+    # wait_kind reads the policy's wording: hold the two to each other, one quota case each.
+    from apps.scheduling.policy import QuotaState, _Cohort
+    from apps.scheduling.simulation import wait_kind
+
+    def quota(project, gpus, borrow=None):
+        return QuotaState(project=project, pool="p", nominal=Resources(gpus * 1000, 10**6, 10**9),
+                          borrowing_limit_gpu_milli=borrow)
+
+    cohort = _Cohort("p", [quota("a", 2), quota("b", 2), quota("capped", 2, borrow=0)])
+    cohort.add("a", (6000, 0, 0))  # a borrows all the nominal of b and capped
+    one = (1000, 0, 0)
+    assert wait_kind(cohort.check("b", one)) == "quota: nominal lent out"
+    assert wait_kind(cohort.check("a", one)) == "quota: nothing left to borrow"
+    assert wait_kind(cohort.check("capped", (3000, 0, 0))) == "quota: at its limit"
+    assert wait_kind(cohort.check("stranger", one)) == "quota: none on the pool"
