@@ -109,8 +109,10 @@ def load_alibaba_nodes(path: str | Path, *, pool: str = "sim", limit: int | None
     ]
 
 
-def _project_of(name: str, projects: int) -> str:
-    return f"project-{int(hashlib.sha1(name.encode()).hexdigest(), 16) % projects:02d}"
+def _project_of(name: str, projects: int, seed: int = 0) -> str:
+    # Seed 0 hashes the bare name, so assignments recorded before seeds existed stay the same.
+    key = name if not seed else f"{seed}:{name}"
+    return f"project-{int(hashlib.sha1(key.encode()).hexdigest(), 16) % projects:02d}"
 
 
 def alibaba_task_resources(row: dict) -> Resources:
@@ -122,11 +124,12 @@ def alibaba_task_resources(row: dict) -> Resources:
 
 
 def load_alibaba_tasks(path: str | Path, *, projects: int = 8, pool: str = "sim", include_cpu_only: bool = False,
-                       limit: int | None = None, time_scale: float = 1.0) -> list[SimJob]:
+                       limit: int | None = None, time_scale: float = 1.0, seed: int = 0) -> list[SimJob]:
     """openb_pod_list_*.csv. Arrival = creation_time / time_scale, duration = deletion_time -
     creation_time (pods never scheduled in the trace are skipped), qos -> priority, gpu_spec ->
     allowed models. The trace has no projects: each pod goes to one of `projects` by a hash of
-    its name. time_scale > 1 compresses arrivals (not durations) to raise the load."""
+    its name (salted by `seed`: each seed is another assignment of the same pods). time_scale > 1
+    compresses arrivals (not durations) to raise the load."""
     jobs = []
     with open(path, newline="") as f:
         for i, row in enumerate(csv.DictReader(f)):
@@ -142,7 +145,7 @@ def load_alibaba_tasks(path: str | Path, *, projects: int = 8, pool: str = "sim"
             arrival = created / time_scale
             qos = row.get("qos") or "LS"
             jobs.append(SimJob(
-                id=i + 1, project=_project_of(row["name"], projects), arrival=arrival, duration=duration,
+                id=i + 1, project=_project_of(row["name"], projects, seed), arrival=arrival, duration=duration,
                 per_replica=resources, priority=QOS_PRIORITY.get(qos, 3), gpu_model=row.get("gpu_spec") or "",
                 preemptible=qos != "Guaranteed", pool=pool,
             ))
