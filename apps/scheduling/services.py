@@ -133,7 +133,8 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
 
 
 def gpu_node_reserve() -> float:
-    """The configured GPU-node reserve (CAIRN_GPU_NODE_RESERVE), clamped to 0..1."""
+    """The configured GPU-node reserve (CAIRN_GPU_NODE_RESERVE). A value out of 0..1 is refused at
+    startup (apps/scheduling/checks.py); clamped here too, for settings changed while running."""
     value = float(settings.CAIRN.get("GPU_NODE_RESERVE", DEFAULT_GPU_NODE_RESERVE))
     return min(1.0, max(0.0, value)) if math.isfinite(value) else DEFAULT_GPU_NODE_RESERVE
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import environ
 
+from apps.scheduling.policy import DEFAULT_GPU_NODE_RESERVE, DEFAULT_REPREEMPT_MIN_RUNTIME, DEFAULT_STARVATION_SECONDS
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 env = environ.Env()
@@ -193,17 +195,19 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Cairn's own knobs.
+# Cairn's own knobs. The scheduler's defaults come from its policy core (pure Python, no Django),
+# so that the service, `manage.py simulate` and the benchmarks agree; apps/scheduling/checks.py
+# refuses values out of range at startup.
 CAIRN = {
     # Local backend: seconds between SIGTERM and SIGKILL when a replica is stopped.
     "STOP_GRACE_SECONDS": env.float("CAIRN_STOP_GRACE_SECONDS", default=10.0),
     # A workload preempted once is not reclaimed again before it has run this long (anti-thrash).
-    "REPREEMPT_MIN_RUNTIME_SECONDS": env.float("CAIRN_REPREEMPT_MIN_RUNTIME_SECONDS", default=600.0),
+    "REPREEMPT_MIN_RUNTIME_SECONDS": env.float("CAIRN_REPREEMPT_MIN_RUNTIME_SECONDS", default=DEFAULT_REPREEMPT_MIN_RUNTIME),
     # Bounded wait: pending this long, a workload goes before newer work of any priority (0: off).
-    "STARVATION_SECONDS": env.float("CAIRN_STARVATION_SECONDS", default=3600.0),
+    "STARVATION_SECONDS": env.float("CAIRN_STARVATION_SECONDS", default=DEFAULT_STARVATION_SECONDS),
     # GPU nodes keep this share of their free GPUs' part of the node's CPU and memory for GPU work
     # (0: CPU-only work may take all of it; 1: all of it is kept). docs/scheduling.md, Placement.
-    "GPU_NODE_RESERVE": env.float("CAIRN_GPU_NODE_RESERVE", default=0.5),
+    "GPU_NODE_RESERVE": env.float("CAIRN_GPU_NODE_RESERVE", default=DEFAULT_GPU_NODE_RESERVE),
     # Loop intervals of the long-running processes (scheduler, reconciler, outbox relay).
     "SCHEDULER_INTERVAL": env.float("CAIRN_SCHEDULER_INTERVAL", default=1.0),
     "RECONCILER_INTERVAL": env.float("CAIRN_RECONCILER_INTERVAL", default=1.0),

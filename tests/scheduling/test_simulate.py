@@ -66,6 +66,14 @@ def test_loaders_read_the_alibaba_trace():
     assert any(0 < j.per_replica.gpu_milli < 1000 for j in jobs)
     assert any(j.gpu_model and "|" in j.gpu_model for j in load_alibaba_tasks(TRACE / "openb_pod_list_gpuspec33.csv"))
     assert {j.priority for j in jobs} <= {1, 2, 3, 4}
+    # A seed is another assignment of the same pods to projects; seed 0 is the unsalted one.
+    again = load_alibaba_tasks(TRACE / "openb_pod_list_gpuspec33.csv", limit=2000)
+    seeded = load_alibaba_tasks(TRACE / "openb_pod_list_gpuspec33.csv", limit=2000, seed=3)
+    assert [j.project for j in again] == [j.project for j in jobs]
+    assert [(j.id, j.duration) for j in seeded] == [(j.id, j.duration) for j in jobs]
+    moved = sum(a.project != b.project for a, b in zip(jobs, seeded))
+    assert 0.8 * len(jobs) < moved < len(jobs)  # about 7 in 8 change project
+    assert {j.project for j in seeded} == {f"project-{i:02d}" for i in range(8)}
 
 
 @needs_trace
@@ -77,6 +85,10 @@ def test_command_replays_the_trace_with_both_policies(tmp_path):
     assert "average queueing delay" in out.getvalue() and chart.stat().st_size > 1000
     results = _run("--nodes", "10", "--limit", "300", "--policy", "cairn")
     assert results[0]["policy"] == "cairn" and results[0]["finished"] == 300
+    # --seed replays the same pods under another assignment to projects: per-project figures move.
+    seeded = _run("--nodes", "10", "--limit", "300", "--policy", "cairn", "--seed", "1")
+    assert seeded[0]["finished"] == 300
+    assert seeded[0]["projects"] != results[0]["projects"]
 
 
 def test_gpu_node_reserve_outside_zero_to_one_is_a_command_error():

@@ -67,6 +67,8 @@ class Command(BaseCommand):
         parser.add_argument("--time-scale", type=float, default=1.0,
                             help="Compress arrivals by this factor (durations unchanged) to raise the load.")
         parser.add_argument("--projects", type=int, default=8, help="Projects the trace's pods are spread over.")
+        parser.add_argument("--seed", type=int, default=0,
+                            help="Which assignment of the trace's pods to projects (a seeded hash of their names).")
         parser.add_argument("--borrowing-limit", type=float, help="GPUs each project may borrow (default: any).")
         parser.add_argument("--from-db", metavar="POOL",
                             help="Nodes, quotas and the last --days of workloads of this pool, from the database.")
@@ -191,7 +193,7 @@ class Command(BaseCommand):
         nodes = load_alibaba_nodes(nodes_file, limit=opts["nodes"])
         try:
             jobs = load_alibaba_tasks(tasks, projects=opts["projects"], limit=opts["limit"],
-                                      time_scale=opts["time_scale"])
+                                      time_scale=opts["time_scale"], seed=opts["seed"])
         except KeyError as exc:
             raise CommandError(f"{tasks} has no column {exc}: it is not a timed pod list.") from None
         borrow = None if opts["borrowing_limit"] is None else int(opts["borrowing_limit"] * 1000)
