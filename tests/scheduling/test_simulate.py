@@ -71,7 +71,7 @@ def test_loaders_read_the_alibaba_trace():
     seeded = load_alibaba_tasks(TRACE / "openb_pod_list_gpuspec33.csv", limit=2000, seed=3)
     assert [j.project for j in again] == [j.project for j in jobs]
     assert [(j.id, j.duration) for j in seeded] == [(j.id, j.duration) for j in jobs]
-    moved = sum(a.project != b.project for a, b in zip(jobs, seeded))
+    moved = sum(a.project != b.project for a, b in zip(jobs, seeded, strict=True))
     assert 0.8 * len(jobs) < moved < len(jobs)  # about 7 in 8 change project
     assert {j.project for j in seeded} == {f"project-{i:02d}" for i in range(8)}
 
