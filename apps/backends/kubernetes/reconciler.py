@@ -253,7 +253,10 @@ class ClusterReconciler:
             # (exit code 143) but are not a failure to restart from.
             return workload_stop_at_deadline(
                 workload_id=workload.pk, signalled=True, detail=f"Kubernetes: {deadline}.") is not None
-        if self._outlived_limit(workload, job, views):
+        if self._outlived_limit(workload, job, views) and self._outlived_limit(
+                workload, self._read(self.clients.batch.read_namespaced_job, namespace, job_name) or job, views):
+            # Confirmed on the API server first: the cached Job can lag behind a new startTime
+            # (with Kueue, set when it is unsuspended), and a stop cannot be taken back.
             backstop = format_duration(kube_settings()["DEADLINE_BACKSTOP_SECONDS"])
             return workload_stop_at_deadline(
                 workload_id=workload.pk,

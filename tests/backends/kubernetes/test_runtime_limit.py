@@ -2,6 +2,7 @@
 training Job carries the limit as activeDeadlineSeconds (what is left of it for a restart), and
 the Job controller's DeadlineExceeded failure becomes FAILED with reason DeadlineExceeded, never
 a restart."""
+import copy
 from datetime import timedelta
 
 import pytest
@@ -126,5 +127,25 @@ def test_the_backstop_counts_from_the_jobs_own_start(reconciler, make_workload, 
     reconciler.reconcile_pass()
     assert status_of(workload).status == "running"
     kubelet.job_started(NS, f"cairn-{workload.pk}-1", timezone.now() - timedelta(seconds=3600 + 61))
+    assert until(reconciler, lambda: status_of(workload).status != "running")
+    assert status_of(workload).status_reason == "DeadlineExceeded"
+
+
+def test_the_backstop_confirms_the_jobs_start_on_the_api_server(reconciler, make_workload, kubelet, backstop,
+                                                                  monkeypatch):
+    # The cache can lag behind the Job's new startTime (Kueue unsuspending it): a stop is not taken on it alone.
+    workload, pods = running_training(make_workload, kubelet, max_runtime_seconds=3600)
+    kubelet.running(NS, pods[0])
+    assert until(reconciler, lambda: condition(workload, "ContainersReady").get("status") == "True")
+    job = f"cairn-{workload.pk}-1"
+    _run_for(workload, 3600 + 600)
+    kubelet.job_started(NS, job, timezone.now() - timedelta(seconds=3000))
+    jobs = reconciler.informers["jobs"]
+    cached, stale = jobs.get, copy.deepcopy(jobs.get(NS, job))
+    stale.get("status", {}).pop("startTime", None)
+    monkeypatch.setattr(jobs, "get", lambda namespace, name: stale if name == job else cached(namespace, name))
+    reconciler.reconcile_pass()
+    assert status_of(workload).status == "running"
+    kubelet.job_started(NS, job, timezone.now() - timedelta(seconds=3600 + 61))  # now over, on the server too
     assert until(reconciler, lambda: status_of(workload).status != "running")
     assert status_of(workload).status_reason == "DeadlineExceeded"
