@@ -15,6 +15,27 @@ from tests.factories import (
 )
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, and at the end of the run no session left on it: a server
+    process stopped by the last module can leave its backend for a moment, and dropping the
+    database then fails. The sessions are named on the terminal, so a test that leaks one shows."""
+    yield
+    with django_db_blocker.unblock():
+        from django.db import connection
+
+        if connection.vendor != "postgresql":
+            return
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pid, application_name, state, left(query, 120) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            others = cursor.fetchall()
+            for pid, *about in others:
+                print(f"\ntest database: ending a session left open at the end of the run: {about}")
+                cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+        connection.close()
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     """Real hashing costs ~0.3 s per user; tests need correctness, not brute-force resistance."""

@@ -76,7 +76,7 @@ def _workload_state(workload_id: int) -> dict | None:
     from apps.workloads.models import Workload
 
     w = Workload.objects.filter(pk=workload_id).only(
-        "status", "status_reason", "status_message", "pending_reason", "estimated_start", "queue_position",
+        "status", "status_reason", "status_message", "pending_reason", "waiting_on", "estimated_start", "queue_position",
         "attempt", "replicas", "preemptions", "exit_code", "placement", "conditions", "updated_at").first()
     if w is None:
         return None
@@ -85,6 +85,7 @@ def _workload_state(workload_id: int) -> dict | None:
     return {
         "type": "workload.state", "workload": w.pk, "status": w.status, "status_reason": w.status_reason,
         "status_message": w.status_message, "pending_reason": w.pending_reason,
+        "waiting_on": w.waiting_on or None,
         "estimated_start": when.to_representation(w.estimated_start) if queued and w.estimated_start else None,
         "queue_position": w.queue_position if queued else None,
         "attempt": w.attempt, "replicas": w.replicas, "preemptions": w.preemptions, "exit_code": w.exit_code,

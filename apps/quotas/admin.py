@@ -7,6 +7,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.http import HttpRequest
 
 from apps.core.admin import ReadOnlyAdmin, ServiceDeleteMixin, cores, gpus, memory
+from apps.scheduling.policy import WAIT_KIND_LABELS
 
 from .models import Quota, UsageRecord
 from .selectors import quota_usage
@@ -78,7 +79,7 @@ class QuotaChangeList(ChangeList):
 class QuotaAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     form = QuotaForm
     list_display = ["project", "pool", "nominal_gpu", "nominal_cpu", "nominal_memory", "borrowing_limit",
-                    "lending_limit", "budget", "allocated", "gpu_hours_used"]
+                    "lending_limit", "budget", "allocated", "queued", "gpu_hours_used"]
     list_filter = ["pool", "budget_period"]
     list_select_related = ["project", "pool"]
     search_fields = ["project__slug", "project__name"]
@@ -149,6 +150,15 @@ class QuotaAdmin(ServiceDeleteMixin, admin.ModelAdmin):
             f"{memory(usage['allocated_memory_mb'])} / {memory(obj.nominal_memory_mb)}"
         )
 
+    @admin.display(description="queued (GPUs, by what they wait on)")
+    def queued(self, obj: Quota) -> str:
+        usage = self._usage(obj)
+        if not usage or not usage["queued_gpu_milli"]:
+            return "—"
+        parts = sorted(usage["waiting_gpu_milli"].items(), key=lambda kv: -kv[1])
+        return f"{gpus(usage['queued_gpu_milli'])}: " + ", ".join(
+            f"{gpus(milli)} {WAIT_KIND_LABELS.get(kind, kind)}" for kind, milli in parts)
+
     @admin.display(description="GPU-hours this period")
     def gpu_hours_used(self, obj: Quota) -> str:
         usage = self._usage(obj)
@@ -165,7 +175,8 @@ class QuotaAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     def usage_now(self, obj: Quota) -> str:
         if obj.pk is None:
             return "—"
-        return f"Allocated now: {self.allocated(obj)}. GPU-hours this period: {self.gpu_hours_used(obj)}."
+        return (f"Allocated now: {self.allocated(obj)}. Queued: {self.queued(obj)}. "
+                f"GPU-hours this period: {self.gpu_hours_used(obj)}.")
 
     @staticmethod
     def _usage(obj: Quota) -> dict | None:

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
-from apps.workloads.choices import ACTIVE
+from apps.workloads.choices import ACTIVE, WorkloadStatus
 
 from .models import BudgetPeriod, Quota, UsageRecord
 
@@ -60,9 +60,11 @@ def usage_gpu_seconds(*, project_id: int, pool_id: int, since: datetime, now: da
     return _gpu_seconds(rows, project_id=project_id, pool_id=pool_id, since=since, now=now)
 
 
-def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None) -> dict[int, dict]:
+def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None, queued: bool = True) -> dict[int, dict]:
     """Per quota: what its project's active workloads hold in the pool (used, borrowed above
-    nominal, nominal left to lend) and its GPU-hours this budget period (and what is left)."""
+    nominal, nominal left to lend), what its queued work asks for and waits on, and its GPU-hours
+    this budget period (and what is left). `queued=False` skips the queued work (the scheduler
+    reads it otherwise)."""
     from apps.workloads.models import Workload
 
     now = now or timezone.now()
@@ -81,6 +83,17 @@ def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None) -> dict
         )
         for row in rows:
             allocated[(row["project_id"], row["pool_id"])] = row
+    waiting: dict[tuple[int, int], dict[str, int]] = {}
+    if pairs and queued:
+        rows = (
+            Workload.objects.filter(status=WorkloadStatus.QUEUED, project_id__in={p for p, _ in pairs})
+            .values("project_id", "pool_id", "waiting_on")
+            .annotate(gpu=Sum(F("gpu_milli") * F("replicas")))
+            .order_by()
+        )
+        for row in rows:
+            kinds = waiting.setdefault((row["project_id"], row["pool_id"]), {})
+            kinds[row["waiting_on"] or "undecided"] = row["gpu"] or 0
     starts = {q.pk: budget_period_start(q.budget_period, now) for q in quotas}
     ledger = _usage_rows(pairs, min(starts.values())) if starts else []
     result = {}
@@ -101,6 +114,9 @@ def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None) -> dict
             "used_gpu_milli": used,
             "borrowed_gpu_milli": max(used - quota.nominal_gpu_milli, 0),  # used above nominal
             "lendable_gpu_milli": lendable,  # unused nominal others may borrow
+            # GPUs its queued work asks for, by what it waits on (a Workload's waiting_on)
+            "queued_gpu_milli": sum(waiting.get((quota.project_id, quota.pool_id), {}).values()),
+            "waiting_gpu_milli": waiting.get((quota.project_id, quota.pool_id), {}),
             "gpu_hours_this_period": round(gpu_hours, 3),
             "gpu_hour_budget": budget,
             "budget_left_gpu_hours": None if budget is None else round(max(budget - gpu_hours, 0.0), 3),

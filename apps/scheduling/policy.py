@@ -30,6 +30,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 GPU = 1000  # milli-GPU in one GPU
 # Anti-thrash: once preempted, a workload may not be reclaimed again before it has run this long
@@ -131,12 +132,41 @@ class Admit:
     placement: list[dict]  # one {"replica": i, "node": name, "gpus": [...]} per replica
 
 
+class WaitKind:
+    """What a pending workload waits on, for code (a Wait's `reason` is for people). The values
+    are the API's `waiting_on` (apps/workloads/choices.py WaitingOn has the same, with labels)."""
+
+    CONSTRAINT = "constraint"  # no schedulable node has an allowed GPU model
+    CAPACITY = "capacity"  # no place fits it now
+    BUDGET = "budget"  # its project's GPU-hour budget
+    RESERVED = "reserved"  # capacity is reserved for it as running work ends
+    PREEMPTING = "preempting"  # waiting for the workloads it preempted to exit
+    QUOTA_LIMIT = "quota_limit"  # its project's nominal + borrowing limit
+    QUOTA_LENT = "quota_lent"  # within its nominal, which other projects borrow
+    QUOTA_LENDABLE = "quota_lendable"  # beyond its nominal; the pool has too little unused quota to lend
+    QUOTA_NONE = "quota_none"  # its project has no quota on the pool
+
+
+WAIT_KIND_LABELS = {
+    WaitKind.CONSTRAINT: "constraint", WaitKind.CAPACITY: "capacity", WaitKind.BUDGET: "budget",
+    WaitKind.RESERVED: "reserved", WaitKind.PREEMPTING: "preempting",
+    WaitKind.QUOTA_LIMIT: "quota: at its limit", WaitKind.QUOTA_LENT: "quota: nominal lent out",
+    WaitKind.QUOTA_LENDABLE: "quota: nothing left to borrow", WaitKind.QUOTA_NONE: "quota: none on the pool",
+}
+
+
 @dataclass(frozen=True)
 class Wait:
     workload_id: int
     reason: str
     estimated_start: datetime | None = None
     queue_position: int | None = None  # 1-based, within the pool, in the order the policy considers
+    kind: str = ""  # a WaitKind (or a baseline's own, e.g. the simulator's FIFO)
+
+
+class QuotaBlock(NamedTuple):
+    kind: str  # a WaitKind.QUOTA_*
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -299,34 +329,39 @@ class _Cohort:
         q = self.quotas.get(project)
         return q is not None and all(q.used[d] + need[d] <= q.nominal[d] for d in range(3))
 
-    def check(self, project: str, need: tuple[int, int, int]) -> str | None:
-        """None if admitting `need` keeps the project within nominal + what it may borrow."""
+    def check(self, project: str, need: tuple[int, int, int]) -> QuotaBlock | None:
+        """None if admitting `need` keeps the project within nominal + what it may borrow, else
+        what blocks it."""
         q = self.quotas.get(project)
         if q is None:
-            return f"quota: project '{project}' has no quota on pool '{self.pool}'"
+            return QuotaBlock(WaitKind.QUOTA_NONE, f"quota: project '{project}' has no quota on pool '{self.pool}'")
         for d, (unit, scale) in enumerate(_UNITS):
             if need[d] == 0:
                 continue
             after = q.used[d] + need[d]
             limit = q.nominal[d] + q.borrow[d]
             if after > limit:
-                return (f"quota: project '{project}' uses {q.used[d] / scale:g} {unit} on pool '{self.pool}' "
-                        f"(nominal {q.nominal[d] / scale:g}"
-                        + (f", may borrow {q.borrow[d] / scale:g}" if q.borrow[d] != math.inf else "")
-                        + f"); this workload needs {need[d] / scale:g}")
+                return QuotaBlock(WaitKind.QUOTA_LIMIT,
+                                  f"quota: project '{project}' uses {q.used[d] / scale:g} {unit} on pool '{self.pool}' "
+                                  f"(nominal {q.nominal[d] / scale:g}"
+                                  + (f", may borrow {q.borrow[d] / scale:g}" if q.borrow[d] != math.inf else "")
+                                  + f"); this workload needs {need[d] / scale:g}")
             extra = q.draw(d, after) - q.draw(d, q.used[d])
             free = self.capacity[d] - self.drawn[d]
             if extra > free:
                 if after <= q.nominal[d]:
-                    return (f"quota: project '{project}' is within its nominal {q.nominal[d] / scale:g} {unit} on "
-                            f"pool '{self.pool}', but other projects have borrowed it; they are reclaimed from "
-                            f"borrowers when preemptible")
+                    return QuotaBlock(WaitKind.QUOTA_LENT,
+                                      f"quota: project '{project}' is within its nominal {q.nominal[d] / scale:g} {unit} "
+                                      f"on pool '{self.pool}', but other projects have borrowed it; they are reclaimed "
+                                      f"from borrowers when preemptible")
                 own_free = max(0, q.nominal[d] - q.used[d])
                 guaranteed_free = max(0, q.nominal[d] - q.lend[d] - q.used[d])
                 can_get = max(0, min(limit - q.used[d], guaranteed_free + max(free, 0)))
-                return (f"quota: project '{project}' has {own_free / scale:g} of its nominal {q.nominal[d] / scale:g} "
-                        f"{unit} free on pool '{self.pool}' and can borrow {max(0, can_get - own_free) / scale:g} more "
-                        f"from other projects; this workload needs {need[d] / scale:g}")
+                return QuotaBlock(WaitKind.QUOTA_LENDABLE,
+                                  f"quota: project '{project}' has {own_free / scale:g} of its nominal "
+                                  f"{q.nominal[d] / scale:g} {unit} free on pool '{self.pool}' and can borrow "
+                                  f"{max(0, can_get - own_free) / scale:g} more from other projects; this workload "
+                                  f"needs {need[d] / scale:g}")
         return None
 
     def budget_check(self, project: str, w: PendingWorkload, need_gpu: int) -> str | None:
@@ -884,24 +919,24 @@ class _Cycle:
     def run(self) -> list[Decision]:
         decisions: list[Decision] = []
         positions: dict[str, int] = {}
-        memo: dict[tuple, tuple[tuple, str]] = {}
+        memo: dict[tuple, tuple[tuple, str, str]] = {}
         for w in self._order():
             key = self._class_key(w)
             state = self._state(w.pool)
             hit = memo.get(key) if key is not None else None
             if hit is not None and hit[0] == state:
-                reason, eta = hit[1], None
+                reason, eta, kind = hit[1], None, hit[2]
             else:
                 decision, preempts = self._decide(w)
                 decisions.extend(preempts)
                 if isinstance(decision, Admit):
                     decisions.append(decision)
                     continue
-                reason, eta = decision.reason, decision.estimated_start
+                reason, eta, kind = decision.reason, decision.estimated_start, decision.kind
                 if key is not None and not preempts and eta is None and self._state(w.pool) == state:
-                    memo[key] = (state, reason)
+                    memo[key] = (state, reason, kind)
             positions[w.pool] = position = positions.get(w.pool, 0) + 1
-            decisions.append(Wait(w.id, reason, eta, position))
+            decisions.append(Wait(w.id, reason, eta, position, kind))
         return decisions
 
     def _decide(self, w: PendingWorkload) -> tuple[Admit | Wait, list[Preempt]]:
@@ -912,38 +947,37 @@ class _Cycle:
         models = _models(w)
         if models is not None and not (models & pool.models):
             return Wait(w.id, f"constraint: pool '{w.pool}' has no schedulable node with GPU model "
-                              f"{' or '.join(sorted(models))}"), []
+                              f"{' or '.join(sorted(models))}", kind=WaitKind.CONSTRAINT), []
         if not pool.nodes:
-            return Wait(w.id, f"capacity: pool '{w.pool}' has no schedulable node"), []
+            return Wait(w.id, f"capacity: pool '{w.pool}' has no schedulable node", kind=WaitKind.CAPACITY), []
         budget = cohort.budget_check(w.project, w, need[0])
         if budget:
-            return Wait(w.id, budget), []
-        quota_reason = cohort.check(w.project, need)
-        if quota_reason is None:
+            return Wait(w.id, budget, kind=WaitKind.BUDGET), []
+        quota = cohort.check(w.project, need)
+        if quota is None:
             done = self._try_place(pool, shape, w.replicas, models)
             if done is not None:
                 cohort.add(w.project, need)
                 cohort.charge_budget(w.project, w, need[0])
                 return Admit(w.id, _placement(done)), []
-            reason = None
-        else:
-            reason = quota_reason
         if w.id in self.awaiting:
             self._keep_claim(w, cohort, pool, shape, need, models)
             ids = ", ".join(str(i) for i in sorted(self.awaiting[w.id]))
             eta = max((r.expected_end for i in self.awaiting[w.id] if (r := self.running.get(i)) is not None
                        and r.expected_end is not None), default=None)
             return Wait(w.id, f"preempting: waiting for {len(self.awaiting[w.id])} preempted workload(s) ({ids}) "
-                              f"to exit", eta), []
+                              f"to exit", eta, kind=WaitKind.PREEMPTING), []
         if self.snap.preemption:
             found = self._preempt(w, cohort, pool, shape, need, models)
             if found is not None:
                 return found
-        if quota_reason is None and self.snap.reservations and w.pool not in self.reserved_pools:
+        if quota is None and self.snap.reservations and w.pool not in self.reserved_pools:
             reserved = self._reserve(w, pool, shape, models)
             if reserved is not None:
                 return reserved, []
-        return Wait(w.id, reason or self._capacity_reason(w, pool, models, shape)), []
+        if quota is not None:
+            return Wait(w.id, quota.reason, kind=quota.kind), []
+        return Wait(w.id, self._capacity_reason(w, pool, models, shape), kind=WaitKind.CAPACITY), []
 
     def _try_place(self, pool: _Pool, shape, replicas, models):
         # Capacity only shrinks during a cycle (victims keep theirs until they exit, holds only
@@ -1028,7 +1062,7 @@ class _Cycle:
         preempts = [Preempt(r.id, w.id, f"Preempted by workload {w.id} ({why}, P{w.priority}).") for r in chosen]
         eta = self.now + timedelta(seconds=self.snap.grace_seconds) if self.now else None
         return Wait(w.id, f"preempting: waiting for {len(chosen)} preempted workload(s) ({names}) to exit",
-                    eta), preempts
+                    eta, kind=WaitKind.PREEMPTING), preempts
 
     def _borrowed(self, w, cohort: _Cohort, need, below: int | None = None) -> list[tuple]:
         """Preemption candidates among other projects' work while those projects borrow what w
@@ -1191,7 +1225,7 @@ class _Cycle:
         when = f" (expected at {eta.isoformat(timespec='seconds')})" if eta else ""
         return Wait(w.id, f"reserved: pool '{w.pool}' is full for {w.replicas} replica(s) of {_fmt(shape)}; "
                           f"capacity is reserved for it as {len(released)} running workload(s) end{when}, "
-                          f"and smaller work backfills around it", eta)
+                          f"and smaller work backfills around it", eta, kind=WaitKind.RESERVED)
 
 
 def _usage(r: RunningWorkload) -> tuple[int, int, int]:

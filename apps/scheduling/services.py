@@ -86,7 +86,7 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
         for n in Node.objects.filter(pool__isnull=False).select_related("pool")
     ]
     quota_rows = list(Quota.objects.select_related("project", "pool"))
-    usage = quota_usage(quotas=quota_rows, now=now)
+    usage = quota_usage(quotas=quota_rows, now=now, queued=False)
     quotas = [
         QuotaState(
             project=q.project.slug, pool=q.pool.name,
@@ -141,11 +141,11 @@ def gpu_node_reserve() -> float:
 
 def _apply_wait(decision: Wait) -> None:
     # Only write when something changed, so a steady queue costs no writes.
-    changed = (Q(pending_reason=decision.reason) & Q(queue_position=decision.queue_position)
+    changed = (Q(pending_reason=decision.reason) & Q(waiting_on=decision.kind) & Q(queue_position=decision.queue_position)
                & (Q(estimated_start=decision.estimated_start) if decision.estimated_start is not None
                   else Q(estimated_start__isnull=True)))
     Workload.objects.filter(pk=decision.workload_id, status=WorkloadStatus.QUEUED).exclude(changed).update(
-        pending_reason=decision.reason, queue_position=decision.queue_position,
+        pending_reason=decision.reason, waiting_on=decision.kind, queue_position=decision.queue_position,
         estimated_start=decision.estimated_start,
     )
 

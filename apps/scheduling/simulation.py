@@ -78,7 +78,7 @@ class SimResult:
     project_service: dict[str, float] = field(default_factory=dict)  # project -> its ratio in the fairness index
     project_share: dict[str, float] = field(default_factory=dict)  # project -> its ratio in share_fairness
     project_delay: dict[str, float] = field(default_factory=dict)  # project -> its jobs' average queueing delay
-    # project -> kind of pending reason (wait_kind) -> GPU-hours its jobs waited with it
+    # project -> what its pending work waited on (Wait.kind) -> GPU-hours its jobs waited so
     project_waits: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -172,6 +172,9 @@ def equal_quotas(nodes: Iterable[NodeState], projects: Iterable[str], *, pool: s
 
 # -- baselines -----------------------------------------------------------------------------------
 
+FIFO_WAIT = "fifo"  # the FIFO baseline's Wait.kind: behind (or at) the head of the queue
+
+
 def fifo_schedule(snapshot: Snapshot) -> list[Admit | Wait]:
     """Strict FIFO (the baseline): submit order only, no priorities, fair share, preemption or
     backfill; the first workload that does not fit blocks everyone behind it. Same quota
@@ -181,7 +184,7 @@ def fifo_schedule(snapshot: Snapshot) -> list[Admit | Wait]:
     blocked = False
     for position, w in enumerate(sorted(snapshot.pending, key=lambda w: (w.submitted_at, w.id)), start=1):
         if blocked:
-            decisions.append(Wait(w.id, "fifo: behind the head of the queue", None, position))
+            decisions.append(Wait(w.id, "fifo: behind the head of the queue", None, position, FIFO_WAIT))
             continue
         shape = w.per_replica.as_tuple()
         need = tuple(x * w.replicas for x in shape)
@@ -192,7 +195,7 @@ def fifo_schedule(snapshot: Snapshot) -> list[Admit | Wait]:
             done = cycle.pools[w.pool].place_gang(shape, w.replicas, models)
         if done is None:
             blocked = True
-            decisions.append(Wait(w.id, "fifo: head of the queue does not fit", None, position))
+            decisions.append(Wait(w.id, "fifo: head of the queue does not fit", None, position, FIFO_WAIT))
             continue
         cohort.add(w.project, need)
         decisions.append(Admit(w.id, [{"replica": i, "node": n.name, "gpus": g} for i, (n, g) in enumerate(done)]))
@@ -201,22 +204,7 @@ def fifo_schedule(snapshot: Snapshot) -> list[Admit | Wait]:
 
 POLICIES: dict[str, Callable[[Snapshot], list]] = {"cairn": schedule, "fifo": fifo_schedule}
 
-NOT_YET_DECIDED = "not yet decided"  # arrived or requeued since the last cycle
-
-
-def wait_kind(reason: str) -> str:
-    """What a pending reason blames, coarsely enough to add up: its prefix (quota, budget,
-    constraint, capacity, reserved, preempting, fifo), with quota split by which limit binds."""
-    kind = reason.split(":", 1)[0]
-    if kind == "quota":
-        if "other projects have borrowed it" in reason:
-            return "quota: nominal lent out"
-        if "can borrow" in reason:
-            return "quota: nothing left to borrow"
-        if "has no quota" in reason:
-            return "quota: none on the pool"
-        return "quota: at its limit"
-    return kind
+NOT_YET_DECIDED = "not_yet_decided"  # arrived or requeued since the last cycle
 
 
 # -- the simulator -------------------------------------------------------------------------------
@@ -385,7 +373,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         for decision in decide(snapshot):
             if isinstance(decision, Wait):
                 w = pending[decision.workload_id]
-                kind = wait_kind(decision.reason)
+                kind = decision.kind or "unknown"
                 if wait_kind_of.get(w.id) != kind:
                     set_wait_kind(w.id, w.project, gpus(w.per_replica, w.replicas), kind)
             elif isinstance(decision, Admit):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 
-from django.db.models import Count
+from django.db.models import Count, F, Sum
 from django.http import HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -27,6 +27,7 @@ class CairnCollector:
         for row in Workload.objects.values("kind", "status").annotate(n=Count("id")).order_by():
             workloads.add_metric([row["kind"], row["status"]], row["n"])
         yield workloads
+        yield from self._queued(Workload)
         runs = GaugeMetricFamily("cairn_runs", "Tracked runs by status", labels=["status"])
         for row in Run.objects.values("status").annotate(n=Count("id")).order_by():
             runs.add_metric([row["status"]], row["n"])
@@ -35,6 +36,27 @@ class CairnCollector:
         for row in Node.objects.values("health", "schedulable").annotate(n=Count("id")).order_by():
             nodes.add_metric([row["health"], str(row["schedulable"]).lower()], row["n"])
         yield nodes
+
+
+    @staticmethod
+    def _queued(workload_model):
+        """Queued work by pool, project and what it waits on (the scheduler's waiting_on; "" until
+        its first decision): demand waiting on quota wants a bigger nominal, on capacity more nodes."""
+        labels = ["pool", "project", "waiting_on"]
+        count = GaugeMetricFamily("cairn_queued_workloads", "Queued workloads by what they wait on", labels=labels)
+        gpus = GaugeMetricFamily("cairn_queued_gpus", "GPUs asked for by queued workloads, by what they wait on",
+                                 labels=labels)
+        from apps.workloads.choices import WorkloadStatus
+
+        rows = (workload_model.objects.filter(status=WorkloadStatus.QUEUED)
+                .values("pool__name", "project__slug", "waiting_on")
+                .annotate(n=Count("id"), gpu_milli=Sum(F("gpu_milli") * F("replicas"))).order_by())
+        for row in rows:
+            key = [row["pool__name"], row["project__slug"], row["waiting_on"]]
+            count.add_metric(key, row["n"])
+            gpus.add_metric(key, (row["gpu_milli"] or 0) / 1000)
+        yield count
+        yield gpus
 
 
 REGISTRY = CollectorRegistry(auto_describe=False)

@@ -35,7 +35,7 @@ class WorkloadAdmin(ServiceDeleteMixin, admin.ModelAdmin):
 
     list_display = ["name", "project", "kind", "status", "priority", "pool", "replicas", "per_replica", "runtime_limit",
                     "created_at"]
-    list_filter = ["status", "kind", "priority", "pool", "project"]
+    list_filter = ["status", "waiting_on", "kind", "priority", "pool", "project"]
     list_select_related = ["project", "pool"]
     search_fields = ["name", "project__slug", "project__name"]
     date_hierarchy = "created_at"
@@ -44,7 +44,7 @@ class WorkloadAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     # What staff may change: scheduling knobs that take effect at the next scheduling cycle.
     # Not max_runtime_seconds: a launched Kubernetes Job already carries it as its deadline.
     editable = ["priority", "preemptible", "max_restarts"]
-    status_fields = ["status", "status_reason", "status_message", "pending_reason", "exit_code", "conditions",
+    status_fields = ["status", "status_reason", "status_message", "pending_reason", "waiting_on", "exit_code", "conditions",
                      "placement", "attempt", "runtime", "created_at", "updated_at", "admitted_at", "started_at",
                      "finished_at", "stop_requested_at"]
     fieldsets = [

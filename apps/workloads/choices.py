@@ -19,6 +19,21 @@ class WorkloadStatus(models.TextChoices):
     LOST = "lost", "Lost"  # the backend lost track of it and could not recover it
 
 
+class WaitingOn(models.TextChoices):
+    """What a queued workload waits on, as the scheduler last decided (its pending_reason says it
+    for people). The same values as apps/scheduling/policy.py WaitKind."""
+
+    CONSTRAINT = "constraint", "No node with an allowed GPU model"
+    CAPACITY = "capacity", "Capacity: no place fits it now"
+    BUDGET = "budget", "Its project's GPU-hour budget"
+    RESERVED = "reserved", "Capacity reserved for it as running work ends"
+    PREEMPTING = "preempting", "The workloads it preempted to exit"
+    QUOTA_LIMIT = "quota_limit", "Quota: its project's borrowing limit"
+    QUOTA_LENT = "quota_lent", "Quota: its nominal, lent to other projects"
+    QUOTA_LENDABLE = "quota_lendable", "Quota: nothing left to borrow"
+    QUOTA_NONE = "quota_none", "Quota: none on the pool"
+
+
 S = WorkloadStatus
 
 TERMINAL = frozenset({S.SUCCEEDED, S.FAILED, S.STOPPED, S.LOST})

@@ -1,12 +1,13 @@
 import django_filters
 
-from .choices import Kind, WorkloadStatus
+from .choices import Kind, WaitingOn, WorkloadStatus
 from .models import Workload
 
 
 class WorkloadFilter(django_filters.FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=WorkloadStatus.choices)
     kind = django_filters.ChoiceFilter(choices=Kind.choices)
+    waiting_on = django_filters.MultipleChoiceFilter(choices=WaitingOn.choices)  # queued workloads only
     name = django_filters.CharFilter(lookup_expr="exact")
     name_contains = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
     pool = django_filters.CharFilter(field_name="pool__name")

@@ -5,7 +5,7 @@ from django.db import models
 from apps.clusters.models import ResourcePool
 from apps.projects.models import Project
 
-from .choices import EventType, Kind, Priority, WorkloadStatus
+from .choices import EventType, Kind, Priority, WaitingOn, WorkloadStatus
 from .deadlines import MAX_RUNTIME_LIMIT_SECONDS, MIN_RUNTIME_LIMIT_SECONDS
 
 
@@ -43,6 +43,7 @@ class Workload(models.Model):
     status_reason = models.CharField(max_length=64, blank=True)
     status_message = models.TextField(blank=True)
     pending_reason = models.TextField(blank=True)
+    waiting_on = models.CharField(max_length=16, choices=WaitingOn.choices, blank=True)  # pending_reason's kind
     # Written by the scheduler for queued workloads: when it expects to start it (when it can
     # tell) and its place in its pool's queue (1 = next).
     estimated_start = models.DateTimeField(null=True, blank=True)

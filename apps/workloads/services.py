@@ -116,6 +116,7 @@ def workload_transition(
             updates.setdefault("finished_at", now)
         if to_status != S.QUEUED:
             updates.setdefault("pending_reason", "")
+            updates.setdefault("waiting_on", "")
         won = Workload.objects.filter(pk=workload_id, status=current).update(**updates)
         if not won:
             return None

@@ -34,6 +34,7 @@ from cairn.client import (
     FINISHED_STATUSES,
     KINDS,
     STATUSES,
+    WAITING_ON,
     CairnError,
     Client,
 )
@@ -422,6 +423,14 @@ def format_eta(value: Any, now: datetime | None = None) -> str:
     return "now" if seconds <= 0 else f"in {_largest_unit(seconds)}"
 
 
+def _others_reason(entry: dict) -> str:
+    """A queue entry shown without its reason: what it waits on, which names no project."""
+    if entry.get("mine"):
+        return ""
+    kind = entry.get("waiting_on")
+    return f"(another project's) {WAITING_ON.get(kind, kind)}" if kind else "(another project's)"
+
+
 def cmd_queue(app: App) -> int:
     client = app.client()
     pool = app.args.pool
@@ -431,14 +440,16 @@ def cmd_queue(app: App) -> int:
             raise CliError("give a pool: " + (", ".join(str(n) for n in names) if names else "there is none"),
                            EXIT_USAGE)
         pool = names[0]
-    rows = client.queue(pool)
+    rows = client.queue(pool, waiting_on=app.args.waiting_on or ())
     if app.args.mine:
         rows = [w for w in rows if w.get("mine")]
     if app.args.json:
         app.print_json(list(rows))
         return EXIT_OK
     if not rows:
-        app.say(f"Nothing of yours is queued on pool {pool}." if app.args.mine else f"Pool {pool} has no queue.")
+        waiting = f" waiting on {' or '.join(WAITING_ON[k] for k in app.args.waiting_on)}" if app.args.waiting_on else ""
+        app.say(f"Nothing of yours is queued on pool {pool}{waiting}." if app.args.mine
+                else f"Nothing is queued on pool {pool}{waiting}." if waiting else f"Pool {pool} has no queue.")
         return EXIT_OK
     # Compact (narrow padding, short headers): the reason, the column that matters, keeps room
     # on an 80-column terminal.
@@ -460,7 +471,7 @@ def cmd_queue(app: App) -> int:
             format_number(resources.get("gpu")),
             format_age(w.get("submitted_at")),
             format_eta(w.get("estimated_start")),
-            w.get("pending_reason") or ("" if w.get("mine") else "(another project's)"),
+            w.get("pending_reason") or _others_reason(w),
         )
     app.out.print(table)
     return EXIT_OK
@@ -494,6 +505,7 @@ def cmd_get(app: App) -> int:
     row("Status", status)
     row("Message", w.get("status_message"))
     row("Pending", w.get("pending_reason"))
+    row("Waiting on", WAITING_ON.get(w.get("waiting_on"), w.get("waiting_on")))
     row("Exit code", w.get("exit_code"))
     row("Pool", w.get("pool"))
     priority = w.get("priority")
@@ -764,6 +776,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "priority and size.")
     p.add_argument("pool", nargs="?", help="the resource pool (default: the only one, if there is one)")
     p.add_argument("--mine", action="store_true", help="only workloads of your projects")
+    p.add_argument("--waiting-on", action="append", choices=list(WAITING_ON), metavar="KIND",
+                   help="only workloads waiting on KIND (repeat for several): " + ", ".join(WAITING_ON))
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_queue)
 

@@ -33,6 +33,12 @@ STATUSES: tuple[str, ...] = (
     "queued", "admitted", "running", "stopping", "succeeded", "failed", "stopped", "lost",
 )
 FINISHED_STATUSES = frozenset({"succeeded", "failed", "stopped", "lost"})
+# What a queued workload waits on (the API's waiting_on), with a short label for tables.
+WAITING_ON: dict[str, str] = {
+    "capacity": "capacity", "reserved": "reserved", "preempting": "preempting",
+    "quota_lent": "nominal lent out", "quota_lendable": "nothing to borrow", "quota_limit": "quota limit",
+    "quota_none": "no quota", "budget": "budget", "constraint": "GPU model",
+}
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
@@ -352,11 +358,13 @@ class Client:
         """Resource pools: [{"id","name","cluster","accelerator_models",...}]."""
         return self.paginate("/pools/")
 
-    def queue(self, pool: str, *, limit: int | None = None) -> Listing:
+    def queue(self, pool: str, *, waiting_on: Sequence[str] = (), limit: int | None = None) -> Listing:
         """The queued workloads of a pool in scheduling order: [{"position","priority","replicas",
-        "resources","estimated_start","mine",...}]. Workloads of projects you are not a member of
-        show only their place, priority and size (their id, name, project and reason are None)."""
-        return self.paginate(f"/pools/{quote(str(pool), safe='')}/queue/", limit=limit)
+        "resources","waiting_on","estimated_start","mine",...}], only those waiting on one of
+        `waiting_on` (WAITING_ON) if given. Workloads of projects you are not a member of show only
+        their place, priority, size and what they wait on (their id, name, project and reason are None)."""
+        params = {"waiting_on": list(waiting_on)} if waiting_on else None
+        return self.paginate(f"/pools/{quote(str(pool), safe='')}/queue/", params, limit=limit)
 
     def tokens(self) -> list[dict]:
         """Your API tokens (never their secrets): [{"id","name","prefix","active",...}]."""

@@ -217,13 +217,15 @@ async def test_workload_topic_state_status_events_pending_and_telemetry(vera, pr
     assert state["topic"] == topic and state["type"] == "workload.state" and state["workload"] == workload.pk
     assert state["status"] == "queued" and state["pending_reason"] == "Waiting for quota."
     assert state["queue_position"] == 3 and state["estimated_start"] is None and state["conditions"] == []
+    assert state["waiting_on"] is None  # the scheduler has not decided yet
 
     # The scheduler writes pending reasons and estimates without an event: the state poll sees them.
     eta = timezone.now() + timezone.timedelta(minutes=30)
     await sync_to_async(Workload.objects.filter(pk=workload.pk).update)(
-        pending_reason="Waiting for 1 GPU.", estimated_start=eta, queue_position=1)
+        pending_reason="Waiting for 1 GPU.", waiting_on="capacity", estimated_start=eta, queue_position=1)
     state = await ws.receive_json_from(timeout=5)
     assert state["type"] == "workload.state" and state["pending_reason"] == "Waiting for 1 GPU."
+    assert state["waiting_on"] == "capacity"
     assert state["queue_position"] == 1 and state["estimated_start"].startswith(eta.strftime("%Y-%m-%dT%H:%M"))
 
     await sync_to_async(workload_transition)(workload_id=workload.pk, to_status="admitted", reason="Admitted",

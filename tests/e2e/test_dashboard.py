@@ -334,6 +334,44 @@ def test_a_new_token_secret_is_shown_once_and_works(cairn, new_page):
     assert value not in page.content()
 
 
+def test_the_queue_says_what_work_waits_on_and_filters_by_it(cairn, new_page):
+    headers = {"Authorization": f"Bearer {cairn.token('erin')}"}
+    jobs = f"{cairn.url}/api/v1/projects/{PROJECT}/training-jobs/"
+    # 64 GPUs against a nominal of 8, and no other project lends: it waits on quota whatever
+    # GPUs this machine has.
+    created = requests.post(jobs, json={"name": "too-big", "command": "true", "resources": {"gpu": 64}},
+                            headers=headers, timeout=10)
+    assert created.status_code == 201, created.text
+    job = created.json()["id"]
+    try:
+        page = new_page(cairn.url)
+        sign_in(page, "erin")
+        expect(page).to_have_url(re.compile(rf"{workloads_url()}$"), timeout=UI)
+        page.goto("/cluster")
+        row = page.get_by_test_id("queue-row").filter(has_text="too-big")
+        expect(row.get_by_test_id("waiting-on")).to_have_text("nothing to borrow", timeout=JOB)
+
+        page.get_by_test_id("queue-waiting-on").click()
+        page.get_by_role("option", name="budget", exact=True).click()
+        expect(page).to_have_url(re.compile(r"[?&]waiting_on=budget"), timeout=UI)
+        expect(page.get_by_test_id("queue-empty")).to_contain_text("Nothing in local is waiting on budget", timeout=UI)
+        expect(page.get_by_test_id("queue-row")).to_have_count(0)
+        page.goto("/cluster?waiting_on=quota_lendable")  # the filter is kept in the URL
+        expect(row.get_by_test_id("waiting-on")).to_have_text("nothing to borrow", timeout=UI)
+
+        page.goto(f"/projects/{PROJECT}/workloads/training/{job}")
+        expect(page.get_by_test_id("pending-reason")).to_contain_text("quota:", timeout=UI)
+        expect(page.get_by_test_id("waiting-on-hint")).to_contain_text("too little unused quota left to lend")
+
+        page.goto(f"/projects/{PROJECT}/quotas")  # the quota page sums queued GPUs by what they wait on
+        queued = page.get_by_test_id("quota-row").filter(has_text="local").get_by_test_id("quota-queued")
+        expect(queued).to_contain_text("64 GPUs", timeout=UI)
+        expect(queued).to_contain_text("64 nothing to borrow")
+    finally:
+        stopped = requests.post(f"{jobs}{job}/stop/", headers=headers, timeout=10)
+        assert stopped.status_code in (200, 202), stopped.text
+
+
 def test_cluster_and_quota_pages_show_the_local_pool_and_the_theme_switches(cairn, new_page):
     page = new_page(cairn.url)
     sign_in(page, "erin")

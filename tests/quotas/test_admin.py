@@ -73,10 +73,13 @@ def _request():
 
 
 def test_quota_changelist_shows_usage_beside_each_quota(staff_client, busy_project):
+    WorkloadFactory(project=busy_project, pool=busy_project.quotas.get().pool, status="queued", replicas=2,
+                    gpu_milli=1500, waiting_on="quota_lendable")
     response = staff_client.get(changelist_url(Quota))
 
     html = response.content.decode()
     assert "4 / 8 GPU" in html  # 2 replicas x 2 GPUs of 8 nominal
+    assert "3: 3 quota: nothing left to borrow" in html  # queued GPUs, by what they wait on
     assert "3 / 16 CPU" in html
     assert "8 GiB / 64 GiB" in html
     assert "4.00 / 100 (4%)" in html  # GPU-hours this period vs budget

@@ -23,7 +23,9 @@ def quotas(project, pool):
     # 5.5 GPUs held now: 1.5 above the nominal 4.
     WorkloadFactory(project=project, pool=pool, status="running", replicas=2, gpu_milli=2000)
     WorkloadFactory(project=project, pool=pool, status="stopping", gpu_milli=1500)
-    WorkloadFactory(project=project, pool=pool, status="queued", gpu_milli=8000)  # holds nothing
+    WorkloadFactory(project=project, pool=pool, status="queued", gpu_milli=8000)  # holds nothing, not decided yet
+    WorkloadFactory(project=project, pool=pool, status="queued", gpu_milli=1000, replicas=3, waiting_on="quota_limit")
+    WorkloadFactory(project=project, pool=pool, status="queued", gpu_milli=500, waiting_on="quota_limit")
     WorkloadFactory(project=ProjectFactory(slug="other"), pool=pool, status="running", gpu_milli=8000)  # not ours
     UsageRecord.objects.create(project=project, pool=pool, gpu_milli=4000, attempt=1,
                                started_at=timezone.now() - timedelta(hours=2), ended_at=timezone.now() - timedelta(hours=1))
@@ -42,6 +44,8 @@ def test_quota_rows_show_used_borrowed_lendable_and_budget(quotas, vera, client_
     usage = row["usage"]
     assert usage["used_gpu_milli"] == usage["allocated_gpu_milli"] == 5500
     assert usage["borrowed_gpu_milli"] == 1500 and usage["lendable_gpu_milli"] == 0
+    assert usage["queued_gpu_milli"] == 11500
+    assert usage["waiting_gpu_milli"] == {"undecided": 8000, "quota_limit": 3500}
     if timezone.now() - timedelta(hours=2) >= budget_period_start("month", timezone.now()):
         assert usage["gpu_hours_this_period"] == pytest.approx(4.0, abs=0.01)
         assert usage["budget_left_gpu_hours"] == pytest.approx(96.0, abs=0.01)
@@ -51,6 +55,7 @@ def test_quota_rows_show_used_borrowed_lendable_and_budget(quotas, vera, client_
     spare = rows["spare"]["usage"]
     assert spare["used_gpu_milli"] == 0 and spare["borrowed_gpu_milli"] == 0
     assert spare["lendable_gpu_milli"] == 1500  # 4 GPUs unused, lending capped at 1.5
+    assert spare["queued_gpu_milli"] == 0 and spare["waiting_gpu_milli"] == {}
     assert spare["gpu_hour_budget"] is None and spare["budget_left_gpu_hours"] is None
 
     one = client_for(vera).get(f"{URL}{busy.pk}/").json()

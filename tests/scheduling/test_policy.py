@@ -12,6 +12,8 @@ from apps.scheduling.policy import (
     RunningWorkload,
     Snapshot,
     Wait,
+    WaitKind,
+    _Cohort,
     schedule,
 )
 
@@ -536,6 +538,20 @@ def test_a_reservation_does_not_hold_quota_that_the_work_it_waits_for_still_hold
     assert isinstance(decisions[2], Admit)
     # 8 running + 4 admitted + the reservation's 8 less b's 4 that it will take over: 16 drawn.
     assert decisions[3].reason.startswith("quota: project 'c'")
+
+
+def test_every_quota_block_has_its_own_kind_and_a_reason_that_says_so():
+    cohort = _Cohort("p", [quota("a", gpus=2), quota("b", gpus=2), quota("capped", gpus=2, borrow=0)])
+    cohort.add("a", (6000, 0, 0))  # a borrows all the nominal of b and capped
+    one = (1000, 0, 0)
+    blocks = {
+        WaitKind.QUOTA_LENT: (cohort.check("b", one), "other projects have borrowed it"),
+        WaitKind.QUOTA_LENDABLE: (cohort.check("a", one), "can borrow 0 more"),
+        WaitKind.QUOTA_LIMIT: (cohort.check("capped", (3000, 0, 0)), "may borrow 0"),
+        WaitKind.QUOTA_NONE: (cohort.check("stranger", one), "has no quota on pool 'p'"),
+    }
+    for kind, (block, says) in blocks.items():
+        assert block.kind == kind and block.reason.startswith("quota: ") and says in block.reason
 
 
 # -- bounded wait ----------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from apps.scheduling.policy import (
     RunningWorkload,
     Snapshot,
     Wait,
+    WaitKind,
     _Cycle,
     schedule,
 )
@@ -133,6 +134,10 @@ def test_invariants_hold_for_random_clusters(nodes, quotas, first, second):
     admits = [d for d in decisions if isinstance(d, Admit)]
     preempts = [d for d in decisions if isinstance(d, Preempt)]
     assert {d.workload_id for d in waits + admits} == set(by_id)  # one decision per pending workload
+    # Every wait says what it waits on, for code (kind) as for people (the reason's own prefix).
+    kinds = {v for k, v in vars(WaitKind).items() if k.isupper()}
+    for d in waits:
+        assert d.kind in kinds and d.reason.startswith(d.kind.split("_")[0] + ":")
 
     # Gangs: all replicas or nothing.
     for d in admits:

@@ -127,24 +127,42 @@ def test_an_admin_tries_a_quota_change_on_the_pools_own_history(project, pool):
         _run("--from-db", "nope")
 
 
-@pytest.mark.django_db
-def test_the_per_project_table_counts_jobs_that_never_started(project, pool):
-    NodeFactory(pool=pool, name="n1", gpu_count=4, cpu_milli_allocatable=64000, memory_mb_allocatable=10**6,
+def _replay_history(project, pool, *, node_gpus: int, nominal_gpu_milli: int, jobs) -> list[str]:
+    """The pool's history (one node; `jobs` of (name, gpu_milli, replicas), each an hour long)
+    replayed under Cairn's policy by the command: its output lines."""
+    NodeFactory(pool=pool, name="n1", gpu_count=node_gpus, cpu_milli_allocatable=64000, memory_mb_allocatable=10**6,
                 health="healthy")
-    QuotaFactory(project=project, pool=pool, nominal_gpu_milli=16000)
+    QuotaFactory(project=project, pool=pool, nominal_gpu_milli=nominal_gpu_milli)
     now = timezone.now()
-    for name, gpus in (("fits", 2000), ("too-big", 8000)):  # 8 GPUs fit on no node: it never starts
-        WorkloadFactory(project=project, pool=pool, status="succeeded", gpu_milli=gpus, name=name,
+    for name, gpus, replicas in jobs:
+        WorkloadFactory(project=project, pool=pool, status="succeeded", gpu_milli=gpus, replicas=replicas, name=name,
                         started_at=now - timedelta(hours=3), finished_at=now - timedelta(hours=2))
     out = StringIO()
     call_command("simulate", "--from-db", pool.name, "--policy", "cairn", "--no-progress", stdout=out, stderr=StringIO())
-    lines = out.getvalue().splitlines()
+    return out.getvalue().splitlines()
+
+
+@pytest.mark.django_db
+def test_the_per_project_table_counts_jobs_that_never_started(project, pool):
+    # 8 GPUs fit on no node: that job never starts.
+    lines = _replay_history(project, pool, node_gpus=4, nominal_gpu_milli=16000,
+                            jobs=[("fits", 2000, 1), ("too-big", 8000, 1)])
     assert "unstarted cairn" in next(line for line in lines if line.startswith("per project"))
     assert next(line for line in lines if line.startswith(project.slug)).split()[-1] == "1"
     # And why: the job too big for any node (but not for the quota) waited on capacity.
     reasons = lines.index("GPU-hours waiting, by pending reason (cairn)")
     assert lines[reasons + 1].split() == ["project", "capacity"]
     assert lines[reasons + 2].split()[0] == project.slug and float(lines[reasons + 2].split()[1]) > 0
+    assert not any("bigger than their project's nominal" in line for line in lines)  # 16 GPUs of nominal
+
+
+@pytest.mark.django_db
+def test_the_command_names_jobs_bigger_than_their_projects_nominal(project, pool):
+    lines = _replay_history(project, pool, node_gpus=8, nominal_gpu_milli=3000,
+                            jobs=[("small", 2000, 1), ("wide", 4000, 1), ("gang", 2000, 4), ("fits", 1000, 3)])
+    heading = next(i for i, line in enumerate(lines) if line.startswith("jobs bigger than their project's nominal"))
+    assert lines[heading + 1].split() == [project.slug, "2", "jobs", "of", "4-8", "GPUs,", "nominal", "3", "on", "pool",
+                                          pool.name]
 
 
 def test_max_min_fair_shares_cap_each_project_at_what_it_asks_for():
@@ -183,7 +201,7 @@ def test_waiting_gpu_time_is_split_by_the_pending_reason_the_policy_gave():
     # b waited only for its victim's grace period, on 1 GPU.
     assert cairn.project_waits["b"] == pytest.approx({"preempting": 30 / 3600})
     # a's queued jobs waited because a had borrowed all there was to borrow.
-    assert max(cairn.project_waits["a"], key=cairn.project_waits["a"].get) == "quota: nothing left to borrow"
+    assert max(cairn.project_waits["a"], key=cairn.project_waits["a"].get) == "quota_lendable"
     fifo = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="fifo")
     assert set(fifo.project_waits) == {"a", "b"} and all(set(k) == {"fifo"} for k in fifo.project_waits.values())
     # Without preemption every GPU-second pending is one job's queueing delay: the split adds up.
@@ -192,19 +210,16 @@ def test_waiting_gpu_time_is_split_by_the_pending_reason_the_policy_gave():
         assert sum(fifo.project_waits[project].values()) * 3600 == pytest.approx(delays)
 
 
-def test_every_quota_reason_the_policy_writes_gets_its_own_kind():
-    # wait_kind reads the policy's wording: hold the two to each other, one quota case each.
-    from apps.scheduling.policy import QuotaState, _Cohort
-    from apps.scheduling.simulation import wait_kind
+def test_the_wait_table_heads_its_columns_with_labels_for_people():
+    from types import SimpleNamespace
 
-    def quota(project, gpus, borrow=None):
-        return QuotaState(project=project, pool="p", nominal=Resources(gpus * 1000, 10**6, 10**9),
-                          borrowing_limit_gpu_milli=borrow)
+    from apps.scheduling.management.commands.simulate import Command
 
-    cohort = _Cohort("p", [quota("a", 2), quota("b", 2), quota("capped", 2, borrow=0)])
-    cohort.add("a", (6000, 0, 0))  # a borrows all the nominal of b and capped
-    one = (1000, 0, 0)
-    assert wait_kind(cohort.check("b", one)) == "quota: nominal lent out"
-    assert wait_kind(cohort.check("a", one)) == "quota: nothing left to borrow"
-    assert wait_kind(cohort.check("capped", (3000, 0, 0))) == "quota: at its limit"
-    assert wait_kind(cohort.check("stranger", one)) == "quota: none on the pool"
+    out = StringIO()
+    command = Command(stdout=out)
+    command._wait_reasons(SimpleNamespace(policy="cairn", project_waits={
+        "a": {"quota_lendable": 2.0, "not_yet_decided": 0.5}, "b": {"capacity": 1.0}}))
+    lines = out.getvalue().splitlines()
+    assert lines[1] == "GPU-hours waiting, by pending reason (cairn)"
+    assert "quota: nothing left to borrow" in lines[2] and "not yet decided" in lines[2] and "quota_" not in lines[2]
+    assert lines[3].split() == ["a", "2.0", "0.0", "0.5"] and lines[4].split() == ["b", "0.0", "1.0", "0.0"]

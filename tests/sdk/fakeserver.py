@@ -153,7 +153,10 @@ class FakeCairn:
         if match:
             if not any(p["name"] == match[1] for p in self.pools):
                 return h.reply(404, {"detail": "Resource pool not found."})
-            return self._page(h, self.queues.get(match[1], []), query)
+            entries = self.queues.get(match[1], [])
+            if "waiting_on" in query:  # as the server's filter: any of the kinds given
+                entries = [e for e in entries if e.get("waiting_on") in query["waiting_on"]]
+            return self._page(h, entries, query)
         match = re.fullmatch(r"/api/v1/tokens/(\d+)/", path)
         if match and h.command == "DELETE":
             self.tokens = [t for t in self.tokens if t["id"] != int(match[1])]

@@ -368,6 +368,16 @@ def test_get_shows_the_run_time_limit_and_its_outcome(run, logged_in):
     assert "Run-time limit" not in run("get", "unlimited").out
 
 
+def test_get_says_what_a_queued_workload_waits_on(run, logged_in):
+    logged_in.add_workload(name="big", status="queued", waiting_on="quota_lendable",
+                           pending_reason="quota: project 'vision' has 0 of its nominal 8 GPU free")
+    out = run("get", "big").out
+    assert "quota: project 'vision' has 0 of its nominal" in out
+    assert next(line for line in out.splitlines() if "Waiting on" in line).split()[-3:] == ["nothing", "to", "borrow"]
+    logged_in.add_workload(name="done", status="succeeded", waiting_on=None)
+    assert "Waiting on" not in run("get", "done").out
+
+
 def test_get_by_id(run, logged_in):
     logged_in.add_workload(kind="deployment", name="api")
     result = run("get", "1", "--json")
@@ -394,8 +404,9 @@ def _queue_entry(position, *, mine=True, **fields):
 def test_queue_shows_the_pools_queue_in_order_with_reasons_and_starts(run, logged_in, monkeypatch):
     soon = (datetime.now(UTC) + timedelta(hours=2, minutes=5)).isoformat().replace("+00:00", "Z")
     logged_in.queues["local"] = [
-        _queue_entry(1, mine=False, priority="P1", replicas=2, resources={"gpu": 8.0, "cpu": 64, "memory_mb": 1}),
-        _queue_entry(2, id=7, name="resnet", project="vision", estimated_start=soon,
+        _queue_entry(1, mine=False, priority="P1", replicas=2, resources={"gpu": 8.0, "cpu": 64, "memory_mb": 1},
+                     waiting_on="quota_lent"),
+        _queue_entry(2, id=7, name="resnet", project="vision", estimated_start=soon, waiting_on="reserved",
                      pending_reason="reserved: pool 'local' is full for 1 replica(s) of 8 GPU"),
     ]
     result = run("queue")  # the only pool
@@ -405,7 +416,8 @@ def test_queue_shows_the_pools_queue_in_order_with_reasons_and_starts(run, logge
     for column in ("ID", "NAME", "PROJECT", "PRI", "REPL", "GPU", "WAIT", "START", "REASON"):
         assert column in header
     other = next(line for line in lines if line.split()[:1] == ["1"])
-    assert other.split()[:7] == ["1", "-", "-", "-", "P1", "2", "8"] and "(another project's)" in other
+    assert other.split()[:7] == ["1", "-", "-", "-", "P1", "2", "8"]
+    assert "(another project's) nominal lent out" in other  # what it waits on names no project
     mine = next(line for line in lines if "resnet" in line)
     assert mine.split()[:7] == ["2", "7", "resnet", "vision", "P3", "1", "1"]
     assert "in 2h" in mine and "reserved: pool 'local' is full" in mine
@@ -421,6 +433,19 @@ def test_queue_shows_the_pools_queue_in_order_with_reasons_and_starts(run, logge
 
     mine_only = run("queue", "local", "--mine", "--json")
     assert [w["name"] for w in json.loads(mine_only.out)] == ["resnet"]
+
+
+def test_queue_filters_by_what_work_waits_on(run, logged_in):
+    logged_in.queues["local"] = [_queue_entry(1, mine=False, waiting_on="capacity"),
+                                 _queue_entry(2, id=7, name="resnet", project="vision", waiting_on="reserved",
+                                              pending_reason="reserved: pool 'local' is full")]
+    result = run("queue", "--waiting-on", "reserved", "--waiting-on", "quota_lent", "--json")
+    assert result.code == 0, result.err
+    assert [w["position"] for w in json.loads(result.out)] == [2]
+    assert logged_in.find("GET", "/pools/local/queue/")[-1].query["waiting_on"] == ["reserved", "quota_lent"]
+    assert "Nothing is queued on pool local waiting on budget." in run("queue", "--waiting-on", "budget").out
+    refused = run("queue", "--waiting-on", "gpus")  # argparse's usage error, naming the kinds there are
+    assert refused.code == 2 and "invalid choice: 'gpus'" in refused.err and "quota_lendable" in refused.err
 
 
 def test_queue_needs_a_pool_when_there_are_several_and_names_a_missing_one(run, logged_in):

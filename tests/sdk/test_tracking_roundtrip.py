@@ -30,7 +30,8 @@ TRAIN = textwrap.dedent("""
     cairn.log_params({"lr": 0.001, "optimizer": "adam"})
     for step in range(steps):
         cairn.log({"loss": 1.0 / (step + 1), "acc": step / steps}, step=step)
-        progress.write_text(str(step))
+        progress.with_suffix(".tmp").write_text(str(step))
+        progress.with_suffix(".tmp").replace(progress)  # atomic: the test never sees a half-written file
         time.sleep(pause)
     print("training done", flush=True)
     assert cairn.finish(timeout=60)
@@ -106,9 +107,11 @@ def test_job_logs_through_injected_run_token_and_points_read_back(server, tmp_pa
 
 
 def _read_step(path) -> int:
-    """The step the script last wrote (it rewrites the file each step: retry a torn read)."""
-    return wait_for(lambda: path.read_text().strip().isdigit() and int(path.read_text()), timeout=5,
-                    interval=0.01, message="progress")
+    """The step the script last wrote (read once per try: two reads could straddle a rewrite)."""
+    def step():
+        text = path.read_text().strip() if path.exists() else ""
+        return (int(text),) if text.isdigit() else None  # a tuple, so step 0 counts as read
+    return wait_for(step, timeout=5, interval=0.01, message="progress")[0]
 
 
 def test_training_survives_server_outage_and_buffered_points_arrive(server, tmp_path):

@@ -212,6 +212,20 @@ def test_metrics_endpoint_is_protected(alice, admin_user, client_for, settings, 
 
 
 @pytest.mark.django_db
+def test_metrics_count_queued_work_and_its_gpus_by_what_it_waits_on(admin_user, client_for, project, pool):
+    for gpus, replicas, waiting_on in ((1000, 2, "quota_lendable"), (500, 1, "quota_lendable"), (8000, 1, "capacity")):
+        WorkloadFactory(project=project, pool=pool, status="queued", gpu_milli=gpus, replicas=replicas,
+                        waiting_on=waiting_on)
+    WorkloadFactory(project=project, pool=pool, status="running", gpu_milli=4000)  # not queued: not counted
+    text = client_for(admin_user).get("/metrics").content.decode()
+    labels = f'pool="{pool.name}",project="{project.slug}"'
+    assert f'cairn_queued_workloads{{{labels},waiting_on="quota_lendable"}} 2.0' in text
+    assert f'cairn_queued_gpus{{{labels},waiting_on="quota_lendable"}} 2.5' in text
+    assert f'cairn_queued_gpus{{{labels},waiting_on="capacity"}} 8.0' in text
+    assert "4.0" not in "".join(line for line in text.splitlines() if line.startswith("cairn_queued_gpus"))
+
+
+@pytest.mark.django_db
 def test_run_telemetry_once_samples_the_local_node():
     from django.core.management import call_command
 

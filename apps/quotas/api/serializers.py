@@ -18,6 +18,11 @@ class QuotaUsageSerializer(serializers.Serializer):
     borrowed_gpu_milli = serializers.IntegerField(help_text="Used above nominal: max(0, used - nominal).")
     lendable_gpu_milli = serializers.IntegerField(
         help_text="Unused nominal others may borrow: max(0, nominal - used), capped by the lending limit.")
+    queued_gpu_milli = serializers.IntegerField(help_text="GPUs (milli) asked for by the project's queued workloads in the pool.")
+    waiting_gpu_milli = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="queued_gpu_milli split by what the work waits on: a workload's waiting_on, or 'undecided' "
+                  "before the scheduler's first decision.")
     gpu_hours_this_period = serializers.FloatField()
     gpu_hour_budget = serializers.FloatField(allow_null=True)
     budget_left_gpu_hours = serializers.FloatField(allow_null=True, help_text="Never negative; null without a budget.")

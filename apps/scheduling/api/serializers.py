@@ -1,12 +1,12 @@
 from rest_framework import serializers
 
-from apps.workloads.api.serializers import WorkloadResourcesOutSerializer
+from apps.workloads.api.serializers import WaitingOnField, WorkloadResourcesOutSerializer
 from apps.workloads.models import Workload
 
 
 class QueueEntrySerializer(serializers.ModelSerializer):
     """One queued workload of a pool. Workloads of projects the caller is not a member of show
-    only their place, priority and size (no id, name, project or reason)."""
+    only their place, priority, size and what they wait on (no id, name, project or reason)."""
 
     position = serializers.IntegerField(source="queue_position", allow_null=True)
     id = serializers.SerializerMethodField()
@@ -14,6 +14,7 @@ class QueueEntrySerializer(serializers.ModelSerializer):
     project = serializers.SerializerMethodField()
     pending_reason = serializers.SerializerMethodField()
     priority = serializers.SerializerMethodField()
+    waiting_on = WaitingOnField()
     resources = serializers.SerializerMethodField()
     submitted_at = serializers.DateTimeField(source="created_at")
     mine = serializers.SerializerMethodField()
@@ -21,7 +22,7 @@ class QueueEntrySerializer(serializers.ModelSerializer):
     class Meta:
         model = Workload
         fields = ["position", "id", "name", "project", "kind", "priority", "replicas", "resources", "gpu_model",
-                  "pending_reason", "estimated_start", "submitted_at", "mine"]
+                  "pending_reason", "waiting_on", "estimated_start", "submitted_at", "mine"]
         read_only_fields = fields
 
     def get_mine(self, obj) -> bool:

@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from apps.core.serializers import StrictSerializer
 
-from ..choices import Kind, Priority, WorkloadStatus
+from ..choices import Kind, Priority, WaitingOn, WorkloadStatus
 from ..deadlines import MAX_RUNTIME_LIMIT_SECONDS, MIN_RUNTIME_LIMIT_SECONDS
 from ..models import Workload, WorkloadEvent
 
@@ -45,6 +45,16 @@ def parse_memory_mb(value) -> int:
     if mb > MAX_MEMORY_MB_PER_REPLICA:
         raise serializers.ValidationError("Memory per replica cannot exceed 16Ti.")
     return int(round(mb))
+
+
+class WaitingOnField(serializers.ChoiceField):
+    """What a queued workload waits on (a WaitingOn value); null when it waits on nothing."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=WaitingOn.choices, allow_null=True, read_only=True, **kwargs)
+
+    def to_representation(self, value):
+        return value or None
 
 
 @extend_schema_field({"type": "string", "enum": ["P0", "P1", "P2", "P3", "P4", "P5"], "default": "P3"})
@@ -229,11 +239,12 @@ class WorkloadSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     estimated_start = serializers.SerializerMethodField()
     queue_position = serializers.SerializerMethodField()
+    waiting_on = WaitingOnField()
 
     class Meta:
         model = Workload
         fields = ["id", "name", "kind", "project", "pool", "status", "status_reason", "status_message",
-                  "pending_reason", "estimated_start", "queue_position", "preemptions", "exit_code", "priority",
+                  "pending_reason", "waiting_on", "estimated_start", "queue_position", "preemptions", "exit_code", "priority",
                   "preemptible", "replicas", "resources", "gpu_model", "max_restarts", "max_runtime_seconds",
                   "attempt", "restarts", "spec", "conditions", "placement", "runtime", "created_by", "created_at",
                   "updated_at", "admitted_at", "started_at", "finished_at", "url"]

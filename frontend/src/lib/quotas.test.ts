@@ -9,6 +9,7 @@ const DOC_EXAMPLE: QuotaLike = {
   usage: {
     allocated_gpu_milli: 5500, allocated_cpu_milli: 40000, allocated_memory_mb: 131072,
     used_gpu_milli: 5500, borrowed_gpu_milli: 1500, lendable_gpu_milli: 0,
+    queued_gpu_milli: 9000, waiting_gpu_milli: { capacity: 1000, quota_limit: 8000 },
     gpu_hours_this_period: 123.456, gpu_hour_budget: 500.0, budget_left_gpu_hours: 376.544,
     period_start: "2025-06-01T00:00:00Z", period_end: "2025-07-01T00:00:00Z",
   },
@@ -37,6 +38,14 @@ describe("quotaView", () => {
       cpuNominal: 64000, cpuUsed: 40000, budgetPercent: 24.7,
     });
     expect(v.bar).toEqual({ within: 72.7, borrowed: 27.3, scale: 5500 });
+    expect(v.queued).toBe(9000);
+    expect(v.waiting).toEqual([{ kind: "quota_limit", milli: 8000 }, { kind: "capacity", milli: 1000 }]);
+  });
+  it("nothing queued, or a split without its total", () => {
+    expect(quotaView({ id: 3, pool: "l4", usage: {} })).toMatchObject({ queued: 0, waiting: [] });
+    const v = quotaView({ id: 4, pool: "l4", usage: { waiting_gpu_milli: { undecided: 500, budget: 0, reserved: 1500 } } });
+    expect(v.queued).toBe(2000);
+    expect(v.waiting).toEqual([{ kind: "reserved", milli: 1500 }, { kind: "undecided", milli: 500 }]);
   });
   it("derives borrowed, lendable and budget left when usage lacks them", () => {
     const v = quotaView({

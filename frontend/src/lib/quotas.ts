@@ -9,6 +9,8 @@ export interface QuotaUsage {
   used_gpu_milli?: number;
   borrowed_gpu_milli?: number;
   lendable_gpu_milli?: number;
+  queued_gpu_milli?: number;
+  waiting_gpu_milli?: Record<string, number>;
   gpu_hours_this_period?: number;
   gpu_hour_budget?: number | null;
   budget_left_gpu_hours?: number | null;
@@ -48,6 +50,9 @@ export interface QuotaView {
   period: string;
   periodEnd: string | null;
   bar: UsageBar;
+  /** GPUs (milli) asked for by queued work, and that split by what it waits on, largest first. */
+  queued: number;
+  waiting: { kind: string; milli: number }[];
   /** GPU-hours spent this period as a percentage of the budget (capped at 100), null without a budget. */
   budgetPercent: number | null;
 }
@@ -91,6 +96,12 @@ export function quotaView(quota: QuotaLike): QuotaView {
   const left = num(usage.budget_left_gpu_hours);
   const budgetLeft = budget === null ? null : left ?? Math.max(0, budget - gpuHours);
   const budgetPercent = budget === null ? null : budget <= 0 ? 100 : Math.min(100, Math.round((gpuHours / budget) * 1000) / 10);
+  const split = usage.waiting_gpu_milli && typeof usage.waiting_gpu_milli === "object" ? usage.waiting_gpu_milli : {};
+  const waiting = Object.entries(split)
+    .map(([kind, milli]) => ({ kind, milli: num(milli) ?? 0 }))
+    .filter((w) => w.milli > 0)
+    .sort((a, b) => b.milli - a.milli || a.kind.localeCompare(b.kind));
+  const queued = num(usage.queued_gpu_milli) ?? waiting.reduce((total, w) => total + w.milli, 0);
   return {
     id: quota.id,
     pool: quota.pool,
@@ -110,6 +121,8 @@ export function quotaView(quota: QuotaLike): QuotaView {
     period: quota.budget_period ?? "month",
     periodEnd: typeof usage.period_end === "string" ? usage.period_end : null,
     bar: usageBar(nominal, used),
+    queued,
+    waiting,
     budgetPercent,
   };
 }

@@ -1,4 +1,6 @@
 // Workload statuses as the API names them (apps/workloads/choices.py), coloured for the UI.
+import type { Schemas } from "../api/client";
+
 export const STATUSES = ["queued", "admitted", "running", "stopping", "succeeded", "failed", "stopped", "lost"] as const;
 export type WorkloadStatus = (typeof STATUSES)[number];
 
@@ -38,3 +40,20 @@ export const KIND_LABEL: Record<WorkloadKind, string> = {
   notebook: "Notebook",
   deployment: "Deployment",
 };
+
+/** What a queued workload waits on (the API's `waiting_on`, apps/workloads/choices.py WaitingOn):
+ * a short label for tables, a colour, and what would end the wait. Typed on the schema's enum, so
+ * the build breaks if the API grows a kind this map does not name. */
+export type WaitingOn = Schemas["WaitingOnEnum"];
+export const WAITING_ON: Record<WaitingOn, { label: string; colour: string; hint: string }> = {
+  capacity: { label: "capacity", colour: "blue", hint: "No node has room for it now; it starts as running work ends." },
+  reserved: { label: "reserved", colour: "teal", hint: "Next in line: capacity is being held for it as running work ends." },
+  preempting: { label: "preempting", colour: "orange", hint: "It preempted other work and starts when that work has exited." },
+  quota_lent: { label: "nominal lent out", colour: "yellow", hint: "Within its project's nominal quota, which other projects have borrowed; it is being reclaimed." },
+  quota_lendable: { label: "nothing to borrow", colour: "yellow", hint: "Beyond its project's nominal quota, and the pool has too little unused quota left to lend (other projects use it, or keep it)." },
+  quota_limit: { label: "quota limit", colour: "red", hint: "Its project's nominal quota plus borrowing limit is used up." },
+  quota_none: { label: "no quota", colour: "red", hint: "Its project has no quota on this pool." },
+  budget: { label: "budget", colour: "red", hint: "Its project's GPU-hour budget for the period would be overrun." },
+  constraint: { label: "GPU model", colour: "grape", hint: "No schedulable node has a GPU model it allows." },
+};
+export const WAITING_ON_VALUES = Object.keys(WAITING_ON) as WaitingOn[];

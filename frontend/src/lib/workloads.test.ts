@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, formatTimeLeft, gpuLabel, hasFilters,
-  matchesFilters, placeholderRow, runTimeLimitInfo, serverQuery, statusExplanation, visibleRows, type Workload,
+  matchesFilters, placeholderRow, queuedRefreshInterval, QUEUED_REFRESH_MS, runTimeLimitInfo, serverQuery, statusExplanation, visibleRows, type Workload,
   type WorkloadFilters, type WorkloadPage,
 } from "./workloads";
 
@@ -12,6 +12,7 @@ function row(id: number, over: Partial<Workload> = {}): Workload {
     created_by: "alice",
     queue_position: 3,
     estimated_start: "2026-01-01T01:00:00Z",
+    waiting_on: "capacity",
     ...over,
   };
 }
@@ -54,12 +55,20 @@ describe("filters in the URL", () => {
   });
 });
 
+describe("queuedRefreshInterval", () => {
+  it("re-reads a page only while it shows queued work", () => {
+    expect(queuedRefreshInterval(page(row(1), row(2, { status: "running" })))).toBe(QUEUED_REFRESH_MS);
+    expect(queuedRefreshInterval(page(row(1, { status: "running" })))).toBe(false);
+    expect(queuedRefreshInterval(undefined)).toBe(false);
+  });
+});
+
 describe("applyWorkloadFrame", () => {
   it("updates a row's status at once and clears queue fields when it leaves the queue", () => {
     const before = page(row(1), row(2));
     const after = applyWorkloadFrame(before, { topic: "workloads", type: "workload.status", workload: 2, status: "running", reason: "Started" }, ctx())!;
     expect(after).not.toBe(before);
-    expect(after.results[1]).toMatchObject({ id: 2, status: "running", status_reason: "Started", queue_position: null, estimated_start: null });
+    expect(after.results[1]).toMatchObject({ id: 2, status: "running", status_reason: "Started", queue_position: null, estimated_start: null, waiting_on: null });
     expect(after.results[0]).toBe(before.results[0]);
     expect(before.results[1].status).toBe("queued"); // not mutated
   });

@@ -96,6 +96,13 @@ export function visibleRows(page: WorkloadPage | undefined, filters: WorkloadFil
   return filters.user ? page.results.filter((row) => matchesFilters(row, filters)) : page.results;
 }
 
+/** How often to re-read a page showing queued work (the scheduler updates positions, estimates
+ * and what work waits on without a live frame); never when nothing shown is queued. */
+export const QUEUED_REFRESH_MS = 10_000;
+export function queuedRefreshInterval(page: WorkloadPage | undefined): number | false {
+  return page?.results.some((row) => row.status === "queued") ? QUEUED_REFRESH_MS : false;
+}
+
 /** A row for a workload known only from a `workload.created` frame, until the refetch brings the full one. */
 export function placeholderRow(frame: { workload: number; name: string; kind: WorkloadKind; status: WorkloadStatus }, project: string, now: Date): Workload {
   const iso = now.toISOString();
@@ -109,6 +116,7 @@ export function placeholderRow(frame: { workload: number; name: string; kind: Wo
     status_reason: "",
     status_message: "",
     pending_reason: "",
+    waiting_on: null,
     estimated_start: null,
     queue_position: null,
     preemptions: 0,
@@ -164,7 +172,7 @@ export function applyWorkloadFrame(page: WorkloadPage | undefined, frame: LiveFr
         ...row,
         status,
         status_reason: reason,
-        ...(status === "queued" ? {} : { queue_position: null, estimated_start: null }),
+        ...(status === "queued" ? {} : { queue_position: null, estimated_start: null, waiting_on: null }),
       };
       // A row whose new status is outside the status filter leaves the page.
       if (ctx.filters.status.length && !ctx.filters.status.includes(status)) return removeAt(page, index);

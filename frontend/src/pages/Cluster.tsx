@@ -11,13 +11,14 @@ import { api, unwrap, type Schemas } from "../api/client";
 import { GpuHeatmap } from "../components/GpuHeatmap";
 import { useDebounced, useNow } from "../components/hooks";
 import { LiveIndicator } from "../components/LiveIndicator";
+import { WaitingOnBadge } from "../components/WaitingOnBadge";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import {
   allNodes, applyClusterFrame, HEALTH_COLOUR, percentOf, type ClusterOverview, type NodeRow, type OverviewPool,
 } from "../lib/cluster";
 import { formatBytesMb, formatGpu, formatPercent, formatRelative } from "../lib/format";
 import { formatAgo, formatWaiting } from "../lib/time";
-import { KIND_LABEL, type WorkloadKind } from "../lib/status";
+import { KIND_LABEL, WAITING_ON, WAITING_ON_VALUES, type WorkloadKind } from "../lib/status";
 import { gpuLabel } from "../lib/workloads";
 import { retryTransient } from "../lib/retry";
 import { useTopic } from "../live/LiveProvider";
@@ -196,10 +197,23 @@ function QueueSection({ pools, now }: { pools: OverviewPool[]; now: number }) {
   const names = pools.map((p) => p.name);
   const wanted = params.get("pool");
   const pool = wanted && names.includes(wanted) ? wanted : names[0] ?? null;
+  const waitingParam = params.get("waiting_on");
+  const waitingOn = WAITING_ON_VALUES.find((v) => v === waitingParam) ?? null;
+  const setFilter = (key: "pool" | "waiting_on", value: string | null) => {
+    const next = new URLSearchParams(params);
+    if (value) next.set(key, value);
+    else next.delete(key);
+    setParams(next, { replace: true });
+  };
 
   const queue = useQuery({
-    queryKey: ["queue", pool],
-    queryFn: () => unwrap(api.GET("/api/v1/pools/{pool}/queue/", { params: { path: { pool: pool! }, query: { page_size: 200 } } })),
+    queryKey: ["queue", pool, waitingOn],
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/pools/{pool}/queue/", {
+          params: { path: { pool: pool! }, query: { page_size: 200, ...(waitingOn ? { waiting_on: [waitingOn] } : {}) } },
+        }),
+      ),
     enabled: pool !== null,
     refetchInterval: 10_000,
     retry: retryTransient,
@@ -209,16 +223,29 @@ function QueueSection({ pools, now }: { pools: OverviewPool[]; now: number }) {
     <Stack gap="sm">
       <Group justify="space-between" align="flex-end">
         <Title order={3}>Queue</Title>
-        <Select
-          label="Pool"
-          data={names}
-          value={pool}
-          onChange={(value) => value && setParams({ pool: value }, { replace: true })}
-          allowDeselect={false}
-          w={220}
-          disabled={!names.length}
-          data-testid="queue-pool"
-        />
+        <Group gap="sm" align="flex-end">
+          <Select
+            label="Waiting on"
+            placeholder="anything"
+            data={WAITING_ON_VALUES.map((v) => ({ value: v, label: WAITING_ON[v].label }))}
+            value={waitingOn}
+            onChange={(value) => setFilter("waiting_on", value)}
+            clearable
+            w={200}
+            disabled={pool === null}
+            data-testid="queue-waiting-on"
+          />
+          <Select
+            label="Pool"
+            data={names}
+            value={pool}
+            onChange={(value) => value && setFilter("pool", value)}
+            allowDeselect={false}
+            w={220}
+            disabled={!names.length}
+            data-testid="queue-pool"
+          />
+        </Group>
       </Group>
       {pool === null ? (
         <>
@@ -235,7 +262,11 @@ function QueueSection({ pools, now }: { pools: OverviewPool[]; now: number }) {
         <>
           <QueueTable
             rows={queue.data.results}
-            empty={`Nothing is waiting in ${pool}: new work is admitted as soon as it fits.`}
+            empty={
+              waitingOn
+                ? `Nothing in ${pool} is waiting on ${WAITING_ON[waitingOn].label}.`
+                : `Nothing is waiting in ${pool}: new work is admitted as soon as it fits.`
+            }
             now={now}
           />
           {queue.data.count > queue.data.results.length && (
@@ -306,10 +337,13 @@ function QueueTable({ rows, empty, now }: { rows: QueueEntry[]; empty: string; n
                     {gpuLabel(q.resources, q.replicas)}
                   </Text>
                 </Table.Td>
-                <Table.Td maw={360}>
-                  <Text size="sm" lineClamp={2} title={q.pending_reason ?? undefined}>
-                    {q.pending_reason || "—"}
-                  </Text>
+                <Table.Td maw={400}>
+                  <Group gap={6} wrap="nowrap" align="flex-start">
+                    {q.waiting_on && <WaitingOnBadge kind={q.waiting_on} />}
+                    <Text size="sm" lineClamp={2} title={q.pending_reason ?? undefined}>
+                      {q.pending_reason || (q.waiting_on ? "" : "—")}
+                    </Text>
+                  </Group>
                 </Table.Td>
                 <Table.Td>
                   <Text size="sm">{q.estimated_start ? formatRelative(q.estimated_start, now) : "unknown"}</Text>

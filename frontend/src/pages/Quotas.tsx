@@ -10,6 +10,7 @@ import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { formatBytesMb, formatGpu, formatRelative } from "../lib/format";
 import { budgetColour, quotaView, type QuotaView } from "../lib/quotas";
+import { WAITING_ON, type WaitingOn } from "../lib/status";
 import { retryTransient } from "../lib/retry";
 import { useTopic } from "../live/LiveProvider";
 import { useMe } from "../session";
@@ -45,6 +46,36 @@ function UsedCell({ q }: { q: QuotaView }) {
       <Text size="xs" c="dimmed">
         {label}
       </Text>
+    </Stack>
+  );
+}
+
+function QueuedCell({ q }: { q: QuotaView }) {
+  if (q.queued <= 0) {
+    return (
+      <Text size="sm" c="dimmed">
+        nothing
+      </Text>
+    );
+  }
+  return (
+    <Stack gap={2} data-testid="quota-queued">
+      <Text size="sm">{gpus(q.queued)}</Text>
+      {q.waiting.map(({ kind, milli }) => {
+        const known = kind in WAITING_ON ? WAITING_ON[kind as WaitingOn] : null;
+        const line = (
+          <Text size="xs" c="dimmed">
+            {formatGpu(milli)} {known ? known.label : kind === "undecided" ? "not yet decided" : kind}
+          </Text>
+        );
+        return known ? (
+          <Tooltip key={kind} label={known.hint} multiline w={280} withArrow>
+            {line}
+          </Tooltip>
+        ) : (
+          <span key={kind}>{line}</span>
+        );
+      })}
     </Stack>
   );
 }
@@ -126,6 +157,7 @@ export function QuotasPage() {
                   <Table.Th>Used</Table.Th>
                   <Table.Th>Borrowed</Table.Th>
                   <Table.Th>Lendable</Table.Th>
+                  <Table.Th>Queued, waiting on</Table.Th>
                   <Table.Th>Budget</Table.Th>
                   <Table.Th>Budget left</Table.Th>
                 </Table.Tr>
@@ -166,6 +198,9 @@ export function QuotasPage() {
                       <Text size="xs" c="dimmed">
                         limit {q.lendingLimit === null ? "none" : gpus(q.lendingLimit)}
                       </Text>
+                    </Table.Td>
+                    <Table.Td>
+                      <QueuedCell q={q} />
                     </Table.Td>
                     <Table.Td>
                       <BudgetCell q={q} now={now} />

@@ -18,10 +18,11 @@ import { WorkloadResources } from "../components/charts/WorkloadResources";
 import { useDebounced, useNow } from "../components/hooks";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { StatusBadge } from "../components/StatusBadge";
+import { WaitingOnBadge } from "../components/WaitingOnBadge";
 import { formatDuration, formatRelative } from "../lib/format";
 import { appendLog, appendNote, emptyLog, logText, type LogBuffer } from "../lib/logbuffer";
 import { allMetricKeys, defaultMetricKeys, isSystemKey, RUN_STATUS_COLOUR } from "../lib/runs";
-import { isFinal, KIND_LABEL, KINDS, statusColour, type WorkloadKind } from "../lib/status";
+import { isFinal, KIND_LABEL, KINDS, statusColour, WAITING_ON, type WorkloadKind } from "../lib/status";
 import { retryTransient } from "../lib/retry";
 import { deriveSegments, layoutTimeline } from "../lib/timeline";
 import { formatTimeLeft, gpuLabel, runTimeLimitInfo, statusExplanation } from "../lib/workloads";
@@ -132,8 +133,8 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
         if (!old) return old;
         const next = { ...old } as Record<string, unknown>;
         for (const field of [
-          "status", "status_reason", "status_message", "pending_reason", "estimated_start", "queue_position", "attempt",
-          "replicas", "preemptions", "exit_code", "placement", "conditions", "updated_at",
+          "status", "status_reason", "status_message", "pending_reason", "waiting_on", "estimated_start", "queue_position",
+          "attempt", "replicas", "preemptions", "exit_code", "placement", "conditions", "updated_at",
         ]) {
           if (field in frame) next[field] = frame[field];
         }
@@ -433,7 +434,15 @@ function StatusTimeline({ workload: w, events, eventsError }: { workload: Worklo
       {w.status === "queued" && (
         <Alert mt="sm" color="yellow" variant="light" title="Waiting in the queue" data-testid="pending-reason">
           <Stack gap={4}>
-            <Text size="sm">{w.pending_reason || w.status_message || "Waiting for the scheduler."}</Text>
+            <Group gap={6} wrap="nowrap" align="flex-start">
+              {w.waiting_on && <WaitingOnBadge kind={w.waiting_on} />}
+              <Text size="sm">{w.pending_reason || w.status_message || "Waiting for the scheduler."}</Text>
+            </Group>
+            {w.waiting_on && (
+              <Text size="xs" c="dimmed" data-testid="waiting-on-hint">
+                {WAITING_ON[w.waiting_on].hint}
+              </Text>
+            )}
             <Group gap="lg">
               {w.queue_position !== null && w.queue_position !== undefined && (
                 <Text size="sm">

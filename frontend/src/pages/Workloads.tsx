@@ -10,12 +10,13 @@ import { useDebounced, useNow } from "../components/hooks";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { StatusBadge } from "../components/StatusBadge";
+import { WaitingOnBadge } from "../components/WaitingOnBadge";
 import { formatRelative } from "../lib/format";
 import { formatAgo } from "../lib/time";
 import { KIND_LABEL, KINDS, STATUSES, type WorkloadKind, type WorkloadStatus } from "../lib/status";
 import {
   applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, gpuLabel, hasFilters, PAGE_SIZE,
-  serverQuery, USER_FILTER_PAGE_SIZE, visibleRows, type Workload, type WorkloadFilters, type WorkloadPage,
+  queuedRefreshInterval, serverQuery, USER_FILTER_PAGE_SIZE, visibleRows, type Workload, type WorkloadFilters, type WorkloadPage,
 } from "../lib/workloads";
 import { retryTransient } from "../lib/retry";
 import { useTopic } from "../live/LiveProvider";
@@ -34,12 +35,17 @@ function QueueCell({ row, now }: { row: Workload; now: number }) {
       {position} <Text span c="dimmed" size="sm">· {start}</Text>
     </Text>
   );
-  return row.pending_reason ? (
-    <Tooltip label={row.pending_reason} multiline w={320} withArrow>
-      {text}
-    </Tooltip>
-  ) : (
-    text
+  return (
+    <Group gap={6} wrap="nowrap">
+      {row.waiting_on && <WaitingOnBadge kind={row.waiting_on} />}
+      {row.pending_reason ? (
+        <Tooltip label={row.pending_reason} multiline w={320} withArrow>
+          {text}
+        </Tooltip>
+      ) : (
+        text
+      )}
+    </Group>
   );
 }
 
@@ -60,6 +66,9 @@ export function WorkloadsPage() {
       unwrap(api.GET("/api/v1/projects/{project}/workloads/", { params: { path: { project }, query } })) as Promise<WorkloadPage>,
     placeholderData: keepPreviousData,
     retry: retryTransient,
+    // The scheduler rewrites queue positions, estimates and what work waits on without sending
+    // a frame: while anything shown is queued, re-read the page now and then.
+    refetchInterval: (q) => queuedRefreshInterval(q.state.data),
   });
 
   const members = useQuery({

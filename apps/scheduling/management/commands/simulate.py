@@ -20,13 +20,24 @@ from apps.scheduling.policy import (
     DEFAULT_GPU_NODE_RESERVE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_STARVATION_SECONDS,
+    WAIT_KIND_LABELS,
     QuotaState,
     Resources,
 )
-from apps.scheduling.simulation import SimJob, chart, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate
+from apps.scheduling.simulation import (
+    FIFO_WAIT,
+    NOT_YET_DECIDED,
+    SimJob,
+    chart,
+    equal_quotas,
+    load_alibaba_nodes,
+    load_alibaba_tasks,
+    simulate,
+)
 
 DEFAULT_TRACE_DIR = Path(settings.BASE_DIR).parent / "shared" / "data" / "traces" / "alibaba-gpu-2023"
 TASK_LISTS = {"default": "openb_pod_list_default.csv", "gpuspec33": "openb_pod_list_gpuspec33.csv"}
+WAIT_LABELS = {**WAIT_KIND_LABELS, NOT_YET_DECIDED: "not yet decided", FIFO_WAIT: "fifo"}  # table headings
 METRICS = [
     ("utilisation", "utilisation (allocated GPU-time / capacity-time, arrival window)", "{:.1%}"),
     ("utilisation_makespan", "utilisation until the last job finished", "{:.1%}"),
@@ -133,6 +144,7 @@ class Command(BaseCommand):
             for key, label, fmt in METRICS:
                 self.stdout.write(f"{label:66}" + "".join(f"{fmt.format(getattr(r, key)):>14}" for r in results))
             self._per_project(jobs, results)
+            self._bigger_than_nominal(jobs, quotas)
             for r in results:
                 self._wait_reasons(r)
         if opts["chart"]:
@@ -167,6 +179,23 @@ class Command(BaseCommand):
                 cells += [str(counts[project]) for counts in unstarted]
             self.stdout.write(f"{project[:36]:36}{count:>8}{gpu_hours:>10,.1f}" + "".join(f"{c:>18}" for c in cells))
 
+    def _bigger_than_nominal(self, jobs: list[SimJob], quotas: list[QuotaState]) -> None:
+        """Projects with jobs bigger than their nominal GPUs: such jobs may not reclaim the nominal
+        (docs/scheduling.md, Limits), so they start only when other projects leave quota idle."""
+        nominal = {(q.project, q.pool): q.nominal.gpu_milli for q in quotas}
+        big: dict[tuple[str, str], list[int]] = {}
+        for j in jobs:
+            need = j.per_replica.gpu_milli * j.replicas
+            if need > nominal.get((j.project, j.pool), need):
+                big.setdefault((j.project, j.pool), []).append(need)
+        if not big:
+            return
+        self.stdout.write("\njobs bigger than their project's nominal GPUs (they may not reclaim it: they start only "
+                          "when other projects leave quota idle; a nominal at least this big lets them)")
+        for (project, pool), needs in sorted(big.items()):
+            self.stdout.write(f"{project[:36]:36}{len(needs):>8} jobs of {min(needs) / 1000:g}-{max(needs) / 1000:g} GPUs, "
+                              f"nominal {nominal[(project, pool)] / 1000:g} on pool {pool}")
+
     def _wait_reasons(self, result) -> None:
         """Why each project's jobs waited under one policy: GPU-hours spent pending, by the kind of
         pending reason the policy gave (the reason a queued workload shows in the API)."""
@@ -176,9 +205,10 @@ class Command(BaseCommand):
         kinds = [k for k, hours in totals.most_common() if hours >= 0.05]
         if not kinds:
             return
-        widths = [max(12, len(k) + 2) for k in kinds]
+        labels = [WAIT_LABELS.get(k, k) for k in kinds]
+        widths = [max(12, len(label) + 2) for label in labels]
         self.stdout.write(f"\nGPU-hours waiting, by pending reason ({result.policy})\n"
-                          + f"{'project':36}" + "".join(f"{k:>{w}}" for k, w in zip(kinds, widths, strict=True)))
+                          + f"{'project':36}" + "".join(f"{k:>{w}}" for k, w in zip(labels, widths, strict=True)))
         for project, waited in sorted(result.project_waits.items()):
             self.stdout.write(f"{project[:36]:36}" + "".join(
                 f"{waited.get(k, 0.0):>{w},.1f}" for k, w in zip(kinds, widths, strict=True)))
