@@ -16,11 +16,19 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _started(workload, marker="ready"):
-    """Dispatch and wait until the replica printed `marker` (its signal handlers are in place)."""
+    """Dispatch and wait until every replica printed `marker` (its signal handlers are in place).
+
+    Each replica has its own log: waiting on replica 0 alone let the test look for the second
+    replica's command before its shim had started it (a flaky failure on a busy machine).
+    """
     workload_dispatch(workload_id=workload.pk)
     workload.refresh_from_db()
     assert workload.status == S.RUNNING
-    wait_for(lambda: marker in workload_log_read(workload=workload), what=f"'{marker}' in the log")
+    for replica in range(workload.replicas):
+        wait_for(
+            lambda replica=replica: marker in workload_log_read(workload=workload, replica=replica),
+            what=f"'{marker}' in replica {replica}'s log",
+        )
     processes = replica_processes(workload)
     assert len(processes) == 2 * workload.replicas  # a shim and a command per replica
     return processes
