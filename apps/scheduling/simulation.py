@@ -78,17 +78,22 @@ class SimResult:
     project_service: dict[str, float] = field(default_factory=dict)  # project -> its ratio in the fairness index
     project_share: dict[str, float] = field(default_factory=dict)  # project -> its ratio in share_fairness
     project_delay: dict[str, float] = field(default_factory=dict)  # project -> its jobs' average queueing delay
+    # priority class -> {"jobs", "avg", "p99", "max"} queueing delay of its started jobs: what a
+    # change (a quota, the bounded wait) does to each class, not only to the average
+    priority_delay: dict[int, dict[str, float]] = field(default_factory=dict)
     # project -> what its pending work waited on (Wait.kind) -> GPU-hours its jobs waited so
     project_waits: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         out = {k: v for k, v in self.__dict__.items()
-               if k not in ("series", "delays", "project_service", "project_share", "project_delay", "project_waits")}
+               if k not in ("series", "delays", "project_service", "project_share", "project_delay", "project_waits",
+                            "priority_delay")}
         out["projects"] = {
             p: {"avg_queue_delay": self.project_delay.get(p), "share": self.project_share.get(p),
                 "slowdown": self.project_service.get(p), "waiting_gpu_hours": self.project_waits.get(p, {})}
             for p in sorted(set(self.project_delay) | set(self.project_share) | set(self.project_service))
         }
+        out["priorities"] = {f"P{p}": figures for p, figures in sorted(self.priority_delay.items())}
         return out
 
 
@@ -427,8 +432,14 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
     share = {p: held_time.get(p, 0.0) / fair for p, fair in sorted(fair_time.items()) if fair > 0}
     delay_of = {i: first_start[i] - by_id[i].arrival for i in first_start}
     waits: dict[str, list[float]] = {}
+    by_priority: dict[int, list[float]] = {}
     for i, delay in delay_of.items():
         waits.setdefault(by_id[i].project, []).append(delay)
+        by_priority.setdefault(by_id[i].priority, []).append(delay)
+    priority_delay = {}
+    for priority, ds in sorted(by_priority.items()):
+        ds.sort()
+        priority_delay[priority] = {"jobs": len(ds), "avg": sum(ds) / len(ds), "p99": _p99(ds), "max": ds[-1]}
     project_waits: dict[str, dict[str, float]] = {}
     for (p, kind), gpu_seconds in sorted(waited_by_kind.items()):
         project_waits.setdefault(p, {})[kind] = gpu_seconds / 3600
@@ -438,14 +449,19 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         utilisation_makespan=gpu_time / (capacity * makespan) if capacity and makespan else 0.0,
         allocation_rate=contention_alloc / (capacity * contention_time) if capacity and contention_time else 0.0,
         avg_queue_delay=sum(delays) / len(delays) if delays else 0.0,
-        p99_queue_delay=delays[min(len(delays) - 1, int(0.99 * len(delays)))] if delays else 0.0,
+        p99_queue_delay=_p99(delays),
         avg_jct=sum(jcts) / len(jcts) if jcts else 0.0, preemptions=preemptions, fairness=jain(service.values()),
         share_fairness=jain(share.values()), cycles=cycles,
         unfinished=len(jobs) - len(finish), series=series,
         delays=delay_of, project_service=service,
         project_share=share, project_delay={p: sum(d) / len(d) for p, d in sorted(waits.items())},
-        project_waits=project_waits,
+        project_waits=project_waits, priority_delay=priority_delay,
     )
+
+
+def _p99(ordered: list[float]) -> float:
+    """The 99th percentile of an ascending list (nearest rank below), 0 when empty."""
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else 0.0
 
 
 def _pending(j: SimJob, known_durations: bool, left: float, preempted_by: int | None = None) -> PendingWorkload:

@@ -36,6 +36,24 @@ def test_head_of_line_blocking_is_what_fifo_pays_for():
     assert 0 < cairn.utilisation <= 1 and cairn.fairness <= 1
 
 
+def test_waits_are_reported_per_priority_class():
+    nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(4000, 64000, 10**6))]
+    jobs = [SimJob(id=1, project="a", arrival=0, duration=100, per_replica=Resources(2000, 1000, 1024), priority=3),
+            SimJob(id=2, project="a", arrival=1, duration=10, per_replica=Resources(4000, 1000, 1024), priority=4),
+            SimJob(id=3, project="b", arrival=2, duration=10, per_replica=Resources(1000, 1000, 1024), priority=4),
+            SimJob(id=4, project="b", arrival=3, duration=10, per_replica=Resources(1000, 1000, 1024), priority=2)]
+    quotas = equal_quotas(nodes, ["a", "b"])
+    fifo = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="fifo")
+    cairn = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="cairn")
+    # FIFO: job 2 waits 99 s for the whole node, jobs 3 and 4 wait behind it until 110.
+    assert fifo.priority_delay[4] == {"jobs": 2, "avg": (99 + 108) / 2, "p99": 108, "max": 108}
+    assert fifo.priority_delay[2]["avg"] == 107 and fifo.priority_delay[3]["avg"] == 0
+    # Cairn: jobs 3 and 4 start beside job 1 at once; only the whole-node job waits.
+    assert cairn.priority_delay[4]["avg"] == pytest.approx(99 / 2) and cairn.priority_delay[4]["max"] == 99
+    assert cairn.priority_delay[2] == {"jobs": 1, "avg": 0, "p99": 0, "max": 0}
+    assert cairn.as_dict()["priorities"]["P4"]["max"] == 99
+
+
 def test_priority_preemption_in_simulation_requeues_and_finishes_everything():
     nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(2000, 64000, 10**6))]
     jobs = [SimJob(id=1, project="a", arrival=0, duration=100, per_replica=Resources(2000, 1000, 1024), priority=5),
@@ -83,8 +101,13 @@ def test_command_replays_the_trace_with_both_policies(tmp_path):
     call_command("simulate", "--nodes", "10", "--limit", "300", "--no-progress", "--chart", str(chart),
                  stdout=out, stderr=StringIO())
     assert "average queueing delay" in out.getvalue() and chart.stat().st_size > 1000
+    table = out.getvalue().split("per priority class", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert "wait cairn (s)" in table[0] and "p99 fifo (s)" in table[0]
+    rows = {line.split()[0]: int(line.split()[1]) for line in table[1:]}
+    assert sum(rows.values()) == 300 and all(name.startswith("P") for name in rows)  # every job, once
     results = _run("--nodes", "10", "--limit", "300", "--policy", "cairn")
     assert results[0]["policy"] == "cairn" and results[0]["finished"] == 300
+    assert sum(p["jobs"] for p in results[0]["priorities"].values()) == 300
     # --seed replays the same pods under another assignment to projects: per-project figures move.
     seeded = _run("--nodes", "10", "--limit", "300", "--policy", "cairn", "--seed", "1")
     assert seeded[0]["finished"] == 300

@@ -144,6 +144,7 @@ class Command(BaseCommand):
             for key, label, fmt in METRICS:
                 self.stdout.write(f"{label:66}" + "".join(f"{fmt.format(getattr(r, key)):>14}" for r in results))
             self._per_project(jobs, results)
+            self._per_priority(jobs, results)
             self._bigger_than_nominal(jobs, quotas)
             for r in results:
                 self._wait_reasons(r)
@@ -178,6 +179,19 @@ class Command(BaseCommand):
             if show_unstarted:
                 cells += [str(counts[project]) for counts in unstarted]
             self.stdout.write(f"{project[:36]:36}{count:>8}{gpu_hours:>10,.1f}" + "".join(f"{c:>18}" for c in cells))
+
+    def _per_priority(self, jobs: list[SimJob], results) -> None:
+        """Waits per priority class (of the jobs that started): a change that shortens the average
+        can still make one class, the latency-sensitive or the best-effort one, wait longer."""
+        counts = Counter(j.priority for j in jobs)
+        columns = [f"{figure} {r.policy} (s)" for r in results for figure in ("wait", "p99")]
+        self.stdout.write("\nper priority class" + " " * 18 + f"{'jobs':>8}{'':10}" + "".join(f"{c:>18}" for c in columns))
+        for priority, count in sorted(counts.items()):
+            cells = []
+            for r in results:
+                figures = r.priority_delay.get(priority)
+                cells += [f"{figures[k]:,.0f}" if figures else "-" for k in ("avg", "p99")]
+            self.stdout.write(f"{f'P{priority}':36}{count:>8}{'':10}" + "".join(f"{c:>18}" for c in cells))
 
     def _bigger_than_nominal(self, jobs: list[SimJob], quotas: list[QuotaState]) -> None:
         """Projects with jobs bigger than their nominal GPUs: such jobs may not reclaim the nominal
