@@ -2,17 +2,17 @@
 import json
 from datetime import timedelta
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from apps.scheduling.management.commands.simulate import DEFAULT_TRACE_DIR
 from apps.scheduling.policy import NodeState, Resources
 from apps.scheduling.simulation import SimJob, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate
 from tests.factories import NodeFactory, QuotaFactory, WorkloadFactory
 
-TRACE = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces" / "alibaba-gpu-2023"
+TRACE = DEFAULT_TRACE_DIR
 needs_trace = pytest.mark.skipif(not TRACE.exists(), reason="the alibaba-gpu-2023 trace is not on this machine")
 
 

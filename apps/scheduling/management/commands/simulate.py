@@ -7,6 +7,7 @@
 See docs/scheduling.md.
 """
 import json
+import os
 import sys
 from collections import Counter
 from datetime import timedelta
@@ -35,7 +36,9 @@ from apps.scheduling.simulation import (
     simulate,
 )
 
-DEFAULT_TRACE_DIR = Path(settings.BASE_DIR).parent / "shared" / "data" / "traces" / "alibaba-gpu-2023"
+# Beside the checkout (../shared, where the project keeps it), or wherever CAIRN_TRACE_DIR says.
+DEFAULT_TRACE_DIR = Path(os.environ.get(
+    "CAIRN_TRACE_DIR", Path(settings.BASE_DIR).parent / "shared" / "data" / "traces" / "alibaba-gpu-2023"))
 TASK_LISTS = {"default": "openb_pod_list_default.csv", "gpuspec33": "openb_pod_list_gpuspec33.csv"}
 WAIT_LABELS = {**WAIT_KIND_LABELS, NOT_YET_DECIDED: "not yet decided", FIFO_WAIT: "fifo"}  # table headings
 METRICS = [
