@@ -13,7 +13,8 @@ from apps.scheduling.simulation import SimJob, equal_quotas, load_alibaba_nodes,
 from tests.factories import NodeFactory, QuotaFactory, WorkloadFactory
 
 TRACE = DEFAULT_TRACE_DIR
-needs_trace = pytest.mark.skipif(not TRACE.exists(), reason="the alibaba-gpu-2023 trace is not on this machine")
+needs_trace = pytest.mark.skipif(not TRACE.exists(),
+                                 reason=f"the alibaba-gpu-2023 trace is not at {TRACE} (set CAIRN_TRACE_DIR)")
 
 
 def _run(*args) -> list[dict]:
