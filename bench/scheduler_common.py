@@ -9,7 +9,6 @@ from pathlib import Path
 from benchmarks_doc import write_block
 
 ROOT = Path(__file__).resolve().parent.parent
-TRACE_DIR = Path(os.environ.get("CAIRN_TRACE_DIR", ROOT.parent / "shared" / "data" / "traces" / "alibaba-gpu-2023"))
 DOC = ROOT / "docs" / "benchmarks.md"
 FIGURES = ROOT / "docs" / "figures"
 SECTION = "## Scheduler"
@@ -19,6 +18,12 @@ def setup_path() -> None:
     """Make `apps.scheduling.policy` importable (the policy core needs no Django setup)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
+
+
+setup_path()
+from apps.scheduling.simulation import ALIBABA_TRACE_DIR  # noqa: E402 (needs the path above)
+
+TRACE_DIR = ALIBABA_TRACE_DIR
 
 
 def timed(fn, repeat: int) -> tuple[list[float], object]:

@@ -44,7 +44,7 @@ def run(task: tuple[int, int, argparse.Namespace]) -> dict:
     jobs = [j for j in trace if placeable(j, nodes)]
     quotas = equal_quotas(nodes, {j.project for j in jobs})
     out = {"nodes": nodes, "seed": seed, "pods": len(jobs), "skipped": len(trace) - len(jobs), "wall": {},
-           "classes": Counter(j.priority for j in jobs)}
+           "classes": class_mix(jobs)}
     for policy in ("fifo", "cairn"):
         start = time.perf_counter()
         r = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy=policy, known_durations=args.known_durations,
@@ -56,6 +56,25 @@ def run(task: tuple[int, int, argparse.Namespace]) -> dict:
         out[policy] = r
         out["wall"][policy] = time.perf_counter() - start
     return out
+
+
+def class_mix(jobs) -> dict[int, dict]:
+    """Per priority class: its pods by size (a fraction of a GPU, 1, 2-4, 5+ GPUs) and its GPU-hours."""
+    mix: dict[int, dict] = {}
+    for j in jobs:
+        gpus = j.per_replica.gpu_milli * j.replicas / 1000
+        size = "fractional GPU" if gpus < 1 else "1 GPU" if gpus == 1 else "2-4 GPUs" if gpus <= 4 else "5+ GPUs"
+        entry = mix.setdefault(j.priority, {"pods": 0, "gpu_hours": 0.0, "sizes": Counter()})
+        entry["pods"] += 1
+        entry["gpu_hours"] += gpus * j.duration / 3600
+        entry["sizes"][size] += 1
+    return mix
+
+
+def median_class_wait(rs: list[dict], policy: str, priority: int) -> float | None:
+    """The median over a sample's assignments of one class's average wait (None: never started)."""
+    waits = [r[policy].priority_delay[priority]["avg"] for r in rs if priority in r[policy].priority_delay]
+    return statistics.median(waits) if waits else None
 
 
 def met(f, c) -> bool:
@@ -226,17 +245,18 @@ def main():
               f"smallest ratio: {len(closest['nodes'])} nodes, assignment {closest['seed']})."]
     lines += ["", "Average wait per priority class, Cairn / FIFO (medians over the assignments; the trace's qos "
               "Guaranteed is P1, LS P2, Burstable P3, BE P4; FIFO ignores priority):", ""]
-    classes = sorted({p for r in runs for res in (r["fifo"], r["cairn"]) for p in res.priority_delay})
-    pods = {p: max(r["classes"][p] for r in runs) for p in classes}  # the same pods in every run of a list
-    lines += ["| sample | " + " | ".join(f"P{p} ({pods[p]:,} pods)" for p in classes) + " |",
+    mix = runs[0]["classes"]  # every sample replays the same list, less the few pods that fit none of its nodes
+    classes = sorted(mix)
+    lines += ["| sample | " + " | ".join(f"P{p} ({mix[p]['pods']:,} pods)" for p in classes) + " |",
               "|---|" + "---|" * len(classes)]
     for n, rs in samples.items():
-        cells = []
-        for p in classes:
-            waits = [statistics.median(r[policy].priority_delay[p]["avg"] for r in rs if p in r[policy].priority_delay)
-                     if any(p in r[policy].priority_delay for r in rs) else None for policy in ("cairn", "fifo")]
-            cells.append(" / ".join(f"{w:,.0f}" if w is not None else "-" for w in waits) + " s")
+        cells = [" / ".join(f"{w:,.0f}" if w is not None else "-"
+                            for w in (median_class_wait(rs, "cairn", p), median_class_wait(rs, "fifo", p))) + " s"
+                 for p in classes]
         lines.append(f"| {n} nodes | " + " | ".join(cells) + " |")
+    lines += ["", "Pods per class, by GPUs asked: " + "; ".join(
+        f"P{p}: " + ", ".join(f"{count:,} x {size}" for size, count in mix[p]["sizes"].most_common())
+        + f" ({mix[p]['gpu_hours']:,.0f} GPU-hours)" for p in classes) + "."]
     for n in missed:  # explain the sample by its worst assignment
         worst = min(samples[n], key=lambda r: min(r["cairn"].fairness - r["fifo"].fairness,
                                                   r["cairn"].share_fairness - r["fifo"].share_fairness))
@@ -277,13 +297,11 @@ def main():
         "project's ratio mostly says when those started. Where the target is missed, the per-project figures are "
         "above.",
         "",
-        "Waits per priority class. Priority orders the queue; a pod still starts only where it fits. In this list"
-        " the P4 (best-effort) pods are small: 1,983 of the 2,510 take a fraction of a GPU and the rest one GPU, "
-        "1,334 GPU-hours in all, so they fit in the pieces bigger pods leave and start within minutes on 7 and"
-        " 9-12 nodes (9 hours on 8 nodes and days on 5-6, where even the pieces are taken), while the P2 pods (41,491 GPU-hours: "
-        "2,949 of one GPU, 590 fractional, 28 of 2-4 GPUs and 23 of 8) and the P3 pods (21 of their 94 take 8 "
-        "GPUs) wait for whole GPUs and nodes to come free. The P1 pods (6, not preemptible) start within seconds "
-        "on every sample. Under FIFO every class waits alike, days to months.",
+        "Waits per priority class. Priority orders the queue; a pod still starts only where it fits. In this list "
+        "the P4 (best-effort) pods are small (most take a fraction of a GPU, the rest one; the line under the "
+        "table above gives the mix), so they fit in the pieces bigger pods leave and, where the pool is not full even of those, "
+        "start sooner than the P2 and P3 pods, which wait for whole GPUs and nodes to come free. Under FIFO every "
+        "class waits alike.",
         "",
         "Reservations and preemptors no longer hold pool quota twice (docs/scheduling.md, Backfill): the pool's "
         "lendable quota counted a reservation's whole request on top of the running work it waits for, so a "

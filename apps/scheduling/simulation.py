@@ -15,6 +15,7 @@ import csv
 import hashlib
 import heapq
 import math
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -38,6 +39,10 @@ from .policy import (
 )
 
 EPOCH = datetime(2023, 1, 1)
+# alibaba-gpu-2023: beside the checkout (../shared, where the project keeps it), or wherever
+# CAIRN_TRACE_DIR says; the command, the tests and bench/ all read it from here.
+ALIBABA_TRACE_DIR = Path(os.environ.get(
+    "CAIRN_TRACE_DIR", Path(__file__).resolve().parents[3] / "shared" / "data" / "traces" / "alibaba-gpu-2023"))
 # Alibaba QoS classes -> Cairn priority classes (P0 highest). Best-effort work is preemptible.
 QOS_PRIORITY = {"Guaranteed": 1, "LS": 2, "Burstable": 3, "BE": 4}
 

@@ -7,13 +7,11 @@
 See docs/scheduling.md.
 """
 import json
-import os
 import sys
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
@@ -26,6 +24,7 @@ from apps.scheduling.policy import (
     Resources,
 )
 from apps.scheduling.simulation import (
+    ALIBABA_TRACE_DIR,
     FIFO_WAIT,
     NOT_YET_DECIDED,
     SimJob,
@@ -36,9 +35,7 @@ from apps.scheduling.simulation import (
     simulate,
 )
 
-# Beside the checkout (../shared, where the project keeps it), or wherever CAIRN_TRACE_DIR says.
-DEFAULT_TRACE_DIR = Path(os.environ.get(
-    "CAIRN_TRACE_DIR", Path(settings.BASE_DIR).parent / "shared" / "data" / "traces" / "alibaba-gpu-2023"))
+DEFAULT_TRACE_DIR = ALIBABA_TRACE_DIR
 TASK_LISTS = {"default": "openb_pod_list_default.csv", "gpuspec33": "openb_pod_list_gpuspec33.csv"}
 WAIT_LABELS = {**WAIT_KIND_LABELS, NOT_YET_DECIDED: "not yet decided", FIFO_WAIT: "fifo"}  # table headings
 METRICS = [
