@@ -74,6 +74,10 @@ class SimResult:
     p99_queue_delay: float
     avg_jct: float
     preemptions: int
+    # GPU-hours preempted jobs had run (this run, before their preemption) and, of those, the
+    # GPU-hours they ran again because they were lost (0 when jobs checkpoint at SIGTERM)
+    preempted_gpu_hours: float
+    redone_gpu_hours: float
     fairness: float  # Jain's index over projects of GPU-time used / GPU-time spent in the system
     share_fairness: float  # Jain's index over projects of GPU-time allocated / max-min fair GPU-time
     cycles: int
@@ -252,8 +256,15 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
              time_limit: float | None = None,
              repreempt_min_runtime: float = DEFAULT_REPREEMPT_MIN_RUNTIME,
              starvation_seconds: float | None = DEFAULT_STARVATION_SECONDS,
-             gpu_node_reserve: float = DEFAULT_GPU_NODE_RESERVE) -> SimResult:
-    """Replay `jobs` through the policy with simulated time; returns the metrics."""
+             gpu_node_reserve: float = DEFAULT_GPU_NODE_RESERVE,
+             checkpoint_seconds: float | None = None) -> SimResult:
+    """Replay `jobs` through the policy with simulated time; returns the metrics.
+
+    `checkpoint_seconds`: None, a preempted job saves its state at SIGTERM (within the grace
+    period) and keeps all its work; otherwise it keeps only the work up to its last periodic
+    checkpoint, every that many seconds of a run (math.inf: none, it starts over)."""
+    if checkpoint_seconds is not None and not checkpoint_seconds > 0:
+        raise ValueError(f"checkpoint_seconds must be positive, not {checkpoint_seconds!r}")
     decide = POLICIES[policy]
     jobs = sorted(jobs, key=lambda j: (j.arrival, j.id))
     by_id = {j.id: j for j in jobs}
@@ -275,6 +286,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
     contention_time = 0.0
     contention_alloc = 0.0
     preemptions = 0
+    preempted_gpu_seconds = 0.0
+    redone_gpu_seconds = 0.0
     preempted_count: dict[int, int] = {}
     cycles = 0
     last_cycle = -math.inf
@@ -408,8 +421,14 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                 victim, started = running[decision.workload_id]
                 preemptions += 1
                 preempted_count[victim.id] = preempted_count.get(victim.id, 0) + 1
-                remaining[victim.id] = max(remaining[victim.id] - (t - started), 1.0)
-                exit_at = t + min(grace_seconds, remaining[victim.id])
+                ran = t - started
+                kept = ran if checkpoint_seconds is None else (
+                    0.0 if math.isinf(checkpoint_seconds) else ran // checkpoint_seconds * checkpoint_seconds)
+                victim_gpus = gpus(victim.per_replica, len(victim.placement))
+                preempted_gpu_seconds += victim_gpus * ran
+                redone_gpu_seconds += victim_gpus * (ran - kept)
+                exit_at = t + min(grace_seconds, max(remaining[victim.id] - ran, 1.0))
+                remaining[victim.id] = max(remaining[victim.id] - kept, 1.0)
                 stopping = RunningWorkload(
                     id=victim.id, project=victim.project, pool=victim.pool, priority=victim.priority,
                     per_replica=victim.per_replica, placement=victim.placement, preemptible=victim.preemptible,
@@ -455,7 +474,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         allocation_rate=contention_alloc / (capacity * contention_time) if capacity and contention_time else 0.0,
         avg_queue_delay=sum(delays) / len(delays) if delays else 0.0,
         p99_queue_delay=_p99(delays),
-        avg_jct=sum(jcts) / len(jcts) if jcts else 0.0, preemptions=preemptions, fairness=jain(service.values()),
+        avg_jct=sum(jcts) / len(jcts) if jcts else 0.0, preemptions=preemptions,
+        preempted_gpu_hours=preempted_gpu_seconds / 3600, redone_gpu_hours=redone_gpu_seconds / 3600, fairness=jain(service.values()),
         share_fairness=jain(share.values()), cycles=cycles,
         unfinished=len(jobs) - len(finish), series=series,
         delays=delay_of, project_service=service,

@@ -1,5 +1,6 @@
 """`manage.py simulate`: the trace loaders, the simulator and the command."""
 import json
+import math
 from datetime import timedelta
 from io import StringIO
 
@@ -63,6 +64,33 @@ def test_priority_preemption_in_simulation_requeues_and_finishes_everything():
     assert result.preemptions == 1 and result.finished == 2
     # Job 1 runs 0-10, checkpoints until 15; job 2 runs 15-25; job 1 resumes its last 90 s at 25.
     assert result.avg_jct == pytest.approx((115 + 15) / 2)
+
+
+@pytest.mark.parametrize(("checkpoint_seconds", "lost", "low_end"), [
+    (None, 0, 115),  # checkpoints at SIGTERM: resumes its last 90 s at 25
+    (4, 2, 117),  # checkpointed at 4 and 8 s: redoes 2 s, resumes 92 s at 25
+    (math.inf, 10, 125),  # never checkpoints: starts over at 25
+])
+def test_preempted_work_since_the_last_checkpoint_is_lost_and_run_again(checkpoint_seconds, lost, low_end):
+    nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(2000, 64000, 10**6))]
+    jobs = [SimJob(id=1, project="a", arrival=0, duration=100, per_replica=Resources(2000, 1000, 1024), priority=5),
+            SimJob(id=2, project="a", arrival=10, duration=10, per_replica=Resources(2000, 1000, 1024), priority=0)]
+    result = simulate(nodes=nodes, quotas=equal_quotas(nodes, ["a"]), jobs=jobs, grace_seconds=5,
+                      checkpoint_seconds=checkpoint_seconds)
+    assert result.preemptions == 1 and result.finished == 2
+    assert result.avg_jct == pytest.approx((low_end + 15) / 2)
+    assert result.preempted_gpu_hours == pytest.approx(2 * 10 / 3600)  # 2 GPUs had run 10 s
+    assert result.redone_gpu_hours == pytest.approx(2 * lost / 3600)
+    # The work run again is allocated GPU-time but not the job's: the slowdown ratio counts only
+    # the job's own run time against its time in the system.
+    assert result.project_service["a"] == pytest.approx((2 * 100 + 2 * 10) / (2 * low_end + 2 * 15))
+
+
+def test_checkpoint_interval_must_be_positive():
+    with pytest.raises(ValueError, match="must be positive"):
+        simulate(nodes=[], quotas=[], jobs=[], checkpoint_seconds=0)
+    with pytest.raises(CommandError, match="expected a positive number of seconds, or 'inf'"):
+        _run("--nodes", "10", "--limit", "10", "--checkpoint-every", "0")
 
 
 def test_a_preemptor_waits_for_its_exiting_victims_instead_of_preempting_more():
