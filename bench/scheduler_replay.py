@@ -49,7 +49,7 @@ def run(task: tuple[int, int, argparse.Namespace]) -> dict:
         start = time.perf_counter()
         r = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy=policy, known_durations=args.known_durations,
                      repreempt_min_runtime=args.repreempt_min_runtime,
-                     starvation_seconds=args.starvation_seconds)
+                     starvation_seconds=args.starvation_seconds, checkpoint_seconds=args.checkpoint_every)
         if (nodes_count, seed) != (args.chart_nodes, args.seeds[0]):
             r.series = []  # only the chart needs it; keeps what workers send back small
         r.delays = {}
@@ -144,6 +144,9 @@ def main():
                         help="the placement's weight of stranded GPU milli (policy default; both policies place alike)")
     parser.add_argument("--known-durations", action="store_true",
                         help="let the policy see each pod's run time (as if declared exactly); a live cluster does not")
+    parser.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
+                        help="preempted pods keep only the work up to their last checkpoint, taken this often "
+                             "(inf: never); default: they checkpoint at SIGTERM and lose nothing")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="runs at once (processes)")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
@@ -160,7 +163,8 @@ def main():
             print(f"[{len(runs)}/{len(tasks)}] {len(res['nodes'])} nodes, assignment {res['seed']}: utilisation "
                   f"{c.utilisation:.1%} / {f.utilisation:.1%}, average wait {c.avg_queue_delay:,.0f} / "
                   f"{f.avg_queue_delay:,.0f} s, fairness slowdown {c.fairness:.3f} / {f.fairness:.3f}, share "
-                  f"{c.share_fairness:.3f} / {f.share_fairness:.3f} (Cairn / FIFO): "
+                  f"{c.share_fairness:.3f} / {f.share_fairness:.3f} (Cairn / FIFO), {c.preemptions:,} preemptions "
+                  f"({c.preempted_gpu_hours:,.0f} GPU-h run, {c.redone_gpu_hours:,.0f} redone): "
                   f"{'met' if met(f, c) else 'NOT met'} ({res['wall']['cairn'] + res['wall']['fifo']:.0f} s)", flush=True)
     runs.sort(key=lambda r: (len(r["nodes"]), r["seed"]))
     samples = {n: [r for r in runs if len(r["nodes"]) == n] for n in sorted(args.nodes)}
@@ -189,7 +193,11 @@ def main():
         "trace), 8 projects with equal nominal quotas, borrowing allowed, "
         + ("pods' run times known to the policy (as if declared exactly), " if args.known_durations else
            "pods' run times unknown to the policy, as in a live cluster (FIFO never uses them), ")
-        + "grace period 30 s, anti-thrash "
+        + "grace period 30 s, "
+        + ("preempted pods checkpointing at SIGTERM (they resume with the work they had left), "
+           if args.checkpoint_every is None else
+           f"preempted pods losing the work since their last checkpoint (every {args.checkpoint_every:g} s), ")
+        + "anti-thrash "
         f"re-preemption protection {args.repreempt_min_runtime:g} s, bounded wait "
         + (f"{args.starvation_seconds:g} s" if args.starvation_seconds else "off") + ". "
         f"The trace has no projects, so every sample is replayed under {len(args.seeds)} assignments of its pods to "
@@ -226,8 +234,8 @@ def main():
         "",
         "| sample | assignment | utilisation | allocation while work waits | average wait | p99 wait | average JCT "
         "| fairness slowdown | fairness share | time running, worst-off project under Cairn / best-off under FIFO "
-        "| preemptions (Cairn) | target |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| preemptions, Cairn (most of one pod) | GPU-hours preempted pods had run (Cairn) | target |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         f, c = r["fifo"], r["cairn"]
@@ -237,7 +245,7 @@ def main():
             f"| {c.p99_queue_delay:,.0f} / {f.p99_queue_delay:,.0f} s | {c.avg_jct:,.0f} / {f.avg_jct:,.0f} s | "
             f"{c.fairness:.4f} / {f.fairness:.4f} | {c.share_fairness:.4f} / {f.share_fairness:.4f} | "
             "{:.1%} / {:.1%} | ".format(*worst_vs_best(f, c))
-            + f"{c.preemptions:,} | " + ("met" if met(f, c) else "not met") + " |")
+            + f"{c.preemptions:,} ({c.most_preemptions}) | {c.preempted_gpu_hours:,.0f} | " + ("met" if met(f, c) else "not met") + " |")
     margins = [(w / b if b else float("inf"), r) for r in runs for w, b in [worst_vs_best(r["fifo"], r["cairn"])]]
     margin, closest = min(margins, key=lambda m: m[0])
     lines += ["", f"Across all {len(runs)} runs, the project worst off under Cairn spends at least {margin:.1f}x as "

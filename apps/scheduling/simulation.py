@@ -78,6 +78,10 @@ class SimResult:
     # GPU-hours they ran again because they were lost (0 when jobs checkpoint at SIGTERM)
     preempted_gpu_hours: float
     redone_gpu_hours: float
+    most_preemptions: int  # the most times one job was preempted
+    # preemptions by whose work preempted: its own project's (higher priority) or another's
+    # (reclaiming its nominal, or higher priority on borrowed quota)
+    preemptions_within_project: int
     fairness: float  # Jain's index over projects of GPU-time used / GPU-time spent in the system
     share_fairness: float  # Jain's index over projects of GPU-time allocated / max-min fair GPU-time
     cycles: int
@@ -286,6 +290,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
     contention_time = 0.0
     contention_alloc = 0.0
     preemptions = 0
+    within_project = 0
     preempted_gpu_seconds = 0.0
     redone_gpu_seconds = 0.0
     preempted_count: dict[int, int] = {}
@@ -420,6 +425,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
             elif isinstance(decision, Preempt):
                 victim, started = running[decision.workload_id]
                 preemptions += 1
+                within_project += by_id[decision.preemptor_id].project == victim.project
                 preempted_count[victim.id] = preempted_count.get(victim.id, 0) + 1
                 ran = t - started
                 kept = ran if checkpoint_seconds is None else (
@@ -475,7 +481,9 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         avg_queue_delay=sum(delays) / len(delays) if delays else 0.0,
         p99_queue_delay=_p99(delays),
         avg_jct=sum(jcts) / len(jcts) if jcts else 0.0, preemptions=preemptions,
-        preempted_gpu_hours=preempted_gpu_seconds / 3600, redone_gpu_hours=redone_gpu_seconds / 3600, fairness=jain(service.values()),
+        preempted_gpu_hours=preempted_gpu_seconds / 3600, redone_gpu_hours=redone_gpu_seconds / 3600,
+        most_preemptions=max(preempted_count.values(), default=0), preemptions_within_project=within_project,
+        fairness=jain(service.values()),
         share_fairness=jain(share.values()), cycles=cycles,
         unfinished=len(jobs) - len(finish), series=series,
         delays=delay_of, project_service=service,

@@ -77,7 +77,8 @@ def test_preempted_work_since_the_last_checkpoint_is_lost_and_run_again(checkpoi
             SimJob(id=2, project="a", arrival=10, duration=10, per_replica=Resources(2000, 1000, 1024), priority=0)]
     result = simulate(nodes=nodes, quotas=equal_quotas(nodes, ["a"]), jobs=jobs, grace_seconds=5,
                       checkpoint_seconds=checkpoint_seconds)
-    assert result.preemptions == 1 and result.finished == 2
+    assert result.preemptions == result.most_preemptions == result.preemptions_within_project == 1
+    assert result.finished == 2
     assert result.avg_jct == pytest.approx((low_end + 15) / 2)
     assert result.preempted_gpu_hours == pytest.approx(2 * 10 / 3600)  # 2 GPUs had run 10 s
     assert result.redone_gpu_hours == pytest.approx(2 * lost / 3600)
@@ -86,11 +87,21 @@ def test_preempted_work_since_the_last_checkpoint_is_lost_and_run_again(checkpoi
     assert result.project_service["a"] == pytest.approx((2 * 100 + 2 * 10) / (2 * low_end + 2 * 15))
 
 
-def test_checkpoint_interval_must_be_positive():
+def test_checkpoint_interval_and_time_limit_must_be_positive():
     with pytest.raises(ValueError, match="must be positive"):
         simulate(nodes=[], quotas=[], jobs=[], checkpoint_seconds=0)
     with pytest.raises(CommandError, match="expected a positive number of seconds, or 'inf'"):
         _run("--nodes", "10", "--limit", "10", "--checkpoint-every", "0")
+    with pytest.raises(CommandError, match="--time-limit -5: expected a positive number of seconds"):
+        _run("--nodes", "10", "--limit", "10", "--time-limit", "-5")
+
+
+@needs_trace
+def test_the_command_stops_at_the_time_limit_and_reports_what_ran():
+    whole = _run("--nodes", "10", "--limit", "300", "--policy", "cairn", "--checkpoint-every", "inf")[0]
+    cut = _run("--nodes", "10", "--limit", "300", "--policy", "cairn", "--time-limit", "10000000")[0]
+    assert whole["finished"] == 300 and whole["redone_gpu_hours"] == whole["preempted_gpu_hours"]
+    assert 0 < cut["finished"] < 300 and cut["unfinished"] == 300 - cut["finished"]
 
 
 def test_a_preemptor_waits_for_its_exiting_victims_instead_of_preempting_more():
@@ -102,6 +113,7 @@ def test_a_preemptor_waits_for_its_exiting_victims_instead_of_preempting_more():
             SimJob(id=4, project="a", arrival=110, duration=10, per_replica=one)]  # a cycle in the grace period
     result = simulate(nodes=nodes, quotas=equal_quotas(nodes, ["a", "b"]), jobs=jobs, grace_seconds=30)
     assert result.preemptions == 1 and result.finished == 4
+    assert result.preemptions_within_project == 0  # b reclaimed its nominal from a
     assert result.delays[3] == 30  # admitted when its one victim has exited
 
 

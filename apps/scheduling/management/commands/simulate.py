@@ -46,8 +46,10 @@ METRICS = [
     ("p99_queue_delay", "p99 queueing delay (s)", "{:,.0f}"),
     ("avg_jct", "average job completion time (s)", "{:,.0f}"),
     ("preemptions", "preemptions", "{}"),
+    ("preemptions_within_project", "  by the same project's higher priority", "{}"),
     ("preempted_gpu_hours", "GPU-hours preempted jobs had run", "{:,.1f}"),
     ("redone_gpu_hours", "  of which lost and run again", "{:,.1f}"),
+    ("most_preemptions", "most preemptions of one job", "{}"),
     ("fairness", "fairness, slowdown (Jain's index over projects of GPU-time used / spent)", "{:.3f}"),
     ("share_fairness", "fairness, share (Jain's index over projects of GPU-time held / max-min fair)", "{:.3f}"),
     ("finished", "jobs finished", "{}"),
@@ -103,6 +105,9 @@ class Command(BaseCommand):
                             help="Preempted jobs keep only the work up to their last checkpoint, taken this often "
                                  "('inf': never, they start over). Default: they checkpoint at SIGTERM and lose "
                                  "nothing.")
+        parser.add_argument("--time-limit", type=float, metavar="SECONDS",
+                            help="Stop after this much simulated time (a replay that does not settle, e.g. jobs "
+                                 "that never checkpoint preempted again and again); figures cover what ran.")
         parser.add_argument("--unknown-durations", action="store_true",
                             help="Do not tell the policy how long jobs run (no start estimates for reservations).")
         parser.add_argument("--chart", help="Write a PNG chart here (needs matplotlib).")
@@ -112,6 +117,8 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         if not 0.0 <= opts["gpu_node_reserve"] <= 1.0:
             raise CommandError(f"--gpu-node-reserve {opts['gpu_node_reserve']:g}: expected a share from 0 to 1.")
+        if opts["time_limit"] is not None and not opts["time_limit"] > 0:
+            raise CommandError(f"--time-limit {opts['time_limit']:g}: expected a positive number of seconds.")
         if opts["checkpoint_every"] is not None and not opts["checkpoint_every"] > 0:
             raise CommandError(f"--checkpoint-every {opts['checkpoint_every']:g}: expected a positive number of "
                                "seconds, or 'inf' for jobs that never checkpoint.")
@@ -140,7 +147,7 @@ class Command(BaseCommand):
                     grace_seconds=opts["grace"], known_durations=not opts["unknown_durations"],
                     progress=bar.update if bar else None, repreempt_min_runtime=opts["repreempt_min_runtime"],
                     starvation_seconds=opts["starvation_seconds"], gpu_node_reserve=opts["gpu_node_reserve"],
-                    checkpoint_seconds=opts["checkpoint_every"],
+                    checkpoint_seconds=opts["checkpoint_every"], time_limit=opts["time_limit"],
                 ))
             finally:
                 if bar:
