@@ -336,8 +336,9 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         if not candidates:
             break
         now = min(candidates)
-        if time_limit is not None and now - start_time > time_limit:
-            break
+        stop = time_limit is not None and now - start_time > time_limit
+        if stop:  # account for the time up to the limit, then end there
+            now = start_time + time_limit
         # Account for the time that passed.
         span = now - t
         if span > 0:
@@ -359,6 +360,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                 series.append((next_sample - start_time, allocated, len(pending)))
                 next_sample += sample_every
         t = now
+        if stop:
+            break
         changed = False
         while next_arrival < len(jobs) and jobs[next_arrival].arrival <= t:
             j = jobs[next_arrival]
@@ -450,8 +453,9 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
 
     delays = sorted(first_start[i] - by_id[i].arrival for i in first_start)
     jcts = [finish[i] - by_id[i].arrival for i in finish]
-    makespan = (max(finish.values()) if finish else t) - start_time
-    window = max(last_arrival - start_time, 1e-9)
+    # A replay cut short by time_limit is measured up to where it stopped.
+    makespan = (max(finish.values()) if finish and len(finish) == len(jobs) else t) - start_time
+    window = max(min(last_arrival, t) - start_time, 1e-9)
     per_project: dict[str, list[float]] = {}
     for i, end in finish.items():
         j = by_id[i]

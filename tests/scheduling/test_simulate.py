@@ -87,6 +87,18 @@ def test_preempted_work_since_the_last_checkpoint_is_lost_and_run_again(checkpoi
     assert result.project_service["a"] == pytest.approx((2 * 100 + 2 * 10) / (2 * low_end + 2 * 15))
 
 
+def test_a_replay_cut_short_is_measured_up_to_its_time_limit():
+    nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(2000, 64000, 10**6))]
+    jobs = [SimJob(id=1, project="a", arrival=0, duration=100, per_replica=Resources(1000, 1000, 1024)),
+            SimJob(id=2, project="a", arrival=1000, duration=10, per_replica=Resources(1000, 1000, 1024))]
+    cut = simulate(nodes=nodes, quotas=equal_quotas(nodes, ["a"]), jobs=jobs, time_limit=200)
+    assert cut.finished == 1 and cut.unfinished == 1
+    # One of two GPUs for 100 s of the 200 simulated: not of the 1,000 s the arrivals span.
+    assert cut.utilisation == pytest.approx(0.25) and cut.utilisation_makespan == pytest.approx(0.25)
+    whole = simulate(nodes=nodes, quotas=equal_quotas(nodes, ["a"]), jobs=jobs)
+    assert whole.finished == 2 and whole.utilisation == pytest.approx(100 / 2000)
+
+
 def test_checkpoint_interval_and_time_limit_must_be_positive():
     with pytest.raises(ValueError, match="must be positive"):
         simulate(nodes=[], quotas=[], jobs=[], checkpoint_seconds=0)
