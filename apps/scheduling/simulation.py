@@ -68,7 +68,7 @@ class SimResult:
     finished: int
     capacity_gpus: float
     utilisation: float  # allocated GPU-time / capacity-time, from the first arrival to the last
-    utilisation_makespan: float  # same, until the last job finished
+    utilisation_makespan: float  # same, until the last job finished (or the time limit)
     allocation_rate: float  # mean allocated share of the GPUs while work was waiting
     avg_queue_delay: float
     p99_queue_delay: float

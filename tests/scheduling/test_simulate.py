@@ -109,10 +109,20 @@ def test_checkpoint_interval_and_time_limit_must_be_positive():
 
 
 @needs_trace
+def test_the_command_replays_jobs_that_lose_their_work_when_preempted():
+    # 5 nodes are small enough for the first 300 pods to preempt one another.
+    kept = _run("--nodes", "5", "--limit", "300", "--policy", "cairn")[0]
+    lost = _run("--nodes", "5", "--limit", "300", "--policy", "cairn", "--checkpoint-every", "inf")[0]
+    assert kept["finished"] == lost["finished"] == 300
+    assert kept["preemptions"] > 0 and kept["preempted_gpu_hours"] > 0 and kept["redone_gpu_hours"] == 0
+    assert lost["preemptions"] > 0 and lost["preempted_gpu_hours"] > 0
+    assert lost["redone_gpu_hours"] == pytest.approx(lost["preempted_gpu_hours"])  # nothing was kept
+    assert 1 <= lost["most_preemptions"] <= lost["preemptions"]
+
+
+@needs_trace
 def test_the_command_stops_at_the_time_limit_and_reports_what_ran():
-    whole = _run("--nodes", "10", "--limit", "300", "--policy", "cairn", "--checkpoint-every", "inf")[0]
     cut = _run("--nodes", "10", "--limit", "300", "--policy", "cairn", "--time-limit", "10000000")[0]
-    assert whole["finished"] == 300 and whole["redone_gpu_hours"] == whole["preempted_gpu_hours"]
     assert 0 < cut["finished"] < 300 and cut["unfinished"] == 300 - cut["finished"]
 
 

@@ -40,7 +40,7 @@ TASK_LISTS = {"default": "openb_pod_list_default.csv", "gpuspec33": "openb_pod_l
 WAIT_LABELS = {**WAIT_KIND_LABELS, NOT_YET_DECIDED: "not yet decided", FIFO_WAIT: "fifo"}  # table headings
 METRICS = [
     ("utilisation", "utilisation (allocated GPU-time / capacity-time, arrival window)", "{:.1%}"),
-    ("utilisation_makespan", "utilisation until the last job finished", "{:.1%}"),
+    ("utilisation_makespan", "utilisation until the last job finished (or --time-limit)", "{:.1%}"),
     ("allocation_rate", "GPU allocation rate while work waits", "{:.1%}"),
     ("avg_queue_delay", "average queueing delay (s)", "{:,.0f}"),
     ("p99_queue_delay", "p99 queueing delay (s)", "{:,.0f}"),
