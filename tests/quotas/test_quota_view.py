@@ -63,11 +63,13 @@ def test_quota_rows_show_used_borrowed_lendable_and_budget(quotas, vera, client_
 
 
 def test_budget_left_is_never_negative(project, pool, alice, client_for):
-    QuotaFactory(project=project, pool=pool, gpu_hour_budget=Decimal("1"), budget_period="day")
+    # A tiny budget over a month: the usage since the period began overruns it at any time of day
+    # (a day's budget of 1 GPU-hour was not yet overrun in the first minutes after midnight).
+    QuotaFactory(project=project, pool=pool, gpu_hour_budget=Decimal("0.01"), budget_period="month")
     UsageRecord.objects.create(project=project, pool=pool, gpu_milli=8000, attempt=1,
-                               started_at=budget_period_start("day", timezone.now()))
+                               started_at=budget_period_start("month", timezone.now()))
     usage = client_for(alice).get(URL).json()["results"][0]["usage"]
-    assert usage["gpu_hours_this_period"] > 1 and usage["budget_left_gpu_hours"] == 0.0
+    assert usage["gpu_hours_this_period"] > 0.01 and usage["budget_left_gpu_hours"] == 0.0
 
 
 def test_budget_period_end():

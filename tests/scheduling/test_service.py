@@ -134,7 +134,7 @@ def test_snapshot_carries_preemption_counts_and_the_anti_thrash_setting(setup, s
                              placement=[{"replica": 0, "node": "n1", "gpus": [0]}])
     snapshot = scheduling_snapshot()
     assert {r.id: r.preemptions for r in snapshot.running} == {victim.pk: 2}
-    assert snapshot.repreempt_min_runtime_seconds == 600
+    assert snapshot.repreempt_min_runtime_seconds == 3600
     settings.CAIRN = {**settings.CAIRN, "REPREEMPT_MIN_RUNTIME_SECONDS": 0}
     assert scheduling_snapshot().repreempt_min_runtime_seconds == 0
 
