@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 from tests.factories import (
     MembershipFactory,
     NodeFactory,
+    TEST_ALLOWED_PATHS,
     PoolFactory,
     ProjectFactory,
     QuotaFactory,
@@ -47,6 +48,18 @@ def _isolated_data_dir(settings, tmp_path):
     """Replica logs and pid files of each test go to its own directory."""
     settings.CAIRN_DATA_DIR = tmp_path / "cairn-data"
     settings.CAIRN_DATA_DIR.mkdir()
+
+
+@pytest.fixture(autouse=True)
+def shared_dir(tmp_path):
+    """A folder the test's pools allow as working_dir: replicas (sandboxed, as an unprivileged run
+    user when tests run as root) read scripts from it and write gate files into it."""
+    path = tmp_path / "shared"
+    path.mkdir()
+    path.chmod(0o777)
+    TEST_ALLOWED_PATHS[:] = [str(path)]
+    yield path
+    TEST_ALLOWED_PATHS.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -46,6 +46,9 @@ class ClusterFactory(factory.django.DjangoModelFactory):
     backend = "local"
 
 
+TEST_ALLOWED_PATHS: list[str] = []
+
+
 class PoolFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = ResourcePool
@@ -53,6 +56,8 @@ class PoolFactory(factory.django.DjangoModelFactory):
 
     cluster = factory.SubFactory(ClusterFactory)
     name = "local"
+    # The test's shared folder (tests/conftest.py): replicas may use it as working_dir.
+    allowed_paths = factory.LazyFunction(lambda: list(TEST_ALLOWED_PATHS))
 
 
 class NodeFactory(factory.django.DjangoModelFactory):

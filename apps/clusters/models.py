@@ -28,6 +28,8 @@ class ResourcePool(models.Model):
     accelerator_models = models.JSONField(default=list, blank=True)
     node_selector = models.JSONField(default=dict, blank=True)
     topology_keys = models.JSONField(default=list, blank=True)
+    # Local pools: host directories a workload may use as working_dir (mounted into its sandbox).
+    allowed_paths = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

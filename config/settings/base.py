@@ -217,6 +217,10 @@ CAIRN = {
     "LOCAL_CLUSTER_NAME": env.str("CAIRN_LOCAL_CLUSTER", default="local"),
     "LOCAL_POOL_NAME": env.str("CAIRN_LOCAL_POOL", default="local"),
     "TOKEN_DEFAULT_DAYS": env.int("CAIRN_TOKEN_DEFAULT_DAYS", default=90),
+    # Local backend isolation (docs/local-backend.md): "auto" sandboxes replicas with bubblewrap
+    # and, when Cairn runs as root, runs them as RUN_USER; "off" runs them as Cairn's own user.
+    "SANDBOX": env.str("CAIRN_SANDBOX", default="auto"),
+    "RUN_USER": env.str("CAIRN_RUN_USER", default="cairn-run"),
 }
 
 # Kubernetes backend (apps/backends/kubernetes, docs/kubernetes.md). Per-cluster choices (Volcano,

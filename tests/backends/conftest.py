@@ -14,12 +14,13 @@ def _kill_replicas(_isolated_data_dir, settings):
 
 
 @pytest.fixture
-def script(tmp_path):
-    """script("python source") -> path of a file holding it (dedented)."""
+def script(shared_dir):
+    """script("python source") -> path of a file holding it (dedented), in the folder the test's
+    pool allows (a sandboxed replica sees nothing else of the host's /tmp)."""
     counter = iter(range(1000))
 
     def write(source: str) -> str:
-        path = tmp_path / f"script_{next(counter)}.py"
+        path = shared_dir / f"script_{next(counter)}.py"
         path.write_text(textwrap.dedent(source))
         return str(path)
 

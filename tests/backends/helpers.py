@@ -74,6 +74,21 @@ def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.05, what: 
         time.sleep(interval)
 
 
+def processes_per_replica() -> int:
+    """A shim and the command; in a bubblewrap sandbox also bwrap and the sandbox's init."""
+    from apps.backends.local import sandbox
+
+    return 4 if sandbox.isolation().level in (sandbox.BWRAP, sandbox.BWRAP_ROOT) else 2
+
+
+def is_replica_command(proc: psutil.Process) -> bool:
+    """Not a shim (python -I -S shim.py) nor bubblewrap."""
+    try:
+        return proc.name() != "bwrap" and "-S" not in proc.cmdline()
+    except psutil.Error:
+        return False
+
+
 def replica_processes(workload) -> list[psutil.Process]:
     """The shim and command processes of the workload's current attempt that are alive."""
     found = []

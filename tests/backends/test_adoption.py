@@ -47,7 +47,7 @@ def _database_url() -> str:
 
 
 @pytest.fixture
-def start_reconciler(settings, tmp_path):
+def start_reconciler(settings, shared_dir):
     started: list[subprocess.Popen] = []
 
     def start() -> subprocess.Popen:
@@ -59,7 +59,7 @@ def start_reconciler(settings, tmp_path):
             "CAIRN_RECONCILER_INTERVAL": "0.1",
             "CAIRN_STOP_GRACE_SECONDS": "2",
         }
-        log = open(tmp_path / f"reconciler-{len(started)}.log", "wb")
+        log = open(shared_dir / f"reconciler-{len(started)}.log", "wb")
         proc = subprocess.Popen(
             [sys.executable, MANAGE, "run_reconciler"], env=env, stdout=log, stderr=subprocess.STDOUT,
             cwd=django_settings.BASE_DIR,
@@ -86,8 +86,8 @@ def _status(workload) -> str:
     return workload.status
 
 
-def test_replicas_survive_a_killed_reconciler_and_are_adopted_by_the_next(script, tmp_path, start_reconciler):
-    go = tmp_path / "go"
+def test_replicas_survive_a_killed_reconciler_and_are_adopted_by_the_next(script, shared_dir, start_reconciler):
+    go = shared_dir / "go"
     wait_script = script(WAIT_FOR_GO)
     sleeper = script("""
         import time
@@ -164,7 +164,7 @@ def test_lost_replica_without_restarts_left_marks_the_workload_lost(script):
     assert "Replica 0 disappeared" in workload.status_message
 
 
-def test_a_reused_pid_is_never_taken_for_a_replica(tmp_path):
+def test_a_reused_pid_is_never_taken_for_a_replica(shared_dir):
     """A record whose pid now belongs to another process (other start time) is not ours: it is
     neither observed as running nor signalled."""
     from apps.backends.base import LOST

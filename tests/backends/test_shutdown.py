@@ -7,7 +7,7 @@ from apps.backends.selectors import workload_log_read
 from apps.backends.services import local_backend_shutdown, workload_dispatch
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.services import workload_stop
-from tests.backends.helpers import admitted, gone, replica_processes, wait_for
+from tests.backends.helpers import admitted, gone, processes_per_replica, replica_processes, wait_for
 
 S = WorkloadStatus
 
@@ -36,7 +36,7 @@ def test_shutdown_terminates_owned_replicas_and_requeues_their_workloads(script)
         wait_for(lambda w=workload: "ready" in workload_log_read(workload=w), what="ready")
     workload_stop(workload=stopping)
     processes = [p for w in workloads for p in replica_processes(w)]
-    assert len(processes) == 6
+    assert len(processes) == 3 * processes_per_replica()
 
     started = time.monotonic()
     assert local_backend_shutdown(grace_seconds=1.0) == 3

@@ -8,7 +8,9 @@ from apps.backends.services import workload_dispatch, workload_stop_signal
 from apps.backends.tasks import workload_stop_task
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.services import workload_stop
-from tests.backends.helpers import admitted, gone, reconcile_until, replica_processes, wait_for
+from tests.backends.helpers import (
+    admitted, gone, processes_per_replica, reconcile_until, replica_processes, wait_for,
+)
 
 S = WorkloadStatus
 
@@ -30,7 +32,7 @@ def _started(workload, marker="ready"):
             what=f"'{marker}' in replica {replica}'s log",
         )
     processes = replica_processes(workload)
-    assert len(processes) == 2 * workload.replicas  # a shim and a command per replica
+    assert len(processes) == processes_per_replica() * workload.replicas
     return processes
 
 

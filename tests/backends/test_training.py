@@ -9,7 +9,9 @@ from apps.backends.selectors import workload_log_read
 from apps.backends.services import workload_dispatch
 from apps.backends.tasks import workload_dispatch_task, workload_stop_task
 from apps.workloads.choices import WorkloadStatus
-from tests.backends.helpers import admitted, gone, reconcile_until, replica_processes, wait_for
+from tests.backends.helpers import (
+    admitted, gone, is_replica_command, reconcile_until, replica_processes, wait_for,
+)
 from tests.factories import ClusterFactory, PoolFactory
 
 S = WorkloadStatus
@@ -138,9 +140,9 @@ def test_dispatch_delivered_twice_launches_once(script):
     log = wait_for(lambda: (workload_log_read(workload=workload) or None), what="the replica's output")
     tagged = [
         p for p in psutil.process_iter()
-        if _environ(p).get("CAIRN_WORKLOAD_ID") == str(workload.pk) and "-S" not in p.cmdline()
+        if _environ(p).get("CAIRN_WORKLOAD_ID") == str(workload.pk) and is_replica_command(p)
     ]
-    assert len(tagged) == 1  # one replica command (shims excluded)
+    assert len(tagged) == 1  # one replica command (shims and bubblewrap excluded)
     assert log == "started\n"
     assert workload_dispatch_task.name == "cairn.workload_dispatch"
     assert workload_stop_task.name == "cairn.workload_stop"
@@ -181,8 +183,8 @@ def test_kubernetes_cluster_without_credentials_fails_with_a_clear_reason():
     assert "Cluster 'k8s' has no registered credentials" in workload.status_message
 
 
-def test_missing_working_directory_fails_the_launch(tmp_path):
-    workload = admitted(spec={"command": ["python", "-c", "pass"], "env": {}, "working_dir": str(tmp_path / "nope")})
+def test_missing_working_directory_fails_the_launch(shared_dir):
+    workload = admitted(spec={"command": ["python", "-c", "pass"], "env": {}, "working_dir": str(shared_dir / "nope")})
     workload_dispatch(workload_id=workload.pk)
     workload.refresh_from_db()
     assert workload.status == S.FAILED
@@ -190,18 +192,19 @@ def test_missing_working_directory_fails_the_launch(tmp_path):
     assert "does not exist" in workload.status_message
 
 
-def test_command_that_does_not_exist_exits_127(tmp_path):
-    workload = admitted(spec={"command": ["no-such-program-xyz"], "env": {}, "working_dir": str(tmp_path)})
+def test_command_that_does_not_exist_exits_127(shared_dir):
+    workload = admitted(spec={"command": ["no-such-program-xyz"], "env": {}, "working_dir": str(shared_dir)})
     workload_dispatch(workload_id=workload.pk)
     reconcile_until(workload, S.FAILED)
     assert workload.exit_code == 127
-    assert "cannot start 'no-such-program-xyz'" in workload_log_read(workload=workload)
+    log = workload_log_read(workload=workload)  # said by the shim, or by setpriv in a sandbox
+    assert "no-such-program-xyz" in log and ("cannot start" in log or "No such file" in log)
 
 
-def test_working_dir_is_the_cwd_of_each_replica(tmp_path):
+def test_working_dir_is_the_cwd_of_each_replica(shared_dir):
     workload = admitted(
-        spec={"command": ["python", "-c", "import os; print(os.getcwd())"], "env": {}, "working_dir": str(tmp_path)}
+        spec={"command": ["python", "-c", "import os; print(os.getcwd())"], "env": {}, "working_dir": str(shared_dir)}
     )
     workload_dispatch(workload_id=workload.pk)
     reconcile_until(workload, S.SUCCEEDED)
-    assert workload_log_read(workload=workload).strip() == str(tmp_path)
+    assert workload_log_read(workload=workload).strip() == str(shared_dir)

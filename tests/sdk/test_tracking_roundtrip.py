@@ -76,7 +76,7 @@ def server(tmp_path, settings):
     srv.stop()
 
 
-def test_job_logs_through_injected_run_token_and_points_read_back(server, tmp_path, settings, client_for):
+def test_job_logs_through_injected_run_token_and_points_read_back(server, shared_dir, settings, client_for):
     from apps.backends.services import workload_dispatch
     from apps.clusters.services import local_cluster_register
     from apps.workloads.choices import WorkloadStatus
@@ -84,15 +84,17 @@ def test_job_logs_through_injected_run_token_and_points_read_back(server, tmp_pa
 
     settings.CAIRN = {**settings.CAIRN, "PUBLIC_URL": server.url}
     node = local_cluster_register()
+    node.pool.allowed_paths = [str(shared_dir)]
+    node.pool.save(update_fields=["allowed_paths"])
     user = UserFactory(username="erin")
     project = ProjectFactory(slug="vision")
     MembershipFactory(project=project, user=user, role="owner")
     QuotaFactory(project=project, pool=node.pool)
-    script = tmp_path / "train.py"
+    script = shared_dir / "train.py"
     script.write_text(TRAIN)
     workload = WorkloadFactory(project=project, pool=node.pool, name="mnist", status=WorkloadStatus.ADMITTED,
                                admitted_at=timezone.now(), placement=[{"replica": 0, "node": node.name}],
-                               spec={"command": ["python", str(script), "500", "0", str(tmp_path / "progress")]})
+                               spec={"command": ["python", str(script), "500", "0", str(shared_dir / "progress")]})
     workload_dispatch(workload_id=workload.pk)
     reconcile_until(workload, WorkloadStatus.SUCCEEDED, timeout=90)
 

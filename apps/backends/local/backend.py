@@ -1,7 +1,9 @@
 """The local backend: every replica is a real OS process on this machine.
 
-Each replica runs under `shim.py` in a session of its own (start_new_session), so it survives
-a crash of the Cairn process that started it. Processes are identified by pid *and* start time
+Each replica runs under `shim.py`, detached in a session of its own, so it survives a crash of
+the Cairn process that started it (and is reaped by init, not left a zombie under a worker).
+Replicas run sandboxed where the host allows it (sandbox.py: bubblewrap, an unprivileged run
+user, a memory rlimit). Processes are identified by pid *and* start time
 (psutil), so a pid the kernel has handed to some other process is never taken for ours. The
 shim records the exit code in a file, so an exit that happened while Cairn was down is known.
 """
@@ -15,7 +17,6 @@ import signal as signals
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,8 +27,11 @@ from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, Repl
 from apps.tracking import services as tracking_services
 
 from . import env as replica_env_lib
+from . import sandbox
 from .logs import read_log
-from .paths import attempt_dir, replica_exit_path, replica_log_path, replica_record_path, work_dir
+from .paths import (
+    attempt_dir, home_dir, replica_exit_path, replica_log_path, replica_record_path, work_dir, workload_dir,
+)
 
 if TYPE_CHECKING:
     from apps.workloads.models import Workload
@@ -36,17 +40,7 @@ logger = logging.getLogger(__name__)
 
 SHIM = str(Path(__file__).resolve().with_name("shim.py"))
 _CREATE_TIME_TOLERANCE = 0.05  # seconds; psutil start times of one process agree far closer
-
-# Shims this process started. Polled so they do not linger as zombies after they exit.
-_children: dict[int, subprocess.Popen] = {}
-_children_lock = threading.Lock()
-
-
-def _reap() -> None:
-    with _children_lock:
-        for pid, proc in list(_children.items()):
-            if proc.poll() is not None:
-                del _children[pid]
+_SHIM_START_TIMEOUT = 30.0  # seconds for the shim to detach and report its pid
 
 
 # -- process identity --------------------------------------------------------------------------
@@ -61,7 +55,6 @@ def find_process(pid: int | None, create_time: float | None) -> psutil.Process |
     """The live (non-zombie) process with this pid *and* start time, or None."""
     if not pid or create_time is None:
         return None
-    _reap()
     try:
         proc = psutil.Process(pid)
         if abs(proc.create_time() - create_time) > _CREATE_TIME_TOLERANCE:
@@ -153,18 +146,35 @@ class LocalBackend(Backend):
         self._kill_leftovers(wid, attempt)
 
         spec = workload.spec or {}
+        iso = sandbox.isolation()
         cwd = self._working_dir(workload)
+        home = home_dir(wid)
+        data_dir = Path(settings.CAIRN_DATA_DIR)
+        sandbox.prepare_dirs(
+            iso, writable=[work_dir(wid), home], traverse=[data_dir, data_dir / "workloads", workload_dir(wid)],
+            data_dir=data_dir,
+        )
+        os.chmod(directory, 0o700)  # logs, launch records and exit files are Cairn's alone
+        problem = sandbox.unreachable_python(iso)
+        if problem:
+            raise LaunchError(problem)
         ports: set[int] = set()
         master_port = free_port(ports)
         token = secrets.token_urlsafe(24) if workload.kind == "notebook" else None
         node_gpus = self._node_gpu_count(workload)
         base_env = replica_env_lib.inherited_env()
+        base_env["HOME"] = str(home)
+        if iso.user:
+            base_env["USER"] = base_env["LOGNAME"] = iso.user
+        if iso.level != sandbox.NONE:
+            base_env["TMPDIR"] = "/tmp"  # private in the sandbox; Cairn's own TMPDIR may be out of reach
         runtime: dict = {
             "backend": self.name,
             "attempt": attempt,
             "master_port": master_port,
             "replicas": [],
             "alive": True,
+            "isolation": iso.level,
         }
         endpoints = []
         # Tracking: the run of this attempt and its write-only token, for cairn.init() in the job.
@@ -186,8 +196,18 @@ class LocalBackend(Backend):
                 env, ignored = replica_env_lib.replica_env(base=base_env, user=spec.get("env"), reserved=reserved)
                 if ignored:
                     runtime["ignored_env"] = ignored
-                argv = self._command(workload, env=env, port=port, token=token, cwd=cwd, attempt=attempt)
-                record = self._spawn(workload_id=wid, attempt=attempt, replica=replica, argv=argv, env=env, cwd=cwd)
+                if token:
+                    env["JUPYTER_TOKEN"] = token  # never on the command line, where any process can read it
+                command = self._command(workload, env=env, port=port, cwd=cwd, iso=iso)
+                argv = sandbox.wrap(
+                    iso, command=command, cwd=cwd, writable=[work_dir(wid), home],
+                    shared=self._allowed_paths(workload), hidden=[data_dir],
+                )
+                record = self._spawn(
+                    workload_id=wid, attempt=attempt, replica=replica, argv=argv, command=command, env=env, cwd=cwd,
+                    sandboxed=iso.level in (sandbox.BWRAP_ROOT, sandbox.BWRAP),
+                    memory=sandbox.memory_limit(workload.memory_mb * 1024 * 1024),
+                )
                 if port is not None:
                     record["port"] = port
                     endpoints.append(f"http://127.0.0.1:{port}/")
@@ -215,6 +235,12 @@ class LocalBackend(Backend):
         return path
 
     @staticmethod
+    def _allowed_paths(workload: Workload) -> list[str]:
+        """Directories an admin allows on the workload's pool (mounted into the sandbox)."""
+        paths = getattr(workload.pool, "allowed_paths", None) or []
+        return [p for p in paths if isinstance(p, str) and os.path.isdir(p)]
+
+    @staticmethod
     def _placement(workload: Workload, replica: int) -> dict | None:
         for entry in workload.placement or []:
             if isinstance(entry, dict) and entry.get("replica") == replica:
@@ -231,18 +257,16 @@ class LocalBackend(Backend):
         counts = Node.objects.filter(cluster_id=workload.pool.cluster_id, name__in=names).values_list("gpu_count", flat=True)
         return max(counts, default=0)
 
-    def _command(
-        self, workload: Workload, *, env: dict, port: int | None, token: str | None, cwd: Path, attempt: int
-    ) -> list[str]:
+    def _command(self, workload: Workload, *, env: dict, port: int | None, cwd: Path, iso: sandbox.Isolation) -> list[str]:
         spec = workload.spec or {}
         if workload.kind == "notebook":
-            env.setdefault("JUPYTER_RUNTIME_DIR", str(attempt_dir(workload.pk, attempt) / "jupyter-runtime"))
+            # The token comes from JUPYTER_TOKEN in the environment, readable by the replica only.
             argv = [
                 sys.executable, "-m", "jupyterlab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
-                "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={cwd}",
+                "--ServerApp.port_retries=0", f"--ServerApp.root_dir={cwd}",
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             ]
-            if os.geteuid() == 0:  # replicas run as Cairn's user; Jupyter refuses root unless told
+            if os.geteuid() == 0 and iso.uid is None:  # a replica running as root: Jupyter refuses unless told
                 argv.append("--allow-root")
             return argv
         command = spec.get("command")
@@ -252,25 +276,50 @@ class LocalBackend(Backend):
             raise LaunchError(f"The {workload.kind} spec has no command to run.")
         return replica_env_lib.expand_command(command, env)
 
-    def _spawn(self, *, workload_id: int, attempt: int, replica: int, argv: list[str], env: dict, cwd: Path) -> dict:
+    def _spawn(
+        self, *, workload_id: int, attempt: int, replica: int, argv: list[str], command: list[str], env: dict,
+        cwd: Path, sandboxed: bool, memory: int | None,
+    ) -> dict:
         exit_path = replica_exit_path(workload_id, attempt, replica)
         exit_path.unlink(missing_ok=True)
-        with open(replica_log_path(workload_id, attempt, replica), "ab") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", SHIM, str(exit_path), "--", *argv],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                start_new_session=True, close_fds=True,
-            )
-        with _children_lock:
-            _children[proc.pid] = proc
+        shim = [sys.executable, "-I", "-S", SHIM]
+        if sandboxed:
+            shim.append("--sandboxed")
+        if memory:
+            shim += ["--memory", str(memory)]
+        read_end, write_end = os.pipe()
         try:
-            create_time = psutil.Process(proc.pid).create_time()
-        except psutil.Error:  # already gone and reaped: it will be seen as exited or lost
+            with open(replica_log_path(workload_id, attempt, replica), "ab") as log:
+                os.chmod(log.fileno(), 0o600)
+                # The shim detaches (fork) and reports the pid of the process that stays: the one we
+                # start exits at once and is reaped right here, so no zombie is left under a worker.
+                proc = subprocess.Popen(
+                    [*shim, "--notify-fd", str(write_end), str(exit_path), "--", *argv],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                    start_new_session=True, close_fds=True, pass_fds=(write_end,),
+                )
+            os.close(write_end)
+            write_end = None
+            with os.fdopen(read_end, "rb") as pipe:
+                read_end = None
+                reported = pipe.read()
+            proc.wait(timeout=_SHIM_START_TIMEOUT)
+        finally:
+            for fd in (read_end, write_end):
+                if fd is not None:
+                    os.close(fd)
+        try:
+            pid = int(reported)
+        except ValueError:
+            raise LaunchError(f"The replica supervisor did not start (exit code {proc.returncode}).") from None
+        try:
+            create_time = psutil.Process(pid).create_time()
+        except psutil.Error:  # already gone: it will be seen as exited or lost
             create_time = 0.0
-        record = {"replica": replica, "pid": proc.pid, "create_time": create_time}
+        record = {"replica": replica, "pid": pid, "create_time": create_time}
         _write_json(replica_record_path(workload_id, attempt, replica), record)
-        logger.info("local backend: workload %s attempt %s replica %s started as pid %s: %s",
-                    workload_id, attempt, replica, proc.pid, argv)
+        logger.info("local backend: workload %s attempt %s replica %s started as pid %s%s: %s",
+                    workload_id, attempt, replica, pid, " (sandboxed)" if sandboxed else "", command)
         return record
 
     def _kill_leftovers(self, workload_id: int, attempt: int) -> None:

@@ -1,6 +1,7 @@
 """Where the local backend keeps a workload's files, under settings.CAIRN_DATA_DIR.
 
     workloads/<id>/work/                        default working directory (kept across restarts)
+    workloads/<id>/home/                        the replicas' HOME (kept across restarts)
     workloads/<id>/attempt-<n>/replica-<r>.log  stdout + stderr of replica r in attempt n
     workloads/<id>/attempt-<n>/replica-<r>.json launch record: pid and process start time
     workloads/<id>/attempt-<n>/replica-<r>.exit written by the shim when the replica exits
@@ -20,6 +21,10 @@ def attempt_dir(workload_id: int, attempt: int) -> Path:
 
 def work_dir(workload_id: int) -> Path:
     return workload_dir(workload_id) / "work"
+
+
+def home_dir(workload_id: int) -> Path:
+    return workload_dir(workload_id) / "home"
 
 
 def replica_log_path(workload_id: int, attempt: int, replica: int) -> Path:
