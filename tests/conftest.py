@@ -6,9 +6,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.factories import (
+    TEST_ALLOWED_PATHS,
     MembershipFactory,
     NodeFactory,
-    TEST_ALLOWED_PATHS,
     PoolFactory,
     ProjectFactory,
     QuotaFactory,

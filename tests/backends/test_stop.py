@@ -9,7 +9,12 @@ from apps.backends.tasks import workload_stop_task
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.services import workload_stop
 from tests.backends.helpers import (
-    admitted, gone, processes_per_replica, reconcile_until, replica_processes, wait_for,
+    admitted,
+    gone,
+    processes_per_replica,
+    reconcile_until,
+    replica_processes,
+    wait_for,
 )
 
 S = WorkloadStatus

@@ -10,7 +10,12 @@ from apps.backends.services import workload_dispatch
 from apps.backends.tasks import workload_dispatch_task, workload_stop_task
 from apps.workloads.choices import WorkloadStatus
 from tests.backends.helpers import (
-    admitted, gone, is_replica_command, reconcile_until, replica_processes, wait_for,
+    admitted,
+    gone,
+    is_replica_command,
+    reconcile_until,
+    replica_processes,
+    wait_for,
 )
 from tests.factories import ClusterFactory, PoolFactory
 

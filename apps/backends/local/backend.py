@@ -30,7 +30,13 @@ from . import env as replica_env_lib
 from . import sandbox
 from .logs import read_log
 from .paths import (
-    attempt_dir, home_dir, replica_exit_path, replica_log_path, replica_record_path, work_dir, workload_dir,
+    attempt_dir,
+    home_dir,
+    replica_exit_path,
+    replica_log_path,
+    replica_record_path,
+    work_dir,
+    workload_dir,
 )
 
 if TYPE_CHECKING:
