@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "apps.backends",
     "apps.tracking",
     "apps.telemetry",
+    "apps.audit",
 ]
 
 MIDDLEWARE = [
@@ -62,6 +63,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "apps.audit.context.AuditRequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -217,6 +219,8 @@ CAIRN = {
     "LOCAL_CLUSTER_NAME": env.str("CAIRN_LOCAL_CLUSTER", default="local"),
     "LOCAL_POOL_NAME": env.str("CAIRN_LOCAL_POOL", default="local"),
     "TOKEN_DEFAULT_DAYS": env.int("CAIRN_TOKEN_DEFAULT_DAYS", default=90),
+    # Reverse proxies in front of Cairn that append to X-Forwarded-For (audit log addresses); 0: none.
+    "TRUSTED_PROXIES": env.int("CAIRN_TRUSTED_PROXIES", default=0),
 }
 
 # Kubernetes backend (apps/backends/kubernetes, docs/kubernetes.md). Per-cluster choices (Volcano,
