@@ -25,10 +25,11 @@ def quota_create(*, project: Project, **fields) -> Quota:
 
 
 def quota_update(*, quota: Quota, **fields) -> Quota:
-    before = _settings(quota)
     for key, value in fields.items():
         setattr(quota, key, value)
     with transaction.atomic():
+        # The stored values, not the instance's: the admin's form has already written into it.
+        before = _settings(Quota.objects.select_for_update().get(pk=quota.pk))
         quota.save()
         after = _settings(quota)
         changed = {key: {"from": before[key], "to": after[key]} for key in after if before.get(key) != after[key]}
