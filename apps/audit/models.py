@@ -21,6 +21,9 @@ class AuditEventQuerySet(models.QuerySet):
     def update(self, **kwargs):
         raise AppendOnlyError("The audit log is append-only: events cannot be updated.")
 
+    def bulk_update(self, objs, fields, batch_size=None):
+        raise AppendOnlyError("The audit log is append-only: events cannot be updated.")
+
     def delete(self):
         raise AppendOnlyError("The audit log is append-only: events cannot be deleted.")
 

@@ -1,7 +1,7 @@
 """On PostgreSQL, the database itself refuses to change or delete audit records.
 
 The only UPDATE let through is the one Django makes when a user or project is deleted: it
-clears `actor_id` / `project_id` (on_delete=SET_NULL) and changes nothing else; the copied
+clears `actor_id` and/or `project_id` (on_delete=SET_NULL) and changes nothing else; the copied
 username and slug stay. SQLite (embedded mode) gets no trigger: there the model and its
 queryset refuse instead. TRUNCATE is not blocked (the test suite empties tables with it), and
 the table's owner can drop the trigger: this guards against Cairn's own code and its queries,
@@ -14,8 +14,10 @@ CREATE OR REPLACE FUNCTION audit_auditevent_append_only() RETURNS trigger AS $$
 BEGIN
     IF TG_OP = 'UPDATE'
        AND (to_jsonb(NEW) - 'actor_id' - 'project_id') = (to_jsonb(OLD) - 'actor_id' - 'project_id')
-       AND (NEW.actor_id IS NULL OR NEW.actor_id IS NOT DISTINCT FROM OLD.actor_id)
-       AND (NEW.project_id IS NULL OR NEW.project_id IS NOT DISTINCT FROM OLD.project_id) THEN
+       AND (NEW.actor_id IS NULL OR NEW.actor_id = OLD.actor_id)
+       AND (NEW.project_id IS NULL OR NEW.project_id = OLD.project_id)
+       AND ((OLD.actor_id IS NOT NULL AND NEW.actor_id IS NULL)
+            OR (OLD.project_id IS NOT NULL AND NEW.project_id IS NULL)) THEN
         RETURN NEW;
     END IF;
     RAISE EXCEPTION 'the audit log is append-only: % on audit_auditevent refused', TG_OP
