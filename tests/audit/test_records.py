@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from apps.accounts.models import ApiToken
 from apps.audit.models import AuditEvent
+from apps.clusters.models import Cluster, ClusterCredential
 from apps.projects.models import Membership
 from apps.projects.services import membership_change_role
 from apps.quotas.models import Quota
@@ -316,3 +317,17 @@ def test_cluster_credentials_set_and_deleted_are_recorded_without_the_secret(adm
                        {"post": "yes"}).status_code == 302
     deleted = only("cluster.credentials_delete")
     assert deleted.actor == admin_user and deleted.details["source"] == "in_cluster"
+
+
+def test_cluster_credentials_deleted_from_the_admin_inline(admin_user, from_ip, client):
+    from_ip(admin_user).post("/api/v1/clusters/register-kubernetes/", {"name": "gpu-west", "in_cluster": True},
+                             format="json")
+    cluster = Cluster.objects.get(name="gpu-west")
+    client.force_login(admin_user)
+    url = reverse("admin:clusters_cluster_change", args=[cluster.pk])
+    data = admin_form(client, url) | {"credential-0-DELETE": "on"}
+    response = client.post(url, data, REMOTE_ADDR=IP)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert not ClusterCredential.objects.filter(cluster=cluster).exists()
+    deleted = only("cluster.credentials_delete")
+    assert deleted.actor == admin_user and deleted.source_ip == IP and deleted.target_repr == "gpu-west"
