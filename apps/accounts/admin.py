@@ -2,6 +2,7 @@
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -29,6 +30,12 @@ class UserMembershipInline(admin.TabularInline):
     verbose_name = "project membership"
 
 
+def _record_user_deleted(user: User) -> None:
+    """Recorded before the delete: it then clears the link to the user in every record, and keeps the name."""
+    audit_record(action=AuditAction.USER_DELETE, target=user,
+                 details={"projects": sorted(user.memberships.values_list("project__slug", flat=True))})
+
+
 @admin.register(User)
 class UserAdmin(MembershipAuditMixin, DjangoUserAdmin):
     list_display = ["username", "email", "first_name", "last_name", "is_active", "is_staff", "last_login"]
@@ -47,6 +54,17 @@ class UserAdmin(MembershipAuditMixin, DjangoUserAdmin):
             return
         audit_record(action=AuditAction.USER_CHANGE if change else AuditAction.USER_CREATE, target=obj,
                      details=details)
+
+    def delete_model(self, request: HttpRequest, obj: User) -> None:
+        with transaction.atomic():
+            _record_user_deleted(obj)
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        with transaction.atomic():
+            for user in queryset:
+                _record_user_deleted(user)
+            super().delete_queryset(request, queryset)
 
     def user_change_password(self, request: HttpRequest, id, form_url=""):
         response = super().user_change_password(request, id, form_url)

@@ -12,6 +12,7 @@ class AuditAction(models.TextChoices):
     TOKEN_REVOKE = "token.revoke", "API token revoked"
     USER_CREATE = "user.create", "User created"
     USER_CHANGE = "user.change", "User changed"
+    USER_DELETE = "user.delete", "User deleted"
     PROJECT_CREATE = "project.create", "Project created"
     PROJECT_DELETE = "project.delete", "Project deleted"
     MEMBERSHIP_ADD = "membership.add", "Member added"

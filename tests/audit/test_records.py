@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from apps.accounts.models import ApiToken
 from apps.audit.models import AuditEvent
+from apps.audit.services import audit_record
 from apps.clusters.models import Cluster, ClusterCredential
 from apps.projects.models import Membership
 from apps.projects.services import membership_change_role
@@ -331,3 +332,16 @@ def test_cluster_credentials_deleted_from_the_admin_inline(admin_user, from_ip, 
     assert not ClusterCredential.objects.filter(cluster=cluster).exists()
     deleted = only("cluster.credentials_delete")
     assert deleted.actor == admin_user and deleted.source_ip == IP and deleted.target_repr == "gpu-west"
+
+
+def test_deleting_a_user_in_the_admin_is_recorded_and_keeps_their_records(client, admin_user, alice, project):
+    make_token(alice)
+    from_earlier = audit_record(action="token.create", actor=alice, target=alice)
+    client.force_login(admin_user)
+    response = client.post(reverse("admin:accounts_user_delete", args=[alice.pk]), {"post": "yes"}, REMOTE_ADDR=IP)
+    assert response.status_code == 302
+    deleted = only("user.delete")
+    assert deleted.actor == admin_user and deleted.source_ip == IP
+    assert (deleted.target_repr, deleted.details) == ("alice", {"projects": ["vision"]})
+    from_earlier.refresh_from_db()
+    assert from_earlier.actor is None and from_earlier.actor_username == "alice"
