@@ -2,15 +2,22 @@
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from apps.audit.choices import AuditAction
+from apps.audit.services import audit_record
 from apps.core.errors import ServiceError
+from apps.projects.admin import MembershipAuditMixin
 from apps.projects.models import Membership
 
 from .models import TOKEN_PREFIX, ApiToken, ApiTokenScope, User
-from .services import api_token_revoke
+from .services import api_token_change, api_token_revoke
+
+# Changes to these are recorded with their new value; other fields by name only.
+USER_FLAGS = ("is_active", "is_staff", "is_superuser")
 
 
 class UserMembershipInline(admin.TabularInline):
@@ -23,11 +30,48 @@ class UserMembershipInline(admin.TabularInline):
     verbose_name = "project membership"
 
 
+def _record_user_deleted(user: User) -> None:
+    """Recorded before the delete: it then clears the link to the user in every record, and keeps the name."""
+    audit_record(action=AuditAction.USER_DELETE, target=user,
+                 details={"projects": sorted(user.memberships.values_list("project__slug", flat=True))})
+
+
 @admin.register(User)
-class UserAdmin(DjangoUserAdmin):
+class UserAdmin(MembershipAuditMixin, DjangoUserAdmin):
     list_display = ["username", "email", "first_name", "last_name", "is_active", "is_staff", "last_login"]
     list_filter = ["is_staff", "is_superuser", "is_active"]
     inlines = [UserMembershipInline]
+
+    def save_model(self, request: HttpRequest, obj: User, form, change: bool) -> None:
+        """Creating a user and changing one (above all who is a Cairn admin) go in the audit log."""
+        super().save_model(request, obj, form, change)
+        fields = sorted(name for name in form.changed_data if not name.startswith("password")
+                        and name != "usable_password")
+        details = {"fields": fields, **{flag: getattr(obj, flag) for flag in USER_FLAGS if flag in fields or not change}}
+        if any(name.startswith("password") for name in form.changed_data):
+            details["password_set"] = True
+        if change and not fields and "password_set" not in details:
+            return
+        audit_record(action=AuditAction.USER_CHANGE if change else AuditAction.USER_CREATE, target=obj,
+                     details=details)
+
+    def delete_model(self, request: HttpRequest, obj: User) -> None:
+        with transaction.atomic():
+            _record_user_deleted(obj)
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        with transaction.atomic():
+            for user in queryset:
+                _record_user_deleted(user)
+            super().delete_queryset(request, queryset)
+
+    def user_change_password(self, request: HttpRequest, id, form_url=""):
+        response = super().user_change_password(request, id, form_url)
+        if request.method == "POST" and response.status_code == 302:  # saved
+            user = self.get_object(request, id)
+            audit_record(action=AuditAction.USER_CHANGE, target=user, details={"fields": [], "password_set": True})
+        return response
 
 
 class ApiTokenForm(forms.ModelForm):
@@ -79,6 +123,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form, change: bool) -> None:
+        api_token_change(token=obj, fields=form.changed_data)
 
     @admin.display(description="key", ordering="prefix")
     def key(self, obj: ApiToken) -> str:

@@ -1,9 +1,12 @@
 """Admin for clusters, resource pools and nodes: the inventory only staff admins change."""
 from django.contrib import admin, messages
+from django.db import transaction
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
+from apps.audit.choices import AuditAction
+from apps.audit.services import audit_record
 from apps.core.admin import cores, memory
 
 from .models import Cluster, ClusterCredential, Node, ResourcePool
@@ -36,6 +39,11 @@ class CredentialInline(admin.StackedInline):
         return False
 
 
+def _record_credentials_deleted(cluster: Cluster, credential: ClusterCredential) -> None:
+    audit_record(action=AuditAction.CLUSTER_CREDENTIALS_DELETE, target=cluster,
+                 details={"source": credential.source, "server": credential.server, "context": credential.context})
+
+
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     list_display = ["name", "backend", "pool_count", "node_count", "created_at"]
@@ -48,6 +56,24 @@ class ClusterAdmin(admin.ModelAdmin):
         return super().get_queryset(request).annotate(
             pool_total=_per(ResourcePool, "cluster", Count("pk")), node_total=_per(Node, "cluster", Count("pk"))
         )
+
+    def save_formset(self, request: HttpRequest, form, formset, change: bool) -> None:
+        super().save_formset(request, form, formset, change)
+        if formset.model is ClusterCredential:
+            for credential in formset.deleted_objects:
+                _record_credentials_deleted(credential.cluster, credential)
+
+    def delete_model(self, request: HttpRequest, obj: Cluster) -> None:
+        credential = ClusterCredential.objects.filter(cluster=obj).first()
+        if credential is not None:  # recorded first: the cluster's deletion takes its credentials
+            _record_credentials_deleted(obj, credential)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Cluster]) -> None:
+        with transaction.atomic():
+            for credential in ClusterCredential.objects.filter(cluster__in=queryset).select_related("cluster"):
+                _record_credentials_deleted(credential.cluster, credential)
+            super().delete_queryset(request, queryset)
 
     @admin.display(description="pools", ordering="pool_total")
     def pool_count(self, obj: Cluster) -> int:

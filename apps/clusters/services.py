@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.audit.choices import AuditAction
+from apps.audit.services import audit_record
 from apps.core.errors import ConflictError, ServiceError
 from apps.core.realtime import publish
 
@@ -232,6 +234,9 @@ def kubernetes_cluster_register(
             defaults={"source": source, "encrypted_kubeconfig": encrypted, "context": context, "server": server,
                       "checked_at": None, "check_ok": None, "check_detail": ""},
         )
+        # What was set, never what it contains: no kubeconfig, token or key in the log.
+        audit_record(action=AuditAction.CLUSTER_CREDENTIALS_CHANGE, target=cluster,
+                     details={"source": source, "server": server, "context": context, "config_keys": sorted(config)})
     logger.info("cluster %s registered (%s)", name, source)
     return cluster
 

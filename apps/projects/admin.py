@@ -6,12 +6,15 @@ from django.db.models.functions import Coalesce
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
+from apps.accounts.models import User
+from apps.audit.choices import AuditAction
+from apps.audit.services import audit_record
 from apps.core.admin import ServiceDeleteMixin
 from apps.workloads.models import Workload
 
 from .choices import Role
 from .models import Membership, Project
-from .services import project_delete, project_update
+from .services import membership_record, project_delete, project_update
 
 
 def _count(model, **filters) -> Coalesce:
@@ -34,6 +37,40 @@ class OwnersFormSet(BaseInlineFormSet):
             raise ValidationError("A project must keep at least one owner.")
 
 
+class MembershipAuditMixin:
+    """Membership inlines save rows directly (not through the membership services): record each
+    addition, role change and removal in the audit log, in the admin's transaction."""
+
+    def save_formset(self, request: HttpRequest, form, formset, change: bool) -> None:
+        if formset.model is not Membership:
+            return super().save_formset(request, form, formset, change)
+        # What each existing row said before the save (the inline's own foreign key is not a form field).
+        before = {
+            id(f.instance): (f.initial.get("project", f.instance.project_id), f.initial.get("user", f.instance.user_id),
+                             f.initial.get("role", f.instance.role))
+            for f in formset.initial_forms
+        }
+        super().save_formset(request, form, formset, change)
+        removed = [before[id(m)] for m in formset.deleted_objects]
+        added = list(formset.new_objects)
+        for membership, _fields in formset.changed_objects:
+            project_id, user_id, role = before[id(membership)]
+            if (project_id, user_id) != (membership.project_id, membership.user_id):  # now someone else's row
+                removed.append((project_id, user_id, role))
+                added.append(membership)
+            elif role != membership.role:
+                membership_record(action=AuditAction.MEMBERSHIP_ROLE_CHANGE, project=membership.project,
+                                  user=membership.user, details={"from": role, "to": membership.role})
+        projects = Project.objects.in_bulk({project_id for project_id, _, _ in removed})
+        users = User.objects.in_bulk({user_id for _, user_id, _ in removed})
+        for project_id, user_id, role in removed:
+            membership_record(action=AuditAction.MEMBERSHIP_REMOVE, project=projects.get(project_id),
+                              user=users.get(user_id), details={"role": role})
+        for membership in added:
+            membership_record(action=AuditAction.MEMBERSHIP_ADD, project=membership.project,
+                              user=membership.user, details={"role": membership.role})
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
     formset = OwnersFormSet
@@ -44,7 +81,7 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Project)
-class ProjectAdmin(ServiceDeleteMixin, admin.ModelAdmin):
+class ProjectAdmin(MembershipAuditMixin, ServiceDeleteMixin, admin.ModelAdmin):
     list_display = ["slug", "name", "member_count", "workload_count", "created_at"]
     search_fields = ["slug", "name"]
     readonly_fields = ["created_at"]
@@ -74,4 +111,5 @@ class ProjectAdmin(ServiceDeleteMixin, admin.ModelAdmin):
             # New projects from the admin get their owners from the membership inline
             # (project_create makes the *requesting* user owner, which is not what staff want here).
             obj.save()
+            audit_record(action=AuditAction.PROJECT_CREATE, project=obj, target=obj)
 

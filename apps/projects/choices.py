@@ -21,6 +21,7 @@ class Action:
     EDIT_PROJECT = "edit_project"  # rename, change description
     MANAGE_OWNERS = "manage_owners"  # grant or revoke the owner role
     DELETE_PROJECT = "delete_project"
+    READ_AUDIT = "read_audit"  # read the project's audit log
 
 
 MINIMUM_ROLE = {
@@ -30,6 +31,7 @@ MINIMUM_ROLE = {
     Action.EDIT_PROJECT: Role.MAINTAINER,
     Action.MANAGE_OWNERS: Role.OWNER,
     Action.DELETE_PROJECT: Role.OWNER,
+    Action.READ_AUDIT: Role.OWNER,
 }
 
 

@@ -1,6 +1,8 @@
 from django.db import IntegrityError, transaction
 
 from apps.accounts.models import User
+from apps.audit.choices import AuditAction
+from apps.audit.services import audit_record
 from apps.core.errors import ConflictError, ServiceError
 from apps.workloads.choices import TERMINAL
 
@@ -13,6 +15,8 @@ def project_create(*, slug: str, name: str, description: str = "", owner: User) 
         with transaction.atomic():
             project = Project.objects.create(slug=slug, name=name, description=description)
             Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+            audit_record(action=AuditAction.PROJECT_CREATE, actor=owner, project=project, target=project,
+                         details={"owner": owner.username})
     except IntegrityError:
         raise ConflictError(f"A project with slug '{slug}' already exists.") from None
     return project
@@ -28,7 +32,11 @@ def project_update(*, project: Project, **fields) -> Project:
 def project_delete(*, project: Project) -> None:
     if project.workloads.exclude(status__in=TERMINAL).exists():
         raise ConflictError("The project still has unfinished workloads; stop them first.")
-    project.delete()
+    with transaction.atomic():
+        # Recorded first: deleting the project then clears the link, and the slug stays.
+        audit_record(action=AuditAction.PROJECT_DELETE, project=project, target=project,
+                     details={"members": sorted(project.memberships.values_list("user__username", flat=True))})
+        project.delete()
 
 
 def _check_can_manage(*, actor_role: str, role: str) -> None:
@@ -47,7 +55,9 @@ def membership_add(*, project: Project, actor_role: str, user: User, role: str) 
     _check_can_manage(actor_role=actor_role, role=role)
     try:
         with transaction.atomic():
-            return Membership.objects.create(project=project, user=user, role=role)
+            membership = Membership.objects.create(project=project, user=user, role=role)
+            _record(AuditAction.MEMBERSHIP_ADD, membership, {"role": role})
+            return membership
     except IntegrityError:
         raise ConflictError(f"{user.username} is already a member of {project.slug}.") from None
 
@@ -58,8 +68,11 @@ def membership_change_role(*, membership: Membership, actor_role: str, role: str
     with transaction.atomic():
         if role != Role.OWNER:
             _ensure_an_owner_remains(membership=membership)
+        old = membership.role
         membership.role = role
         membership.save(update_fields=["role"])
+        if old != role:
+            _record(AuditAction.MEMBERSHIP_ROLE_CHANGE, membership, {"from": old, "to": role})
     return membership
 
 
@@ -67,4 +80,15 @@ def membership_remove(*, membership: Membership, actor_role: str) -> None:
     _check_can_manage(actor_role=actor_role, role=membership.role)
     with transaction.atomic():
         _ensure_an_owner_remains(membership=membership)
+        _record(AuditAction.MEMBERSHIP_REMOVE, membership, {"role": membership.role})
         membership.delete()
+
+
+def _record(action: str, membership: Membership, details: dict) -> None:
+    membership_record(action=action, project=membership.project, user=membership.user, details=details)
+
+
+def membership_record(*, action: str, project: Project | None, user: User | None, details: dict) -> None:
+    """One audit record per membership change: in the project, about the member. The services
+    above call it; so does the Django admin, whose inline forms save memberships directly."""
+    audit_record(action=action, project=project, target=user, details={"member": user.username if user else "", **details})

@@ -1,9 +1,12 @@
 """Writes to quotas and the usage ledger."""
 from datetime import datetime
+from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.audit.choices import AuditAction
+from apps.audit.services import audit_record
 from apps.core.errors import ConflictError
 from apps.projects.models import Project
 
@@ -13,7 +16,10 @@ from .models import Quota, UsageRecord
 def quota_create(*, project: Project, **fields) -> Quota:
     try:
         with transaction.atomic():
-            return Quota.objects.create(project=project, **fields)
+            quota = Quota.objects.create(project=project, **fields)
+            audit_record(action=AuditAction.QUOTA_CREATE, project=project, target=quota,
+                         details={"pool": quota.pool.name, **_settings(quota)})
+            return quota
     except IntegrityError:
         raise ConflictError(f"Project '{project.slug}' already has a quota on pool '{fields['pool']}'.") from None
 
@@ -21,7 +27,15 @@ def quota_create(*, project: Project, **fields) -> Quota:
 def quota_update(*, quota: Quota, **fields) -> Quota:
     for key, value in fields.items():
         setattr(quota, key, value)
-    quota.save()
+    with transaction.atomic():
+        # The stored values, not the instance's: the admin's form has already written into it.
+        before = _settings(Quota.objects.select_for_update().get(pk=quota.pk))
+        quota.save()
+        after = _settings(quota)
+        changed = {key: {"from": before[key], "to": after[key]} for key in after if before.get(key) != after[key]}
+        if changed:
+            audit_record(action=AuditAction.QUOTA_CHANGE, project=quota.project, target=quota,
+                         details={"pool": quota.pool.name, "changed": changed})
     return quota
 
 
@@ -30,7 +44,24 @@ def quota_delete(*, quota: Quota) -> None:
 
     if quota.project.workloads.filter(pool=quota.pool).exclude(status__in=TERMINAL).exists():
         raise ConflictError("Workloads of this project are still queued or running on this pool; stop them first.")
-    quota.delete()
+    with transaction.atomic():
+        audit_record(action=AuditAction.QUOTA_DELETE, project=quota.project, target=quota,
+                     details={"pool": quota.pool.name, **_settings(quota)})
+        quota.delete()
+
+
+# The quota's limits, as the audit log shows them.
+_AUDITED = ("nominal_gpu_milli", "nominal_cpu_milli", "nominal_memory_mb", "borrowing_limit_gpu_milli",
+            "lending_limit_gpu_milli", "gpu_hour_budget", "budget_period")
+
+
+def _settings(quota: Quota) -> dict:
+    values = {}
+    for name in _AUDITED:
+        value = getattr(quota, name)
+        values[name] = None if value is None else (format(Decimal(str(value)).normalize(), "f") if name == "gpu_hour_budget"
+                                                       else value)
+    return values
 
 
 def usage_open(*, workload, at: datetime | None = None) -> UsageRecord:

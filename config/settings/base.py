@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "apps.backends",
     "apps.tracking",
     "apps.telemetry",
+    "apps.audit",
 ]
 
 MIDDLEWARE = [
@@ -62,6 +63,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "apps.audit.context.AuditRequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -221,6 +223,8 @@ CAIRN = {
     # and, when Cairn runs as root, runs them as RUN_USER; "off" runs them as Cairn's own user.
     "SANDBOX": env.str("CAIRN_SANDBOX", default="auto"),
     "RUN_USER": env.str("CAIRN_RUN_USER", default="cairn-run"),
+    # Reverse proxies in front of Cairn that append to X-Forwarded-For (audit log addresses); 0: none.
+    "TRUSTED_PROXIES": env.int("CAIRN_TRUSTED_PROXIES", default=0),
 }
 
 # Kubernetes backend (apps/backends/kubernetes, docs/kubernetes.md). Per-cluster choices (Volcano,

@@ -48,6 +48,7 @@ CASES = [
     Case("patch", f"{P}/quotas/{{other_quota}}/", "staff", {"nominal_gpu_milli": 2000}),
     Case("delete", f"{P}/quotas/{{other_quota}}/", "staff"),
     Case("get", f"{P}/workloads/", "viewer"),
+    Case("get", f"{P}/audit/", "owner"),
 ]
 for route, kind, body in [
     ("training-jobs", "training", {"command": "echo hi", "pool": "local", "resources": {"cpu": 0.5}}),

@@ -12,7 +12,7 @@ from apps.core.serializers import DetailSerializer
 from apps.projects.models import Membership
 
 from ..models import ApiToken
-from ..services import api_token_create, api_token_revoke
+from ..services import api_token_create, api_token_login, api_token_revoke
 from .serializers import (
     ApiTokenCreatedSerializer,
     ApiTokenCreateSerializer,
@@ -62,7 +62,7 @@ class LoginView(APIView):
         user = authenticate(request, username=data["username"], password=data["password"])
         if user is None or not user.is_active:
             return Response({"detail": "Wrong username or password."}, status=status.HTTP_400_BAD_REQUEST)
-        token, secret = api_token_create(user=user, name=data["token_name"])
+        token, secret = api_token_login(user=user, token_name=data["token_name"])
         return Response({"token": secret, "expires_at": token.expires_at, "user": _me(user)},
                         status=status.HTTP_201_CREATED)
 

@@ -38,6 +38,7 @@ urlpatterns = [
     path("cluster/overview/", ClusterOverviewView.as_view(), name="cluster-overview"),
     path("pools/<str:pool>/queue/", PoolQueueView.as_view(), name="pool-queue"),
     path("telemetry/nodes/<str:node>/", NodeTelemetryView.as_view(), name="node-telemetry"),
+    path("", include("apps.audit.api.urls")),
     path("", include(router.urls)),
     path("projects/<str:project>/", include(project_router.urls)),
 ]
