@@ -9,7 +9,7 @@ FRONTEND_SOURCES := $(shell find frontend/src -type f ! -name schema.d.ts 2>/dev
 # Parallel by default (pytest-xdist); e.g. `make test PYTEST_ARGS="-n 0 -x tests/workloads"`.
 PYTEST_ARGS ?= -n auto
 
-.PHONY: run test venv frontend chromium api-types lint clean bench
+.PHONY: run test venv frontend chromium sandbox api-types lint clean bench
 
 venv: $(STAMP)
 
@@ -42,10 +42,28 @@ chromium:
 	    || { echo "error: apt-get install chromium failed" >&2; exit 1; }; \
 	fi
 
-run: venv frontend
+# Local replicas run in a bubblewrap sandbox and, when Cairn runs as root, as the unprivileged
+# user $(RUN_USER) (docs/local-backend.md). As root, both are set up here when missing.
+RUN_USER ?= cairn-run
+
+sandbox:
+	@if [ "$$(id -u)" = 0 ]; then \
+	  if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap to sandbox replicas (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null \
+	      || echo "warning: apt-get install bubblewrap failed: replicas will run without a sandbox" >&2; \
+	  fi; \
+	  id -u $(RUN_USER) >/dev/null 2>&1 || { echo "creating the run user '$(RUN_USER)' for replicas"; \
+	    useradd --system --no-create-home --shell /usr/sbin/nologin $(RUN_USER); }; \
+	elif ! command -v bwrap >/dev/null 2>&1; then \
+	  echo "warning: bubblewrap (bwrap) is not installed and Cairn does not run as root:" >&2; \
+	  echo "         replicas will NOT be isolated from Cairn (sudo apt-get install bubblewrap)" >&2; \
+	fi
+
+run: venv frontend sandbox
 	$(BIN)/python manage.py run_embedded
 
-test: venv frontend chromium
+test: venv frontend chromium sandbox
 	$(BIN)/ruff check .
 	cd frontend && npm test
 	scripts/with-test-services.sh $(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -37,6 +37,11 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         if not no_demo:
             call_command("seed_demo", stdout=self.stdout)
+        from apps.backends.local import sandbox
+
+        isolation = sandbox.isolation()
+        say = self.style.SUCCESS if isolation.isolated else self.style.WARNING
+        self.stdout.write(say(f"Local backend: {isolation.describe()}."))
 
         stop = threading.Event()
         loops = [
