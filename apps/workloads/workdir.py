@@ -35,7 +35,9 @@ def _roots_text(allowed_roots: Sequence[str]) -> str:
             f"this pool allows: {', '.join(sorted(allowed_roots))}.")
 
 
-def _basic(value: str) -> str:
+def check_working_dir_form(value: str) -> str:
+    """What every working directory must be, whatever the pool: a non-empty string without NUL,
+    surrounding white space, a leading '~' or a '..' segment, at most MAX_LENGTH long."""
     if not isinstance(value, str):
         raise WorkingDirError("Give the working directory as a string.")
     if not value.strip():
@@ -58,7 +60,7 @@ def normalise_root(value: str) -> str:
 
     Raises WorkingDirError when it is not one (the admin form and the pool API use it).
     """
-    value = _basic(value)
+    value = check_working_dir_form(value)
     if not value.startswith("/"):
         raise WorkingDirError(f"'{value}' is not an absolute path.")
     normal = os.path.normpath(value)
@@ -88,7 +90,7 @@ def check_working_dir(value: str, *, allowed_roots: Sequence[str], denied_roots:
 
     A relative path comes back normalised ('a//b/.' -> 'a/b', '.' stays '.'); an absolute one too.
     """
-    value = _basic(value)
+    value = check_working_dir_form(value)
     if not value.startswith("/"):
         return os.path.normpath(value)
     path = os.path.normpath(value)
@@ -104,7 +106,7 @@ def check_working_dir(value: str, *, allowed_roots: Sequence[str], denied_roots:
 
 def check_container_working_dir(value: str) -> str:
     """A working directory inside a container (Kubernetes): absolute, without '..'."""
-    value = _basic(value)
+    value = check_working_dir_form(value)
     if not value.startswith("/"):
         raise WorkingDirError("On a Kubernetes pool the working directory is a path inside the container: "
                               "give an absolute path such as '/workspace'.")
@@ -147,3 +149,26 @@ def resolve_working_dir(
     if not os.path.isdir(target):
         raise WorkingDirError(f"Working directory '{value}' does not exist on this machine.")
     return Path(target)
+
+
+def allowed_paths_clean(value) -> list[str]:
+    """A pool's allowed_paths as stored: normalised absolute directories ('/data/x/' -> '/data/x'), no
+    duplicates.
+
+    Raises WorkingDirError naming the first bad entry.
+    """
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise WorkingDirError('Give a list of absolute directory paths, e.g. ["/data/shared"].')
+    if len(value) > 100:
+        raise WorkingDirError("At most 100 allowed directories per pool.")
+    out: list[str] = []
+    for entry in value:
+        try:
+            root = normalise_root(entry)
+        except WorkingDirError as exc:
+            raise WorkingDirError(f"'{entry[:200]}': {exc}") from None
+        if root not in out:
+            out.append(root)
+    return out

@@ -187,6 +187,10 @@ class WorkloadCreateSerializer(StrictSerializer):
                 raise serializers.ValidationError(f"'{key}' is set by Cairn and cannot be overridden.")
         return value
 
+    def validate_for_pool(self, pool) -> None:
+        """Checks that need the pool the workload goes to (known after validation); raise
+        ValidationError like a field check. Subclasses extend it."""
+
     def build_spec(self, data: dict) -> dict:
         """The kind-specific part stored in Workload.spec."""
         spec = {"env": data.get("env", {})}

@@ -69,6 +69,7 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
         serializer = self.create_serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
         pool = workload_validate_pool(project=self.project, pool_name=serializer.validated_data.get("pool"))
+        serializer.validate_for_pool(pool)
         workload = workload_submit(project=self.project, pool=pool, created_by=request.user,
                                    **serializer.to_submission())
         return Response(WorkloadSerializer(workload).data, status=status.HTTP_201_CREATED)
