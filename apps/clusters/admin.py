@@ -86,7 +86,7 @@ class ClusterAdmin(admin.ModelAdmin):
 
 @admin.register(ResourcePool)
 class ResourcePoolAdmin(admin.ModelAdmin):
-    list_display = ["name", "cluster", "accelerators", "node_count", "gpu_total", "description"]
+    list_display = ["name", "cluster", "accelerators", "node_count", "gpu_total", "allowed_dirs", "description"]
     list_filter = ["cluster"]
     list_select_related = ["cluster"]
     search_fields = ["name", "description"]
@@ -104,6 +104,10 @@ class ResourcePoolAdmin(admin.ModelAdmin):
     @admin.display(description="nodes", ordering="node_total")
     def node_count(self, obj: ResourcePool) -> int:
         return obj.node_total
+
+    @admin.display(description="allowed working dirs")
+    def allowed_dirs(self, obj: ResourcePool) -> str:
+        return ", ".join(obj.allowed_paths or []) or "—"
 
     @admin.display(description="GPUs", ordering="gpus")
     def gpu_total(self, obj: ResourcePool) -> int:

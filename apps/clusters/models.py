@@ -1,6 +1,8 @@
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from apps.projects.models import slug_validator
+from apps.workloads.workdir import WorkingDirError, allowed_paths_clean
 
 from .choices import Backend, CredentialKind, NodeHealth
 
@@ -28,8 +30,13 @@ class ResourcePool(models.Model):
     accelerator_models = models.JSONField(default=list, blank=True)
     node_selector = models.JSONField(default=dict, blank=True)
     topology_keys = models.JSONField(default=list, blank=True)
-    # Local pools: host directories a workload may use as working_dir (mounted into its sandbox).
-    allowed_paths = models.JSONField(default=list, blank=True)
+    # Local clusters only: absolute directories (a shared dataset mount, say) that a workload of this
+    # pool may name as its working_dir, besides its own folder (apps/workloads/workdir.py).
+    allowed_paths = models.JSONField(
+        default=list, blank=True,
+        help_text="Absolute directories a workload on this pool may use as its working_dir, besides its own "
+                  "folder (local clusters only). Empty: none.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -37,6 +44,12 @@ class ResourcePool(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        try:
+            self.allowed_paths = allowed_paths_clean(self.allowed_paths)
+        except WorkingDirError as exc:
+            raise ValidationError({"allowed_paths": str(exc)}) from exc
 
 
 class Node(models.Model):

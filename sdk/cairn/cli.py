@@ -517,7 +517,12 @@ def cmd_get(app: App) -> int:
     row("Resources", f"{format_resources(w.get('resources'))} per replica"
         if w.get("resources") else None)
     row("Command", format_command(spec.get("command")) if spec.get("command") else None)
+    row("Working dir", spec.get("working_dir"))
     row("Image", spec.get("image"))
+    endpoint = w.get("endpoint")
+    if isinstance(endpoint, str) and endpoint:
+        # A notebook's is Cairn's open link (its creator only; open it in a browser logged in to Cairn).
+        row("Endpoint", client.url.rstrip("/") + endpoint if endpoint.startswith("/") else endpoint)
     restarts = w.get("restarts")
     if restarts is not None and w.get("max_restarts") is not None:
         restarts = f"{restarts} of {w['max_restarts']} allowed"

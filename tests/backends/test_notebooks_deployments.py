@@ -64,3 +64,39 @@ def test_deployment_serves_on_its_port_and_stops():
         wait_for(lambda endpoint=endpoint: _get(endpoint) == 200, what=f"{endpoint} to serve")
     _stop(workload)
     assert _get(endpoints[0]) is None
+
+
+def test_only_the_creator_can_open_a_real_notebook_and_the_token_is_in_no_answer_or_log(
+    alice, bob, vera, project, pool, quota, client_for
+):
+    """Issue 22: a viewer started a kernel with the token the API showed every member."""
+    workload = admitted(kind="notebook", spec={"env": {}}, cpu_milli=1000, project=project, pool=pool, created_by=alice)
+    workload_dispatch(workload_id=workload.pk)
+    workload.refresh_from_db()
+    assert workload.status == S.RUNNING
+    base = f"/api/v1/projects/{project.slug}/notebooks/{workload.pk}"
+
+    opened = client_for(alice).get(f"{base}/open/")
+    assert opened.status_code == 302
+    login = opened["Location"]
+    address, _, query = login.partition("?")
+    token = query.removeprefix("token=")
+    assert address.startswith("http://127.0.0.1:") and len(token) >= 20
+    wait_for(lambda: _get(address + "api/status?" + query) == 200 or None, timeout=60, interval=0.25,
+             what="JupyterLab to answer the creator's link")
+    assert _get(address + "api/status") == 403
+
+    for user in (bob, vera):
+        client = client_for(user)
+        assert client.get(f"{base}/open/").status_code == 403
+        answers = [client.get(f"{base}/"), client.get(f"/api/v1/projects/{project.slug}/workloads/"),
+                   client.get(f"{base}/events/"), client.get(f"{base}/logs/")]
+        for answer in answers:
+            assert answer.status_code == 200
+            text = answer.content.decode()
+            assert token not in text, text  # Jupyter's own log masks it ("?token=...")
+            if answer is not answers[-1]:  # the log names the address, which is of no use without the token
+                assert address not in text, text
+    creator_view = client_for(alice).get(f"{base}/").content.decode()
+    assert token not in creator_view and f"{base}/open/" in creator_view
+    _stop(workload)

@@ -1,10 +1,13 @@
 """Training jobs on the local backend: gangs of real processes, exits, restarts, dispatch."""
+import os
 import threading
+from pathlib import Path
 
 import psutil
 import pytest
 from django.db import connection
 
+from apps.backends.local.paths import work_dir
 from apps.backends.selectors import workload_log_read
 from apps.backends.services import workload_dispatch
 from apps.backends.tasks import workload_dispatch_task, workload_stop_task
@@ -17,7 +20,7 @@ from tests.backends.helpers import (
     replica_processes,
     wait_for,
 )
-from tests.factories import ClusterFactory, PoolFactory
+from tests.factories import ClusterFactory, PoolFactory, WorkloadFactory
 
 S = WorkloadStatus
 
@@ -206,10 +209,49 @@ def test_command_that_does_not_exist_exits_127(shared_dir):
     assert "no-such-program-xyz" in log and ("cannot start" in log or "No such file" in log)
 
 
-def test_working_dir_is_the_cwd_of_each_replica(shared_dir):
-    workload = admitted(
-        spec={"command": ["python", "-c", "import os; print(os.getcwd())"], "env": {}, "working_dir": str(shared_dir)}
-    )
+def test_working_dir_in_an_allowed_directory_is_the_cwd_of_each_replica(shared_dir):
+    shared = shared_dir  # the folder the test's pool allows (tests/conftest.py)
+    workload = admitted(replicas=2, spec={
+        "command": ["python", "-c", "import os; open('out-' + os.environ['RANK'], 'w').write('x'); print(os.getcwd())"],
+        "env": {}, "working_dir": str(shared)})
     workload_dispatch(workload_id=workload.pk)
     reconcile_until(workload, S.SUCCEEDED)
-    assert workload_log_read(workload=workload).strip() == str(shared_dir)
+    for replica in (0, 1):
+        assert workload_log_read(workload=workload, replica=replica).strip() == os.path.realpath(shared)
+    assert (shared / "out-0").exists() and (shared / "out-1").exists()
+
+
+def test_relative_working_dir_is_created_inside_the_workloads_folder(settings):
+    workload = admitted(spec={"command": ["python", "-c", "import os; print(os.getcwd())"], "env": {},
+                              "working_dir": "runs/first"})
+    workload_dispatch(workload_id=workload.pk)
+    reconcile_until(workload, S.SUCCEEDED)
+    expected = os.path.realpath(work_dir(workload.pk) / "runs" / "first")
+    assert workload_log_read(workload=workload).strip() == expected
+
+
+@pytest.mark.parametrize("requested", ["/", "/etc", "../../..", "~", "data-folder", "other-work"])
+def test_working_dir_outside_the_allowed_directories_fails_the_launch(requested, settings, tmp_path):
+    """A spec stored before the API checked it (or written around the API) is checked again at launch."""
+    other = WorkloadFactory()
+    work_dir(other.pk).mkdir(parents=True)
+    requested = {"data-folder": str(settings.CAIRN_DATA_DIR),
+                 "other-work": str(work_dir(other.pk))}.get(requested, requested)
+    pool = PoolFactory(allowed_paths=[str(tmp_path)])  # holds the data folder: that stays refused
+    workload = admitted(pool=pool, spec={"command": ["python", "-c", "open('planted', 'w')"], "env": {},
+                                         "working_dir": requested})
+    workload_dispatch(workload_id=workload.pk)
+    workload.refresh_from_db()
+    assert workload.status == S.FAILED and workload.status_reason == "LaunchFailed"
+    assert "Working directory refused" in workload.status_message
+    assert not Path("/planted").exists() and not (work_dir(other.pk) / "planted").exists()
+
+
+def test_symlink_planted_in_the_work_folder_is_refused_at_launch():
+    workload = admitted(spec={"command": ["python", "-c", "open('planted', 'w')"], "env": {}, "working_dir": "etc"})
+    work_dir(workload.pk).mkdir(parents=True)
+    (work_dir(workload.pk) / "etc").symlink_to("/etc")
+    workload_dispatch(workload_id=workload.pk)
+    workload.refresh_from_db()
+    assert workload.status == S.FAILED and "symbolic link" in workload.status_message
+    assert not Path("/etc/planted").exists()

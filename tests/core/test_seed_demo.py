@@ -1,9 +1,11 @@
 """`make run`'s demo data: an admin, a demo project with quota on the local pool, an example job."""
 from io import StringIO
+from pathlib import Path
 
 from django.core.management import call_command
 
 from apps.accounts.models import User
+from apps.clusters.models import ResourcePool
 from apps.quotas.models import Quota
 from apps.workloads.models import Workload
 
@@ -25,3 +27,24 @@ def test_seed_demo_creates_the_demo_and_is_idempotent(db, settings, monkeypatch)
     call_command("seed_demo", stdout=StringIO())  # a second `make run` adds nothing and keeps the login
     assert Workload.objects.count() == 1 and Quota.objects.count() == 1 and User.objects.count() == 1
     assert User.objects.get(username="admin").check_password(password)
+
+
+def test_embedded_mode_allows_the_checkout_as_working_dir(db, settings, client_for):
+    """The README tour submits with working_dir: $PWD (the checkout)."""
+    settings.EMBEDDED = True
+    call_command("seed_demo", stdout=StringIO())
+    call_command("seed_demo", stdout=StringIO())
+    checkout = str(Path(settings.BASE_DIR).resolve())
+    assert ResourcePool.objects.get(name="local").allowed_paths == [checkout]
+    client = client_for(User.objects.get(username="admin"))
+    url = "/api/v1/projects/demo/training-jobs/"
+    body = {"command": "python examples/train.py", "working_dir": checkout}
+    assert client.post(url, {**body, "name": "tour"}, format="json").status_code == 201
+    data_folder = client.post(url, {**body, "working_dir": str(settings.CAIRN_DATA_DIR)}, format="json")
+    assert data_folder.status_code == 400
+
+
+def test_server_mode_allows_nothing(db, settings):
+    settings.EMBEDDED = False
+    call_command("seed_demo", stdout=StringIO())
+    assert ResourcePool.objects.get(name="local").allowed_paths == []

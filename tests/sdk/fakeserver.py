@@ -101,7 +101,7 @@ class FakeCairn:
             "pending_reason": "", "exit_code": None, "priority": "P3", "preemptible": True,
             "replicas": 1, "resources": {"gpu": 0.0, "cpu": 1.0, "memory_mb": 1024},
             "max_restarts": 0, "max_runtime_seconds": None, "attempt": 0, "restarts": 0, "spec": {}, "conditions": [],
-            "placement": [], "runtime": {}, "created_by": "alice", "created_at": now,
+            "placement": [], "runtime": {}, "endpoint": None, "created_by": "alice", "created_at": now,
             "admitted_at": None, "started_at": None, "finished_at": None,
         }
         w.update(fields)

@@ -378,6 +378,18 @@ def test_get_says_what_a_queued_workload_waits_on(run, logged_in):
     assert "Waiting on" not in run("get", "done").out
 
 
+def test_get_shows_the_endpoint_when_the_api_gives_one(run, logged_in):
+    logged_in.add_workload(kind="notebook", name="nb", status="running",
+                           endpoint="/api/v1/projects/vision/notebooks/1/open/")
+    logged_in.add_workload(kind="training", name="job", spec={"command": ["python"], "working_dir": "src"})
+    out = run("get", "nb").out
+    endpoint = next(line for line in out.splitlines() if line.startswith("Endpoint"))
+    assert endpoint.split()[-1].endswith("/api/v1/projects/vision/notebooks/1/open/")
+    assert endpoint.split()[-1].startswith("http://")
+    out = run("get", "job").out
+    assert "Endpoint" not in out and "Working dir" in out
+
+
 def test_get_by_id(run, logged_in):
     logged_in.add_workload(kind="deployment", name="api")
     result = run("get", "1", "--json")

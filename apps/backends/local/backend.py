@@ -230,15 +230,20 @@ class LocalBackend(Backend):
         return runtime
 
     def _working_dir(self, workload: Workload) -> Path:
+        """The spec's working_dir checked again on disk (symlinks resolved): inside the workload's own
+        folder, or inside a directory the pool allows. Default: the work folder, kept across attempts
+        so that checkpoints written there survive restarts."""
+        from apps.workloads.workdir import WorkingDirError, resolve_working_dir
+
         requested = (workload.spec or {}).get("working_dir")
-        if requested:
-            path = Path(requested).expanduser()
-            if not path.is_dir():
-                raise LaunchError(f"Working directory '{requested}' does not exist on this machine.")
-            return path
-        path = work_dir(workload.pk)  # kept across attempts, so checkpoints written there survive restarts
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        try:
+            return resolve_working_dir(
+                requested if isinstance(requested, str) or requested is None else str(requested),
+                work_dir=work_dir(workload.pk), allowed_roots=workload.pool.allowed_paths or [],
+                denied_roots=[str(settings.CAIRN_DATA_DIR)],
+            )
+        except WorkingDirError as exc:
+            raise LaunchError(f"Working directory refused: {exc}") from None
 
     @staticmethod
     def _allowed_paths(workload: Workload) -> list[str]:

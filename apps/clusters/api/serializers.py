@@ -16,11 +16,16 @@ class ClusterSerializer(serializers.ModelSerializer):
 
 class ResourcePoolSerializer(serializers.ModelSerializer):
     cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    allowed_paths = serializers.ListField(
+        child=serializers.CharField(), read_only=True,
+        help_text="Absolute directories a workload on this pool may use as its working_dir besides its own folder "
+                  "(local clusters; set by a Cairn admin).",
+    )
 
     class Meta:
         model = ResourcePool
         fields = ["id", "name", "cluster", "description", "accelerator_models", "node_selector", "topology_keys",
-                  "created_at"]
+                  "allowed_paths", "created_at"]
         read_only_fields = fields
 
 

@@ -187,6 +187,10 @@ class WorkloadCreateSerializer(StrictSerializer):
                 raise serializers.ValidationError(f"'{key}' is set by Cairn and cannot be overridden.")
         return value
 
+    def validate_for_pool(self, pool) -> None:
+        """Checks that need the pool the workload goes to (known after validation); raise
+        ValidationError like a field check. Subclasses extend it."""
+
     def build_spec(self, data: dict) -> dict:
         """The kind-specific part stored in Workload.spec."""
         spec = {"env": data.get("env", {})}
@@ -229,6 +233,58 @@ class WorkloadResourcesOutSerializer(serializers.Serializer):
     memory_mb = serializers.IntegerField()
 
 
+# What of Workload.runtime (the backend's bookkeeping) the API shows. A list of what may be shown,
+# not of what may not: a key a backend adds later (a token, a key, pids, ports) stays out until
+# someone decides it is safe. Where a notebook or deployment listens is `endpoint`, not here.
+RUNTIME_PUBLIC_KEYS = ("backend", "attempt", "alive", "preempted", "preempted_by", "deadline_exceeded",
+                       "ignored_env", "namespace", "job")
+
+
+class RuntimeOutSerializer(serializers.Serializer):
+    backend = serializers.CharField(required=False, help_text="The backend that runs it: local or kubernetes.")
+    attempt = serializers.IntegerField(required=False, help_text="The attempt this bookkeeping is for.")
+    alive = serializers.BooleanField(required=False, help_text="Whether its replicas may still be running.")
+    preempted = serializers.BooleanField(required=False)
+    preempted_by = serializers.IntegerField(required=False, allow_null=True,
+                                            help_text="The workload it was preempted for.")
+    deadline_exceeded = serializers.BooleanField(required=False)
+    ignored_env = serializers.ListField(child=serializers.CharField(), required=False,
+                                        help_text="env keys of the spec that Cairn sets itself and ignored.")
+    namespace = serializers.CharField(required=False, help_text="Kubernetes namespace.")
+    job = serializers.CharField(required=False, help_text="Kubernetes Job of this attempt.")
+
+
+def public_runtime(runtime) -> dict:
+    """The part of Workload.runtime any reader of the workload may see: no credential, no address."""
+    if not isinstance(runtime, dict):
+        return {}
+    return {key: runtime[key] for key in RUNTIME_PUBLIC_KEYS if key in runtime}
+
+
+def workload_endpoint(workload: Workload, *, user, role: str | None) -> str | None:
+    """Where a running notebook or deployment is reached, for those who may reach it, else None.
+
+    Notebooks: only their creator, through Cairn's `open` link (which redirects to the notebook
+    and logs the creator in); Cairn has no notebook proxy yet, so anyone else holding the address
+    and its token could run code in the creator's kernel. Deployments: project members and above
+    (not viewers). The token itself never appears in an API answer.
+    """
+    from apps.projects.choices import Action, role_allows
+
+    if workload.status != WorkloadStatus.RUNNING or not isinstance(workload.runtime, dict):
+        return None
+    if not workload.runtime.get("url") or user is None or not getattr(user, "is_authenticated", False):
+        return None
+    if workload.kind == Kind.NOTEBOOK:
+        if workload.created_by_id is None or workload.created_by_id != user.pk:
+            return None
+        return f"/api/v1/projects/{workload.project.slug}/notebooks/{workload.pk}/open/"
+    if workload.kind == Kind.DEPLOYMENT and role_allows(role, Action.SUBMIT):
+        url = workload.runtime["url"]
+        return url if isinstance(url, str) else None
+    return None
+
+
 class WorkloadSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     pool = serializers.SlugRelatedField(slug_field="name", read_only=True)
@@ -237,6 +293,14 @@ class WorkloadSerializer(serializers.ModelSerializer):
     resources = serializers.SerializerMethodField()
     restarts = serializers.IntegerField(read_only=True)
     url = serializers.SerializerMethodField()
+    runtime = serializers.SerializerMethodField(
+        help_text="The backend's bookkeeping of the current attempt, without addresses or credentials."
+    )
+    endpoint = serializers.SerializerMethodField(
+        help_text="Where a running notebook or deployment is reached; null for anyone who may not reach it. "
+                  "Notebooks: only their creator, through Cairn's open link (GET it in the browser). "
+                  "Deployments: project members and above."
+    )
     estimated_start = serializers.SerializerMethodField()
     queue_position = serializers.SerializerMethodField()
     waiting_on = WaitingOnField()
@@ -247,8 +311,16 @@ class WorkloadSerializer(serializers.ModelSerializer):
                   "pending_reason", "waiting_on", "estimated_start", "queue_position", "preemptions", "exit_code", "priority",
                   "preemptible", "replicas", "resources", "gpu_model", "max_restarts", "max_runtime_seconds",
                   "attempt", "restarts", "spec", "conditions", "placement", "runtime", "created_by", "created_at",
-                  "updated_at", "admitted_at", "started_at", "finished_at", "url"]
+                  "updated_at", "admitted_at", "started_at", "finished_at", "url", "endpoint"]
         read_only_fields = fields
+
+    def get_runtime(self, obj) -> RuntimeOutSerializer:
+        return public_runtime(obj.runtime)
+
+    def get_endpoint(self, obj) -> str | None:
+        request = self.context.get("request")
+        view = self.context.get("view")
+        return workload_endpoint(obj, user=getattr(request, "user", None), role=getattr(view, "role", None))
 
     def get_resources(self, obj) -> WorkloadResourcesOutSerializer:
         return {"gpu": obj.gpu_milli / 1000, "cpu": obj.cpu_milli / 1000, "memory_mb": obj.memory_mb}

@@ -69,9 +69,11 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
         serializer = self.create_serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
         pool = workload_validate_pool(project=self.project, pool_name=serializer.validated_data.get("pool"))
+        serializer.validate_for_pool(pool)
         workload = workload_submit(project=self.project, pool=pool, created_by=request.user,
                                    **serializer.to_submission())
-        return Response(WorkloadSerializer(workload).data, status=status.HTTP_201_CREATED)
+        return Response(WorkloadSerializer(workload, context=self.get_serializer_context()).data,
+                        status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={204: None, **ERRORS}, summary="Delete a finished workload")
     def destroy(self, request, project=None, pk=None):
@@ -83,7 +85,8 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
     @action(detail=True, methods=["post"])
     def stop(self, request, project=None, pk=None):
         workload = workload_stop(workload=self.get_object(), user=request.user)
-        return Response(WorkloadSerializer(workload).data, status=status.HTTP_202_ACCEPTED)
+        return Response(WorkloadSerializer(workload, context=self.get_serializer_context()).data,
+                        status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses={200: EventSerializer(many=True), **ERRORS}, summary="The workload's event trail")
     @action(detail=True, methods=["get"])

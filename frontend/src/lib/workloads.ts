@@ -133,7 +133,7 @@ export function placeholderRow(frame: { workload: number; name: string; kind: Wo
     spec: "",
     conditions: "",
     placement: "",
-    runtime: "",
+    runtime: {},
     created_by: "",
     created_at: iso,
     updated_at: iso,
@@ -141,6 +141,7 @@ export function placeholderRow(frame: { workload: number; name: string; kind: Wo
     started_at: null,
     finished_at: null,
     url: "",
+    endpoint: null,
   } as Workload;
 }
 

@@ -234,15 +234,9 @@ function Header({
   const now = useNow(15_000);
   const started = w.started_at ? Date.parse(w.started_at) : null;
   const ended = w.finished_at ? Date.parse(w.finished_at) : now;
-  // The local backend records where a notebook or deployment listens (runtime.url, and the
-  // notebook's login token).
-  const runtime = (w.runtime ?? {}) as unknown as { url?: string; token?: string | null };
-  const serviceUrl =
-    runtime.url && w.status === "running"
-      ? w.kind === "notebook" && runtime.token
-        ? `${runtime.url}${runtime.url.includes("?") ? "&" : "?"}token=${encodeURIComponent(runtime.token)}`
-        : runtime.url
-      : null;
+  // Where a running notebook or deployment is reached. The API gives it only to those who may
+  // reach it: a notebook's creator (Cairn's open link, which logs them in), a deployment's members.
+  const serviceUrl = w.endpoint && w.status === "running" ? w.endpoint : null;
   const explanation = statusExplanation(w);
   // Run-time limits are a training-job setting; the other kinds run until stopped.
   const limit = w.kind === "training" ? runTimeLimitInfo(w, now) : null;

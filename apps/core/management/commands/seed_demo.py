@@ -1,4 +1,8 @@
-"""Demo data for embedded mode: an admin, a demo project with quota on the local pool, an example job."""
+"""Demo data for embedded mode: an admin, a demo project with quota on the local pool, an example job.
+
+In embedded mode the local pool also allows the checkout as a working_dir, so the README tour's
+`working_dir: $PWD` works; server mode allows no directory unless an admin adds one.
+"""
 import secrets
 from pathlib import Path
 
@@ -30,6 +34,18 @@ def _admin_password() -> str:
     return password
 
 
+def _allow_checkout(pool) -> None:
+    """Let jobs of the local pool start in the checkout (the README tour's `working_dir: $PWD`).
+    Cairn's data folder stays refused even when it lies inside (var/ by default)."""
+    from apps.clusters.models import ResourcePool
+
+    checkout = str(Path(settings.BASE_DIR).resolve())
+    pool = ResourcePool.objects.select_for_update().get(pk=pool.pk)
+    if checkout not in pool.allowed_paths:
+        pool.allowed_paths = [*pool.allowed_paths, checkout]
+        pool.save(update_fields=["allowed_paths"])
+
+
 class Command(BaseCommand):
     help = "Create the demo admin, project, quota and example job (idempotent)."
 
@@ -47,6 +63,8 @@ class Command(BaseCommand):
                 admin.set_password(password)
                 admin.is_staff = admin.is_superuser = True
                 admin.save()
+            if settings.EMBEDDED:
+                _allow_checkout(node.pool)
             project, _ = Project.objects.get_or_create(slug="demo", defaults={"name": "Demo project"})
             Membership.objects.get_or_create(project=project, user=admin, defaults={"role": Role.OWNER})
             Quota.objects.get_or_create(
