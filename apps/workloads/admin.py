@@ -7,6 +7,7 @@ from django.utils import timezone
 from apps.core.admin import ServiceDeleteMixin, cores, gpus, memory
 from apps.core.errors import ServiceError
 
+from .api.serializers import public_runtime
 from .choices import TERMINAL
 from .deadlines import format_duration
 from .models import Workload, WorkloadEvent
@@ -45,7 +46,7 @@ class WorkloadAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     # Not max_runtime_seconds: a launched Kubernetes Job already carries it as its deadline.
     editable = ["priority", "preemptible", "max_restarts"]
     status_fields = ["status", "status_reason", "status_message", "pending_reason", "waiting_on", "exit_code", "conditions",
-                     "placement", "attempt", "runtime", "created_at", "updated_at", "admitted_at", "started_at",
+                     "placement", "attempt", "public_runtime", "created_at", "updated_at", "admitted_at", "started_at",
                      "finished_at", "stop_requested_at"]
     fieldsets = [
         (None, {"fields": ["project", "name", "kind", "pool", "created_by"]}),
@@ -59,8 +60,14 @@ class WorkloadAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    @admin.display(description="runtime")
+    def public_runtime(self, obj: Workload) -> dict:
+        """The backend's runtime without credentials (a notebook's token is nobody's to read)."""
+        return public_runtime(obj.runtime)
+
     def get_readonly_fields(self, request: HttpRequest, obj: Workload | None = None) -> list[str]:
-        return [f.name for f in Workload._meta.fields if f.name not in self.editable and f.name != "id"]
+        fields = [f.name for f in Workload._meta.fields if f.name not in self.editable and f.name != "id"]
+        return [*fields, "public_runtime"]
 
     def save_model(self, request: HttpRequest, obj: Workload, form, change: bool) -> None:
         # Write only the knobs that changed: a full save() could put back a status that the

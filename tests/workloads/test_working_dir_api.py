@@ -4,9 +4,15 @@ import pytest
 
 from apps.clusters.models import ResourcePool
 from apps.workloads.models import Workload
-from tests.factories import ClusterFactory, PoolFactory, QuotaFactory, WorkloadFactory
+from tests.factories import TEST_ALLOWED_PATHS, ClusterFactory, PoolFactory, QuotaFactory, WorkloadFactory
 
 URL = "/api/v1/projects/vision/training-jobs/"
+
+
+@pytest.fixture(autouse=True)
+def _pools_allow_nothing(shared_dir):
+    """Pools here start as a fresh install's: no allowed directory (not the suite's shared folder)."""
+    TEST_ALLOWED_PATHS.clear()
 
 
 @pytest.fixture

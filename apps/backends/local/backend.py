@@ -25,6 +25,7 @@ from django.conf import settings
 
 from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, ReplicaState
 from apps.tracking import services as tracking_services
+from apps.workloads.workdir import WorkingDirError, resolve_working_dir
 
 from . import env as replica_env_lib
 from . import sandbox
@@ -233,8 +234,6 @@ class LocalBackend(Backend):
         """The spec's working_dir checked again on disk (symlinks resolved): inside the workload's own
         folder, or inside a directory the pool allows. Default: the work folder, kept across attempts
         so that checkpoints written there survive restarts."""
-        from apps.workloads.workdir import WorkingDirError, resolve_working_dir
-
         requested = (workload.spec or {}).get("working_dir")
         try:
             return resolve_working_dir(
@@ -248,8 +247,7 @@ class LocalBackend(Backend):
     @staticmethod
     def _allowed_paths(workload: Workload) -> list[str]:
         """Directories an admin allows on the workload's pool (mounted into the sandbox)."""
-        paths = getattr(workload.pool, "allowed_paths", None) or []
-        return [p for p in paths if isinstance(p, str) and os.path.isdir(p)]
+        return [p for p in workload.pool.allowed_paths or [] if isinstance(p, str) and os.path.isdir(p)]
 
     @staticmethod
     def _placement(workload: Workload, replica: int) -> dict | None:
