@@ -14,12 +14,14 @@ Every socket is accepted first and then closed with a code and a reason when ref
 clients (browsers too) see the code: 4401 not signed in / token revoked or expired / user
 deactivated / session ended, 4403 origin not allowed for a session or no longer a member, 4404 no
 such project (or not a member, at connect). After the handshake, access is checked again on every
-client message and every RECHECK_SECONDS (one indexed query), so revoking a token, deactivating a
-user, signing out or removing a member closes their open sockets within about a second."""
+client message (one query) and every RECHECK_SECONDS (a few queries for all the sockets of the
+process together), so revoking a token, deactivating a user, signing out or removing a member
+closes their open sockets within about a second."""
 from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from dataclasses import dataclass
 from importlib import import_module
 from urllib.parse import parse_qs, urlparse
@@ -52,6 +54,7 @@ USER_INACTIVE = Refusal(4401, "User inactive.")
 SESSION_ENDED = Refusal(4401, "Your session has ended (signed out, expired or password changed).")
 ORIGIN_REFUSED = Refusal(4403, "Origin not allowed for a session sign-in; non-browser clients send an API token.")
 NO_PROJECT = Refusal(4404, "Project not found.")
+NOT_FOUND = Refusal(4404, "Not found in this project.")
 PROJECT_GONE = Refusal(4404, "This project no longer exists.")
 NOT_MEMBER = Refusal(4403, "You are no longer a member of this project.")
 SERVER_ERROR = Refusal(1011, "Could not check your access; reconnect.")
@@ -169,9 +172,27 @@ def _session_alive(credentials: Credentials) -> bool:
     return _session_store(credentials.session_key).load().get(SESSION_KEY) == str(credentials.user_id)
 
 
+def _decide(credentials: Credentials, user: dict | None, credential_ok: bool, project_exists: bool,
+            is_member: bool) -> Refusal | None:
+    if user is None or not user["is_active"]:
+        return USER_INACTIVE
+    if credentials.token_id is not None:
+        if not credential_ok:
+            return TOKEN_ENDED
+    # A password change ends every session of the user, as Django does (it checks a hash of the
+    # password; the session that made the change is given a new key anyway).
+    elif not credential_ok or user["password"] != credentials.password:
+        return SESSION_ENDED
+    if not project_exists:
+        return PROJECT_GONE
+    if not (user["is_staff"] or is_member):
+        return NOT_MEMBER
+    return None
+
+
 def access_refusal(credentials: Credentials, project_id: int) -> Refusal | None:
     """None while the socket may stay: the token is live (or the session not ended), the user
-    active and still a member (or staff) of a project that exists. One query."""
+    active and still a member (or staff) of a project that exists. One query (on every message)."""
     from django.contrib.auth import get_user_model
     from django.db.models import Exists, OuterRef, Q
     from django.utils import timezone
@@ -193,27 +214,99 @@ def access_refusal(credentials: Credentials, project_id: int) -> Refusal | None:
             session_key=credentials.session_key, expire_date__gt=now))
     row = (get_user_model().objects.filter(pk=credentials.user_id).annotate(**checks)
            .values("is_active", "is_staff", "password", *checks).first())
-    if row is None or not row["is_active"]:
+    if row is None:
         return USER_INACTIVE
-    if credentials.token_id is not None:
-        if not row["credential_ok"]:
-            return TOKEN_ENDED
+    credential_ok = row.get("credential_ok") if "credential_ok" in checks else _session_alive(credentials)
+    return _decide(credentials, row, credential_ok, row["project_exists"], row["is_member"])
+
+
+def access_refusals(sockets: list[tuple[Credentials, int]]) -> list[Refusal | None]:
+    """access_refusal for many sockets at once, as the periodic check does for all the sockets of
+    a server process: a few queries per pass (users, tokens, sessions, projects, memberships),
+    however many sockets are open."""
+    from django.contrib.auth import get_user_model
+    from django.db.models import Q
+    from django.utils import timezone
+
+    from apps.accounts.models import ApiToken
+    from apps.projects.models import Membership, Project
+
+    if not sockets:
+        return []
+    now = timezone.now()
+    user_ids = {c.user_id for c, _ in sockets}
+    project_ids = {p for _, p in sockets}
+    token_ids = {c.token_id for c, _ in sockets if c.token_id is not None}
+    session_keys = {c.session_key for c, _ in sockets if c.token_id is None}
+    users = {u["pk"]: u for u in get_user_model().objects.filter(pk__in=user_ids).values(
+        "pk", "is_active", "is_staff", "password")}
+    live_tokens = set(ApiToken.objects.filter(pk__in=token_ids, revoked_at=None).filter(
+        Q(expires_at=None) | Q(expires_at__gt=now)).values_list("pk", flat=True)) if token_ids else set()
+    session_model = _session_model()
+    if session_keys and session_model is not None:
+        live_sessions = set(session_model.objects.filter(session_key__in=session_keys, expire_date__gt=now)
+                            .values_list("session_key", flat=True))
     else:
-        alive = row["credential_ok"] if session_model is not None else _session_alive(credentials)
-        # A password change ends every session of the user (Django checks a hash of the
-        # password; the session that made the change gets a new key, and its page reconnects).
-        if not alive or row["password"] != credentials.password:
-            return SESSION_ENDED
-    if not row["project_exists"]:
-        return PROJECT_GONE
-    if not (row["is_staff"] or row["is_member"]):
-        return NOT_MEMBER
-    return None
+        live_sessions = {c.session_key for c, _ in sockets if c.token_id is None and _session_alive(c)}
+    projects = set(Project.objects.filter(pk__in=project_ids).values_list("pk", flat=True))
+    members = set(Membership.objects.filter(user_id__in=user_ids, project_id__in=project_ids)
+                  .values_list("user_id", "project_id"))
+    return [
+        _decide(c, users.get(c.user_id),
+                c.token_id in live_tokens if c.token_id is not None else c.session_key in live_sessions,
+                p in projects, (c.user_id, p) in members)
+        for c, p in sockets
+    ]
+
+
+class _Watcher:
+    """One per event loop (server process): every RECHECK_SECONDS, checks the access of all its
+    open sockets together and closes those refused."""
+
+    def __init__(self):
+        self.sockets: weakref.WeakSet[ProjectSocket] = weakref.WeakSet()  # a crashed consumer is not kept
+        self.task: asyncio.Task | None = None
+
+    def add(self, socket: ProjectSocket) -> None:
+        self.sockets.add(socket)
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._run())
+
+    def discard(self, socket: ProjectSocket) -> None:
+        self.sockets.discard(socket)
+
+    async def _run(self) -> None:
+        while self.sockets:
+            await asyncio.sleep(RECHECK_SECONDS)
+            batch = [s for s in list(self.sockets) if not s._gone]
+            if not batch:
+                continue
+            try:
+                refusals = await _access_refusals([(s.credentials, s.project_id) for s in batch])
+            except Exception:
+                logger.exception("websocket: checking access failed")
+                refusals = [SERVER_ERROR] * len(batch)
+            for socket, refusal in zip(batch, refusals, strict=True):
+                if refusal is not None:
+                    self.sockets.discard(socket)
+                    await socket.refuse(refusal)
+
+
+_watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watcher] = weakref.WeakKeyDictionary()
+
+
+def _watcher() -> _Watcher:
+    loop = asyncio.get_running_loop()
+    watcher = _watchers.get(loop)
+    if watcher is None:
+        watcher = _watchers[loop] = _Watcher()
+    return watcher
 
 
 _authenticate = database_sync_to_async(authenticate)
 _project_id_of = database_sync_to_async(project_id_of)
 _access_refusal = database_sync_to_async(access_refusal)
+_access_refusals = database_sync_to_async(access_refusals)
 
 
 class ProjectSocket:
@@ -226,7 +319,6 @@ class ProjectSocket:
     async def __call__(self, scope, receive, send):
         self._accepted = False
         self._gone = False  # closed by us, or the client went away: nothing more is sent
-        self._watch: asyncio.Task | None = None
         self.credentials: Credentials | None = None
 
         async def quiet_send(message):
@@ -269,7 +361,7 @@ class ProjectSocket:
     async def open(self) -> None:
         """Complete the handshake of an admitted socket and start re-checking its access."""
         await self._accept_once()
-        self._watch = asyncio.ensure_future(self._watch_access())
+        _watcher().add(self)
 
     async def still_allowed(self) -> bool:
         """Check access now; close the socket (and return False) when it is gone."""
@@ -293,12 +385,6 @@ class ProjectSocket:
         await self.close(code=refusal.code, reason=refusal.reason)
         self._gone = True
 
-    async def _watch_access(self) -> None:
-        while not self._gone:
-            await asyncio.sleep(RECHECK_SECONDS)
-            if not await self.still_allowed():
-                return
-
     async def websocket_receive(self, message):
         if not await self.still_allowed():
             return
@@ -306,6 +392,5 @@ class ProjectSocket:
 
     async def websocket_disconnect(self, message):
         self._gone = True
-        if self._watch is not None:
-            self._watch.cancel()
+        _watcher().discard(self)
         await super().websocket_disconnect(message)

@@ -19,7 +19,7 @@ import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from apps.core.wsauth import NO_PROJECT, ProjectSocket
+from apps.core.wsauth import NOT_FOUND, ProjectSocket
 
 from .conf import setting
 from .events import project_runs_group, run_group
@@ -68,7 +68,7 @@ class TrackingLiveConsumer(ProjectSocket, AsyncJsonWebsocketConsumer):
             return
         run_id = self.scope["url_route"]["kwargs"].get("run")
         if run_id is not None and not await _run_in_project(run_id, self.project_id):
-            await self.refuse(NO_PROJECT)
+            await self.refuse(NOT_FOUND)
             return
         if run_id is None:
             await self._join(project_runs_group(self.project_id), None)

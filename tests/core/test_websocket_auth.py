@@ -227,3 +227,4 @@ async def test_a_password_change_closes_session_sockets(bob, project):
 
     await sync_to_async(change_password)()
     assert (await _closed_within(ws, 2.5))["code"] == 4401
+
