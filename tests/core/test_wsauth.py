@@ -46,3 +46,12 @@ def test_the_periodic_check_of_many_sockets_costs_a_few_queries(project, alice, 
     assert refusals == [None] * 20 + [TOKEN_ENDED, NOT_MEMBER, USER_INACTIVE, None, SESSION_ENDED]
     for (credentials, project_id), refusal in zip(sockets, refusals, strict=True):
         assert access_refusal(credentials, project_id) == refusal
+
+
+def test_every_refusal_fits_a_close_frame():
+    import apps.core.wsauth as wsauth
+
+    refusals = [v for v in vars(wsauth).values() if isinstance(v, wsauth.Refusal)]
+    assert len(refusals) >= 10
+    for refusal in refusals:
+        assert refusal.code in (1011, 4401, 4403, 4404) and 0 < len(refusal.reason.encode()) <= 123
