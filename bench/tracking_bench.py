@@ -386,8 +386,9 @@ def _subscribers(ws_base: str, token: str, run_ids: list[int], per_run: int, sec
     latencies: list[float] = []
 
     async def one(run_id: int):
-        url = f"{ws_base}/ws/projects/bench/runs/{run_id}/live/?token={token}"
-        async with websockets.connect(url, origin="http://127.0.0.1", max_size=2**24) as ws:
+        url = f"{ws_base}/ws/projects/bench/runs/{run_id}/live/"
+        # The token goes in the subprotocols (docs/live.md), never in the URL.
+        async with websockets.connect(url, subprotocols=["cairn.v1", f"cairn.token.{token}"], max_size=2**24) as ws:
             deadline = time.time() + seconds
             while time.time() < deadline:
                 try:

@@ -2,7 +2,12 @@
 
 Training jobs' metric batches (run-token POSTs to .../runs/<id>/batches/) are answered ahead of
 Django's request cycle by apps.tracking.asgi, with the same checks and answers as the Django
-view; everything else goes to Django unchanged."""
+view; everything else goes to Django unchanged.
+
+Websockets: apps.core.wsauth.OriginGate honours the session cookie only from the site's own pages
+(ALLOWED_HOSTS) and lets token-signed clients in from anywhere; each consumer then signs the socket
+in and closes it with a documented code when refused (docs/live.md). The server's access log
+lines pass through apps.core.logsafe, which blanks tokens in query strings."""
 import os
 
 from django.core.asgi import get_asgi_application
@@ -12,14 +17,17 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from apps.core import logsafe  # noqa: E402
 from apps.core.routing import websocket_urlpatterns  # noqa: E402
+from apps.core.wsauth import OriginGate  # noqa: E402
 from apps.tracking.asgi import with_ingest_fast_path  # noqa: E402
+
+logsafe.install()
 
 application = ProtocolTypeRouter(
     {
         "http": with_ingest_fast_path(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": OriginGate(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -3,8 +3,9 @@
   ws/projects/<project>/events/  the project's events (workload status changes, ...)
   ws/projects/<project>/live/    the dashboard's one socket per page, multiplexing topics (docs/live.md)
 
-Both authenticate like the API (session cookie, or `Authorization: Bearer` header / `?token=`)
-and check membership before sending anything.
+Both sign in and keep checking access through apps.core.wsauth.ProjectSocket (session cookie
+from the site's own pages, or an API token as the subprotocol `cairn.token.<token>` / an
+`Authorization: Bearer` header; never in the URL), and check membership before sending anything.
 """
 import asyncio
 import json
@@ -17,18 +18,18 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from .realtime import project_group
-from .wsauth import admit, member_project
+from .wsauth import ProjectSocket
 
 logger = logging.getLogger(__name__)
 
 
-class ProjectEventsConsumer(AsyncJsonWebsocketConsumer):
+class ProjectEventsConsumer(ProjectSocket, AsyncJsonWebsocketConsumer):
     async def connect(self):
-        if not await admit(self):
+        if not await self.admit():
             return
         self.group = project_group(self.project_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
+        await self.open()
 
     async def disconnect(self, code):
         if hasattr(self, "group"):
@@ -279,16 +280,15 @@ class _LogsTopic(_Topic):
                             tail_lines=LIVE_LOG_TAIL_LINES)
 
 
-class ProjectLiveConsumer(AsyncJsonWebsocketConsumer):
+class ProjectLiveConsumer(ProjectSocket, AsyncJsonWebsocketConsumer):
     """ws/projects/<project>/live/: the dashboard's one socket per page, multiplexing topics
     (workloads, workload:<id>, logs:<id>:<replica>, run:<id>, runs, cluster; docs/live.md)."""
 
     async def connect(self):
         self.topics: dict[str, _Topic] = {}
         self.group_refs: dict[str, int] = {}
-        if not await admit(self):
-            return
-        await self.accept()
+        if await self.admit():
+            await self.open()
 
     async def disconnect(self, code):
         for name in list(getattr(self, "topics", {})):
@@ -328,12 +328,9 @@ class ProjectLiveConsumer(AsyncJsonWebsocketConsumer):
             await self._error(name, "Unknown topic. Topics: workloads, workload:<id>, logs:<id>:<replica>, "
                                     "run:<id>, runs, cluster.")
             return
-        # Membership is checked again on every subscribe: a removed member gets nothing new.
-        project_id = await member_project(self.user, self.slug)
-        if project_id is None:
-            await self._error(name, "You are no longer a member of this project.")
-            await self.close(code=4403)
-            return
+        # Access (token, session, membership) was checked again on receiving this message
+        # (ProjectSocket.websocket_receive): a removed member's socket is closed before this.
+        project_id = self.project_id
         if name in self.topics:
             await self.send_json({"topic": name, "type": "subscribed"})
             return
@@ -426,12 +423,16 @@ class ProjectLiveConsumer(AsyncJsonWebsocketConsumer):
     # -- per-topic loops -----------------------------------------------------------------------
 
     async def _guard(self, topic: _Topic, work) -> None:
-        """Run a topic's loop; an unexpected failure ends that subscription, never the socket."""
+        """Run a topic's loop; an unexpected failure ends that subscription, never the socket. A
+        client that goes away is no failure: its topics end quietly (sends to a closed socket are
+        dropped by ProjectSocket, and the loops stop)."""
         try:
             await work
         except asyncio.CancelledError:
             raise
         except Exception:
+            if self._gone:
+                return
             logger.exception("live: topic %s failed", topic.name)
             if self.topics.get(topic.name) is topic:
                 await self._send(topic, {"type": "error", "detail": "This subscription failed; subscribe again."})
@@ -443,7 +444,7 @@ class ProjectLiveConsumer(AsyncJsonWebsocketConsumer):
         from apps.workloads.choices import TERMINAL
 
         last = None
-        while True:
+        while not self._gone:
             topic.refresh.clear()
             state = await _workload_state(topic.workload_id)
             if state is None:  # deleted behind our back (e.g. in the admin)
@@ -471,7 +472,7 @@ class ProjectLiveConsumer(AsyncJsonWebsocketConsumer):
         checked = float("-inf")
         switch_to: int | None = None
         finished: str | None = None
-        while True:
+        while not self._gone:
             text = await asyncio.to_thread(tail.read)
             if text:
                 await self._send(topic, {"type": "logs", "attempt": tail.attempt, "text": text})

@@ -3,8 +3,9 @@
   ws/projects/<project>/runs/<run>/live/  every point of one run as it is ingested
   ws/projects/<project>/runs/live/        the latest value per key of every run of the project
 
-Authenticates like the API (session, `Authorization: Bearer` or `?token=`), checks project
-membership at connect and again on every subscribe. A client may also send
+Signs in and keeps checking access through apps.core.wsauth.ProjectSocket (session cookie, or an
+API token as the subprotocol `cairn.token.<token>` / `Authorization: Bearer`; never in the URL):
+project membership at connect, on every message and every second. A client may also send
 {"action": "subscribe", "run": <id>} / {"action": "unsubscribe", "run": <id>}.
 Each subscription sends at most TRACKING_LIVE_MAX_FPS frames per second (coalesced; bursts of
 TRACKING_LIVE_BURST_FRAMES) and
@@ -18,7 +19,7 @@ import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from apps.core.wsauth import admit, member_project
+from apps.core.wsauth import NOT_FOUND, ProjectSocket
 
 from .conf import setting
 from .events import project_runs_group, run_group
@@ -48,7 +49,7 @@ class _Subscription:
         self.task: asyncio.Task | None = None
 
 
-class TrackingLiveConsumer(AsyncJsonWebsocketConsumer):
+class TrackingLiveConsumer(ProjectSocket, AsyncJsonWebsocketConsumer):
     async def dispatch(self, message):
         # Channels runs close_old_connections (a hop to a thread) before every message; live
         # events touch no database, and a busy run sends many per second per subscriber.
@@ -63,17 +64,17 @@ class TrackingLiveConsumer(AsyncJsonWebsocketConsumer):
 
     async def connect(self):
         self.subscriptions: dict[str, _Subscription] = {}
-        if not await admit(self):
+        if not await self.admit():
             return
         run_id = self.scope["url_route"]["kwargs"].get("run")
         if run_id is not None and not await _run_in_project(run_id, self.project_id):
-            await self.close(code=4404)
+            await self.refuse(NOT_FOUND)
             return
-        await self.accept()
         if run_id is None:
             await self._join(project_runs_group(self.project_id), None)
         else:
             await self._join(run_group(int(run_id)), int(run_id))
+        await self.open()
 
     async def _join(self, group: str, run_id: int | None) -> None:
         if group not in self.subscriptions:
@@ -91,13 +92,8 @@ class TrackingLiveConsumer(AsyncJsonWebsocketConsumer):
             await self._leave(group)
             await self.send_json({"type": "unsubscribed", "run": run_id})
             return
-        # Membership is checked again on every subscribe: a removed member gets nothing new.
-        project_id = await member_project(self.user, self.slug)
-        if project_id is None:
-            await self.send_json({"type": "error", "detail": "You are no longer a member of this project."})
-            await self.close(code=4403)
-            return
-        if not await _run_in_project(run_id, project_id):
+        # Access was checked again on receiving this message (ProjectSocket.websocket_receive).
+        if not await _run_in_project(run_id, self.project_id):
             await self.send_json({"type": "error", "run": run_id, "detail": "Run not found."})
             return
         await self._join(group, run_id)

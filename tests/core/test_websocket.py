@@ -7,6 +7,7 @@ from channels.testing.websocket import WebsocketCommunicator
 from apps.workloads.services import workload_transition
 from config.asgi import application
 from tests.factories import WorkloadFactory, make_token
+from tests.sockets import refused_with
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,16 +22,14 @@ def _communicator(path: str, token: str | None = None) -> WebsocketCommunicator:
 @pytest.mark.asyncio
 async def test_anonymous_is_refused():
     communicator = _communicator("/ws/projects/vision/events/")
-    connected, code = await communicator.connect()
-    assert not connected and code == 4401
+    assert await refused_with(communicator) == 4401
 
 
 @pytest.mark.asyncio
 async def test_outsider_is_refused(charlie, project):
     token = await sync_to_async(make_token)(charlie)
     communicator = _communicator("/ws/projects/vision/events/", token)
-    connected, code = await communicator.connect()
-    assert not connected and code == 4404
+    assert await refused_with(communicator) == 4404
 
 
 @pytest.mark.asyncio

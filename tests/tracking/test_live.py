@@ -13,6 +13,7 @@ from apps.tracking.services import run_ingest
 from apps.tracking.validation import Batch
 from config.asgi import application
 from tests.factories import MembershipFactory, ProjectFactory, make_token
+from tests.sockets import close_of, refused_with
 from tests.tracking.factories import RunFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -94,12 +95,10 @@ async def test_project_subscriber_gets_latest_values_and_status(bob, project):
 @pytest.mark.asyncio
 async def test_anonymous_and_outsiders_are_refused(charlie, project):
     run = await sync_to_async(RunFactory)(project=project)
-    connected, code = await _ws(f"/ws/projects/vision/runs/{run.pk}/live/").connect()
-    assert not connected and code == 4401
+    assert await refused_with(_ws(f"/ws/projects/vision/runs/{run.pk}/live/")) == 4401
     token = await sync_to_async(make_token)(charlie)
     for path in [f"/ws/projects/vision/runs/{run.pk}/live/", "/ws/projects/vision/runs/live/"]:
-        connected, code = await _ws(path, token).connect()
-        assert not connected and code == 4404
+        assert await refused_with(_ws(path, token)) == 4404
 
 
 @pytest.mark.asyncio
@@ -107,10 +106,8 @@ async def test_member_of_a_cannot_subscribe_to_run_of_b(alice, project):
     other = await sync_to_async(ProjectFactory)(slug="other")
     foreign = await sync_to_async(RunFactory)(project=other)
     token = await sync_to_async(make_token)(alice)
-    connected, code = await _ws(f"/ws/projects/vision/runs/{foreign.pk}/live/", token).connect()
-    assert not connected and code == 4404
-    connected, code = await _ws(f"/ws/projects/other/runs/{foreign.pk}/live/", token).connect()
-    assert not connected and code == 4404
+    assert await refused_with(_ws(f"/ws/projects/vision/runs/{foreign.pk}/live/", token)) == 4404
+    assert await refused_with(_ws(f"/ws/projects/other/runs/{foreign.pk}/live/", token)) == 4404
     ws = _ws("/ws/projects/vision/runs/live/", token)
     assert (await ws.connect())[0]
     await ws.send_json_to({"action": "subscribe", "run": foreign.pk})
@@ -131,8 +128,7 @@ async def test_membership_is_checked_again_on_subscribe(project, alice):
     assert await ws.receive_json_from(timeout=5) == {"type": "subscribed", "run": run.pk}
     await sync_to_async(Membership.objects.filter(pk=dave_membership.pk).delete)()
     await ws.send_json_to({"action": "subscribe", "run": run.pk})
-    assert (await ws.receive_json_from(timeout=5))["type"] == "error"
-    assert (await ws.receive_output(timeout=5))["type"] == "websocket.close"
+    assert await close_of(ws) == {"code": 4403, "reason": "You are no longer a member of this project."}
 
 
 @pytest.mark.asyncio

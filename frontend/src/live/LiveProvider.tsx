@@ -25,6 +25,18 @@ export function useTopic(topic: string | null, handler: (frame: LiveFrame) => vo
   }, [socket, topic]);
 }
 
+/** Why the server closed the page's socket for good (signed out, removed, ...), if it did. */
+export function useLiveCloseReason(): string | undefined {
+  const socket = useContext(LiveContext);
+  const [reason, setReason] = useState<string | undefined>(socket?.closeReason);
+  useEffect(() => {
+    if (!socket) return undefined;
+    setReason(socket.closeReason);
+    return socket.onStatus(() => setReason(socket.closeReason));
+  }, [socket]);
+  return reason;
+}
+
 export function useLiveStatus(): LiveStatus {
   const socket = useContext(LiveContext);
   const [status, setStatus] = useState<LiveStatus>(socket?.status ?? "connecting");

@@ -17,9 +17,9 @@ class FakeSocket implements SocketLike {
     this.readyState = 1;
     this.onopen?.(new Event("open"));
   }
-  drop(code: number) {
+  drop(code: number, reason = "") {
     this.readyState = 3;
-    this.onclose?.({ code } as CloseEvent);
+    this.onclose?.({ code, reason } as CloseEvent);
   }
   deliver(frame: object) {
     this.onmessage?.({ data: JSON.stringify(frame) } as MessageEvent);
@@ -90,10 +90,20 @@ describe("LiveSocket", () => {
 
   it("gives up on authentication and membership closes", () => {
     const { live, sockets, timers } = harness();
-    sockets[0].drop(4404);
+    sockets[0].drop(4404, "Project not found.");
     expect(timers).toHaveLength(0);
     expect(live.status).toBe("closed");
     expect(live.closeCode).toBe(4404);
+    expect(live.closeReason).toBe("Project not found.");
+  });
+
+  it("stops after the server closes an open socket because access ended", () => {
+    const { live, sockets, timers } = harness();
+    sockets[0].open();
+    sockets[0].drop(4401, "Your session has ended (signed out, expired or password changed).");
+    expect(timers).toHaveLength(0);
+    expect(live.status).toBe("closed");
+    expect(live.closeReason).toContain("session has ended");
   });
 
   it("ignores malformed frames", () => {

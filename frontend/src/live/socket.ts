@@ -10,7 +10,8 @@ export interface LiveFrame {
 export type LiveStatus = "connecting" | "open" | "reconnecting" | "closed";
 type Handler = (frame: LiveFrame) => void;
 
-/** Close codes after which re-connecting cannot help (signed out, not a member). */
+/** Close codes after which re-connecting cannot help (docs/live.md): 4401 not signed in (signed
+ * out, session or token ended), 4403 origin refused or no longer a member, 4404 no such project. */
 export const FATAL_CODES = new Set([4401, 4403, 4404]);
 
 export interface SocketLike {
@@ -50,6 +51,8 @@ export class LiveSocket {
   private stopped = false;
   status: LiveStatus = "connecting";
   closeCode: number | undefined;
+  /** The server's reason for a fatal close (e.g. "Your session has ended ..."). */
+  closeReason: string | undefined;
 
   private readonly createSocket: (url: string) => SocketLike;
   private readonly backoff: (attempt: number) => number;
@@ -115,6 +118,7 @@ export class LiveSocket {
       if (this.stopped) return;
       if (FATAL_CODES.has(event.code)) {
         this.stopped = true;
+        this.closeReason = event.reason || undefined;
         this.setStatus("closed", event.code);
         return;
       }
