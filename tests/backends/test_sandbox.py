@@ -94,7 +94,7 @@ time.sleep(120)
 
 def _report(workload) -> dict:
     line = wait_for(
-        lambda: next((l for l in workload_log_read(workload=workload).splitlines() if l.startswith("PROBE ")), None),
+        lambda: next((ln for ln in workload_log_read(workload=workload).splitlines() if ln.startswith("PROBE ")), None),
         timeout=60, what="the probe's report",
     )
     return json.loads(line.removeprefix("PROBE "))
@@ -259,7 +259,7 @@ def test_a_non_root_cairn_with_bubblewrap_keeps_its_secrets(tmp_path):
         check=True, timeout=60,
     )
     log = (home / "replica.log").read_text()
-    report = json.loads(next(l for l in log.splitlines() if l.startswith("PROBE ")).removeprefix("PROBE "))
+    report = json.loads(next(ln for ln in log.splitlines() if ln.startswith("PROBE ")).removeprefix("PROBE "))
     assert report == {
         "read_cairn_environ": "FileNotFoundError", "signal_cairn": "ProcessLookupError",
         "read_cairn_file": "FileNotFoundError", "write_own_work": "allowed",

@@ -3,6 +3,8 @@ from rest_framework import exceptions
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from apps.audit.choices import AuditAction
+from apps.audit.services import audit_record
 from apps.core.errors import ConflictError
 from apps.workloads.api.serializers import WorkloadSerializer
 from apps.workloads.api.views import ERRORS, KindWorkloadViewSet
@@ -36,6 +38,7 @@ class NotebookViewSet(KindWorkloadViewSet):
         url = notebook_login_url(workload=workload)
         if url is None:
             raise ConflictError(f"Notebook '{workload.name}' is {workload.status}, not running: nothing to open.")
-        response = Response(status=302, headers={"Location": url, "Cache-Control": "no-store",
-                                                 "Referrer-Policy": "no-referrer"})
-        return response
+        audit_record(action=AuditAction.NOTEBOOK_OPEN, project=workload.project, target=workload,
+                     details={"attempt": workload.attempt})
+        return Response(status=302, headers={"Location": url, "Cache-Control": "no-store",
+                                             "Referrer-Policy": "no-referrer"})
