@@ -28,7 +28,9 @@ from .conf import setting
 
 logger = logging.getLogger(__name__)
 
-BATCHES = re.compile(r"/api/v1/projects/(?P<project>[^/]+)/runs/(?P<pk>[^/.]+)/batches/")
+# No control characters in the names: a path with one (a NUL would reach the database) is left to
+# Django, whose middleware answers 404 (apps.core.middleware).
+BATCHES = re.compile(r"/api/v1/projects/(?P<project>[^/\x00-\x1f\x7f]+)/runs/(?P<pk>[^/.\x00-\x1f\x7f]+)/batches/")
 
 
 class _Disconnected(Exception):
