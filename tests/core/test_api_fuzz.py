@@ -28,6 +28,7 @@ Checks left out, and why:
 """
 import json
 
+import hypothesis
 import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
@@ -49,6 +50,7 @@ from tests.factories import MembershipFactory, NodeFactory, UserFactory, Workloa
 load_all_checks()
 
 MAX_EXAMPLES = 8
+STATEFUL_EXAMPLES = 20
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
@@ -65,6 +67,7 @@ def api_schema(alice, bob, quota, pool, node, project, settings):
         "headers": {"Authorization": f"Bearer {token}"},
         "parameters": {"path.project": project.slug, "path.pool": pool.name, "path.node": node.name},
         "generation": {"max-examples": MAX_EXAMPLES, "deterministic": True, "database": "none"},
+        "phases": {"coverage": {"enabled": False}},
     })
     schema = schemathesis.openapi.from_dict(raw, config=config)
     schema.app = get_wsgi_application()
@@ -84,3 +87,32 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @pytest.mark.django_db
 def test_every_operation_answers_as_documented(case):
     case.call_and_validate(checks=CHECKS)
+
+
+@pytest.mark.django_db
+def test_sequences_of_calls_answer_as_documented(api_schema, project, pool, node):
+    """Stateful: schemathesis chains operations through links it infers from the schema (an id
+    returned by one operation used in the path of the next: create a run, then finish it, read
+    it, delete it...), and every answer on the way must pass the same checks."""
+    workflow = api_schema.as_state_machine()
+    calls = []
+
+    fixed = {"project": project.slug, "pool": pool.name, "node": node.name}
+
+    class Workflow(workflow):
+        def before_call(self, case):
+            # The run's parameters (above) are not applied to stateful steps: pin the names here
+            # too, or nearly every step stops at "no such project".
+            for name, value in fixed.items():
+                if case.path_parameters and name in case.path_parameters:
+                    case.path_parameters[name] = value
+            super().before_call(case)
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            calls.append(f"{case.method} {case.formatted_path} {response.status_code}")
+            case.validate_response(response, checks=CHECKS)
+
+    Workflow.run(settings=hypothesis.settings(max_examples=STATEFUL_EXAMPLES, stateful_step_count=8, derandomize=True,
+                                              deadline=None, database=None,
+                                              suppress_health_check=list(hypothesis.HealthCheck)))
+    assert any(f"/projects/{project.slug}/" in call for call in calls), calls  # it reached the project's routes

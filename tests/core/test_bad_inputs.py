@@ -165,3 +165,78 @@ def test_a_wide_document_is_parsed(client):
     body = {"command": "true", "env": {f"K{i}": "v" * 10 for i in range(150)}}
     response = post_raw(client, JOBS, json.dumps(body))
     assert response.status_code == 201, response.content
+
+
+# ---- item 7: what the schema says is what the API does -----------------------------------------
+
+@pytest.fixture(scope="module")
+def openapi():
+    from drf_spectacular.generators import SchemaGenerator
+    from drf_spectacular.renderers import OpenApiJsonRenderer
+
+    return json.loads(OpenApiJsonRenderer().render(SchemaGenerator().get_schema(request=None, public=True)))
+
+
+@pytest.mark.parametrize(("component", "field"), [("Workload", "spec"), ("Workload", "runtime"),
+                                                  ("Workload", "placement"), ("Node", "labels"),
+                                                  ("ApiToken", "scopes")])
+def test_json_fields_are_not_documented_as_string_or_number(openapi, component, field):
+    """One extend_schema_field call decorated DRF's JSONField class itself, so every JSON field
+    of the API was documented as "string or number"; only the memory quantity is that."""
+    schema = openapi["components"]["schemas"][component]["properties"][field]
+    assert "oneOf" not in schema and schema.get("type") not in ("string", "number"), schema
+    memory = openapi["components"]["schemas"]["ResourcesRequest"]["properties"]["memory"]
+    assert memory["oneOf"] == [{"type": "string", "example": "4Gi"}, {"type": "number"}]
+
+
+def test_nullable_relations_are_documented_nullable(openapi):
+    run = openapi["components"]["schemas"]["Run"]["properties"]
+    assert run["workload"].get("nullable") is True  # a standalone run has none
+    assert run["created_by"].get("nullable") is True
+    assert openapi["components"]["schemas"]["Workload"]["properties"]["created_by"].get("nullable") is True
+
+
+def test_standalone_run_answers_a_null_workload(client):
+    response = client.post(RUNS, {"name": "r"}, format="json")
+    assert response.status_code == 201 and response.json()["workload"] is None
+
+
+@pytest.mark.parametrize("page", ["0", "-1", "abc", "1.5", "٣"])
+def test_a_page_that_is_not_a_number_from_1_is_400(client, page):
+    response = client.get("/api/v1/projects/vision/workloads/", {"page": page})
+    assert response.status_code == 400, response.content
+    assert response.json()["detail"] == "page: Give a page number from 1."
+
+
+def test_a_page_past_the_last_is_404_and_both_are_documented(client, openapi):
+    response = client.get("/api/v1/projects/vision/workloads/", {"page": "2"})
+    assert response.status_code == 404 and response.json()["detail"]
+    assert client.get("/api/v1/projects/vision/workloads/", {"page": "9" * 40}).status_code == 404
+    operation = openapi["paths"]["/api/v1/projects/{project}/workloads/"]["get"]
+    page = next(p for p in operation["parameters"] if p["name"] == "page")
+    assert page["schema"] == {"type": "integer", "minimum": 1}
+    assert {"400", "404"} <= set(operation["responses"])
+    assert operation["responses"]["400"]["content"]["application/json"]["schema"]["$ref"].endswith("/Detail")
+
+
+@pytest.mark.parametrize("client_id", [False, True, 0, 42, 1.5, ["x"], {"a": 1}, "not-a-uuid"])
+def test_client_id_must_be_a_uuid_string(client, client_id):
+    response = client.post(RUNS, {"name": "r", "client_id": client_id}, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["detail"].startswith("client_id:")
+    assert not Run.objects.exists()
+
+
+def test_client_id_as_a_uuid_string_is_kept(client):
+    client_id = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+    response = client.post(RUNS, {"name": "r", "client_id": client_id}, format="json")
+    assert response.status_code == 201 and response.json()["client_id"] == client_id
+    again = client.post(RUNS, {"name": "r", "client_id": client_id}, format="json")
+    assert again.status_code == 200 and again.json()["id"] == response.json()["id"]
+
+
+def test_unknown_api_urls_answer_json_404(client):
+    for path in ["/api/v1/no-such-thing/", "/api/v1/tokens/0.5/", "/api/v1/projects/vision/members/%C2%84/"]:
+        response = client.get(path)
+        assert response.status_code == 404 and response["Content-Type"] == "application/json", path
+        assert response.json()["detail"]
