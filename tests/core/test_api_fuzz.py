@@ -17,11 +17,13 @@ operation is its own test item (so its own database transaction).
 
 Checks left out, and why:
 - negative_data_rejection: it wants every input the schema does not allow refused with a 4xx;
-  the API accepts a few the schema is stricter about (extra query parameters are ignored, as
-  HTTP APIs do; page_size out of range falls back to 50), which is documented, not a bug.
-- positive_data_acceptance: it wants every schema-valid input accepted, but many valid-looking
-  inputs are refused for reasons a schema cannot express (a pool without quota, a name
-  already taken, a run that has finished) - answered 4xx with a detail, as they should be.
+  the API lets a few through on purpose, as DRF does (page_size out of range or repeated falls
+  back to 50, an unknown `ordering` field is ignored), which docs/architecture.md says.
+- positive_data_acceptance: it wants every schema-valid input accepted, but valid-looking
+  inputs are refused for reasons a schema cannot express (a page past the last one, a pool
+  without quota, a name already taken, a run that has finished, a run id that does not exist)
+  - answered 4xx with a detail, as they should be.
+(Both were run while writing this: those were all they found.)
 - missing_required_header, unsupported_method, ignored_auth, use_after_free,
   ensure_resource_availability, max_response_time: about authentication set-up, HTTP method
   handling of Django, or timing, not about what this test proves.
