@@ -240,3 +240,28 @@ def test_unknown_api_urls_answer_json_404(client):
         response = client.get(path)
         assert response.status_code == 404 and response["Content-Type"] == "application/json", path
         assert response.json()["detail"]
+
+
+# ---- the ingestion endpoint's own parser (orjson) ------------------------------------------------
+
+@pytest.mark.parametrize("raw", [
+    '{"points": ' + "[" * 2000 + "]" * 2000 + "}",
+    r'{"points": [], "params": {"lr": "\ud800"}}',
+    r'{"points": [{"key": "lo\ud800ss", "step": 1, "value": 1.0}]}',
+    r'{"points": [], "params": {"lr": "a\u0000b"}}',
+    r'{"points": [{"key": "lo\u0000ss", "step": 1, "value": 1.0}]}',
+    r'{"points": [], "batch_id": "a\u0000"}',
+])
+def test_ingestion_refuses_deep_json_surrogates_and_nul(project, raw):
+    """A guard (these were already 400s): orjson refuses nesting past 1,024 levels and unpaired
+    surrogates, and validation.parse_batch refuses NUL in keys, params and batch ids."""
+    from apps.tracking.models import MetricChunk
+    from tests.tracking.factories import run_with_token
+
+    run, token = run_with_token(project=project)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = post_raw(client, f"/api/v1/projects/{project.slug}/runs/{run.pk}/batches/", raw)
+    assert response.status_code == 400, response.content
+    assert response.json()["detail"]
+    assert not MetricChunk.objects.exists() and not Param.objects.exists()
