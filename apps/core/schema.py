@@ -5,7 +5,8 @@ gives are the same everywhere (apps.core.errors: `{"detail": ...}` plus field `e
 are added here once, for the operations that can give them, instead of on every view:
 
 - 400 bad input (body, query parameter, page number) — every operation;
-- 401 / 403 not signed in / not allowed — unless the view allows anyone;
+- 401 not signed in or bad credentials — every operation;
+- 403 not allowed — unless the view allows anyone;
 - 404 no such object, or a project you are not a member of — every operation (the tenancy
   answer, a NUL in the path, a page past the last);
 - 409 a conflict with the current state — operations that change something;
@@ -24,9 +25,9 @@ _BODIES = {"POST", "PUT", "PATCH"}
 
 class AutoSchema(openapi.AutoSchema):
     def _error_codes(self) -> list[str]:
-        codes = ["400"]
+        codes = ["400", "401"]  # 401 also where anyone is allowed: for bad credentials sent anyway
         if not any(isinstance(permission, AllowAny) for permission in self.view.get_permissions()):
-            codes += ["401", "403"]
+            codes.append("403")
         codes.append("404")
         if self.method in _WRITES:
             codes.append("409")

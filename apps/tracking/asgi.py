@@ -48,8 +48,9 @@ def _eligible(scope, headers: dict[bytes, bytes]) -> bool:
         return False
     if headers.get(b"content-type", b"").split(b";")[0].strip().lower() != b"application/json":
         return False
-    if not is_run_token(headers.get(b"authorization", b"").decode("latin-1")):
-        return False
+    authorization = headers.get(b"authorization", b"")
+    if not is_run_token(authorization.decode("latin-1")) or b"\x00" in authorization:
+        return False  # a NUL: Django's middleware answers 400 (apps.core.middleware)
     host = headers.get(b"host", b"").decode("latin-1")
     domain, _ = split_domain_port(host)
     allowed = settings.ALLOWED_HOSTS or (["localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else [])

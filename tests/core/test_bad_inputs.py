@@ -265,3 +265,19 @@ def test_ingestion_refuses_deep_json_surrogates_and_nul(project, raw):
     assert response.status_code == 400, response.content
     assert response.json()["detail"]
     assert not MetricChunk.objects.exists() and not Param.objects.exists()
+
+
+@pytest.mark.parametrize(("header", "value"), [
+    ("HTTP_AUTHORIZATION", "Bearer cairn_ab\x00c_secret"),
+    ("HTTP_AUTHORIZATION", "Bearer cairnrun_ab\x00c_secret"),
+    ("HTTP_COOKIE", "sessionid=abcdefgh\x00ijkl"),
+])
+@pytest.mark.parametrize("method_path", [("GET", "/api/v1/me/"), ("POST", "/api/v1/projects/vision/runs/1/batches/"),
+                                         ("POST", "/api/v1/auth/login/")])
+def test_nul_in_a_credential_header_is_400(db, header, value, method_path):
+    """The token prefix and the session key are looked up in PostgreSQL: a NUL there was a 500
+    (most HTTP servers refuse such headers before Django; the test client does not)."""
+    method, path = method_path
+    response = APIClient().generic(method, path, "{}", content_type="application/json", **{header: value})
+    assert response.status_code == 400, response.content
+    assert "must not contain NUL" in response.json()["detail"]

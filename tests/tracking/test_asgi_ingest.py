@@ -128,3 +128,10 @@ async def test_a_control_character_in_the_path_is_left_to_django(project, path):
     django = _Django()
     status, _, body = await _post(with_ingest_fast_path(django), path.format(pk=run.pk), _batch(), token)
     assert (status, body, django.calls) == (299, b"django", 1)
+
+
+async def test_a_nul_in_the_token_is_left_to_django(project):
+    run, token = await sync_to_async(run_with_token)(project=project)
+    django = _Django()
+    status, _, body = await _post(with_ingest_fast_path(django), _path(run), _batch(), token[:12] + "\x00" + token[13:])
+    assert (status, body, django.calls) == (299, b"django", 1)
