@@ -12,3 +12,6 @@ urlpatterns = [
     path("metrics", MetricsView.as_view(), name="metrics"),
     path("", include("apps.core.urls")),
 ]
+
+# Unknown URLs under /api/ answer the API's JSON {"detail": ...}; pages keep Django's 404 page.
+handler404 = "apps.core.views.not_found"

@@ -18,6 +18,19 @@ class StrictModelSerializer(StrictSerializer, serializers.ModelSerializer):
 
 
 class DetailSerializer(serializers.Serializer):
-    """The error body every endpoint returns."""
+    """The error body every endpoint returns: a one-line `detail`, and for invalid input the
+    field-by-field `errors` ({"field": ["message", ...]}, nested as the input is)."""
 
     detail = serializers.CharField()
+    errors = serializers.DictField(required=False, help_text="Field errors, for invalid input.")
+
+
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID given as a string. DRF's UUIDField also takes integers (and so booleans: `false`
+    became 00000000-0000-0000-0000-000000000000); the API documents a string, so only a string
+    is accepted."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)

@@ -107,3 +107,13 @@ def healthz(request: HttpRequest) -> JsonResponse:
         logger.error("healthz: database check failed: %s", exc)
         return JsonResponse({"status": "error", "detail": "The database is not reachable."}, status=503)
     return JsonResponse({"status": "ok"})
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404: URLs that match no route. Under /api/ the answer is the API's error body (a
+    client reads JSON whatever the URL); elsewhere Django's own 404 page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception)

@@ -28,7 +28,9 @@ from .conf import setting
 
 logger = logging.getLogger(__name__)
 
-BATCHES = re.compile(r"/api/v1/projects/(?P<project>[^/]+)/runs/(?P<pk>[^/.]+)/batches/")
+# No control characters in the names: a path with one (a NUL would reach the database) is left to
+# Django, whose middleware answers 404 (apps.core.middleware).
+BATCHES = re.compile(r"/api/v1/projects/(?P<project>[^/\x00-\x1f\x7f]+)/runs/(?P<pk>[^/.\x00-\x1f\x7f]+)/batches/")
 
 
 class _Disconnected(Exception):
@@ -46,8 +48,9 @@ def _eligible(scope, headers: dict[bytes, bytes]) -> bool:
         return False
     if headers.get(b"content-type", b"").split(b";")[0].strip().lower() != b"application/json":
         return False
-    if not is_run_token(headers.get(b"authorization", b"").decode("latin-1")):
-        return False
+    authorization = headers.get(b"authorization", b"")
+    if not is_run_token(authorization.decode("latin-1")) or b"\x00" in authorization:
+        return False  # a NUL: Django's middleware answers 400 (apps.core.middleware)
     host = headers.get(b"host", b"").decode("latin-1")
     domain, _ = split_domain_port(host)
     allowed = settings.ALLOWED_HOSTS or (["localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else [])

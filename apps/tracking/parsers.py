@@ -1,6 +1,8 @@
 """The ingestion endpoint's parser: its own body limit (batches are bigger than workload specs,
 see conf.TRACKING_INGEST_MAX_BYTES), orjson for speed, and the same refusals as the API's
-StrictJSONParser: NaN / Infinity are not JSON, bodies over the limit answer 413."""
+StrictJSONParser: NaN / Infinity are not JSON, bodies over the limit answer 413. orjson itself
+refuses nesting past 1,024 levels (without recursing in Python) and unpaired surrogates (400);
+NUL characters are refused by validation.parse_batch, which checks every string of a batch."""
 import orjson
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser

@@ -1,5 +1,7 @@
 import django_filters
 
+from apps.core.filters import UTCIsoDateTimeFilter
+
 from .choices import Kind, WaitingOn, WorkloadStatus
 from .models import Workload
 
@@ -11,8 +13,8 @@ class WorkloadFilter(django_filters.FilterSet):
     name = django_filters.CharFilter(lookup_expr="exact")
     name_contains = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
     pool = django_filters.CharFilter(field_name="pool__name")
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    created_after = UTCIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = UTCIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = Workload

@@ -117,3 +117,21 @@ async def test_everything_else_goes_to_django(project, alice):
     assert (await _post(app, _path(run), _batch(), token, host=b"evil.example"))[0] == 299  # Django answers 400
     assert (await _post(app, _path(run).replace("batches", "finish"), b"{}", token))[0] == 299
     assert django.calls == 5
+
+
+@pytest.mark.parametrize("path", ["/api/v1/projects/vision/runs/{pk}\x00/batches/",
+                                  "/api/v1/projects/vi\x00sion/runs/{pk}/batches/"])
+async def test_a_control_character_in_the_path_is_left_to_django(project, path):
+    """Django's middleware answers such paths 404 (apps.core.middleware); the entry does not
+    take them, whatever the token (ASGI paths arrive percent-decoded)."""
+    run, token = await sync_to_async(run_with_token)(project=project)
+    django = _Django()
+    status, _, body = await _post(with_ingest_fast_path(django), path.format(pk=run.pk), _batch(), token)
+    assert (status, body, django.calls) == (299, b"django", 1)
+
+
+async def test_a_nul_in_the_token_is_left_to_django(project):
+    run, token = await sync_to_async(run_with_token)(project=project)
+    django = _Django()
+    status, _, body = await _post(with_ingest_fast_path(django), _path(run), _batch(), token[:12] + "\x00" + token[13:])
+    assert (status, body, django.calls) == (299, b"django", 1)

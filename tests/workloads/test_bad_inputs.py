@@ -95,7 +95,7 @@ def test_bad_query_parameters_are_400(client):
     response = client.get(URL, {"status": "exploded"})
     assert response.status_code == 400 and response.json()["detail"]
     response = client.get(URL, {"page": "abc"})
-    assert response.status_code == 404 and response.json()["detail"]
+    assert response.status_code == 400 and response.json()["detail"]
 
 
 @pytest.mark.parametrize(("path", "body"), [

@@ -31,7 +31,7 @@ class ResourcePoolSerializer(serializers.ModelSerializer):
 
 class NodeSerializer(serializers.ModelSerializer):
     cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    pool = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    pool = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
 
     class Meta:
         model = Node

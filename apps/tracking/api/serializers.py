@@ -1,14 +1,15 @@
 from rest_framework import serializers
 
-from apps.core.serializers import StrictSerializer
+from apps.core.serializers import StrictSerializer, StrictUUIDField
 
 from ..choices import KEY_PATTERN, MAX_STEP, RunStatus
 from ..models import Run
 
 
 class RunSerializer(serializers.ModelSerializer):
-    workload = serializers.PrimaryKeyRelatedField(read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    workload = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True,
+                                                  help_text="The workload that made this run; null for a standalone run.")
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     summaries = serializers.SerializerMethodField()
 
     class Meta:
@@ -35,7 +36,7 @@ class RunDetailSerializer(RunSerializer):
 
 class RunCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    client_id = serializers.UUIDField(required=False)
+    client_id = StrictUUIDField(required=False)
     params = serializers.DictField(required=False)
 
 

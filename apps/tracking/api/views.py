@@ -100,8 +100,9 @@ class RunViewSet(mixins.ListModelMixin, ProjectScopedViewSet):
             return RunDetailSerializer
         return RunSerializer
 
-    @extend_schema(request=RunCreateSerializer, responses={201: RunCreatedSerializer, **ERRORS},
-                   summary="Create a standalone run (idempotent on client_id); answers a write-only run token")
+    @extend_schema(request=RunCreateSerializer, responses={201: RunCreatedSerializer, 200: RunCreatedSerializer, **ERRORS},
+                   summary="Create a standalone run (idempotent on client_id); answers a write-only run token",
+                   description="201 with a new run; 200 with the existing run when `client_id` names one.")
     def create(self, request, project=None):
         serializer = RunCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

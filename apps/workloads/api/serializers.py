@@ -76,14 +76,18 @@ class PriorityField(serializers.Field):
         return f"P{value}"
 
 
+@extend_schema_field({"oneOf": [{"type": "string", "example": "4Gi"}, {"type": "number"}]})
+class MemoryField(serializers.JSONField):
+    """A memory quantity: its own class, so the schema override does not reach DRF's JSONField
+    (every JSON field of the API was documented as "string or number" when it did)."""
+
+
 class ResourcesSerializer(StrictSerializer):
     gpu = serializers.DecimalField(max_digits=6, decimal_places=3, min_value=0, max_value=MAX_GPU_PER_REPLICA,
                                    default=0, help_text="GPUs per replica; fractions below 1 share a GPU (0.25).")
     cpu = serializers.DecimalField(max_digits=7, decimal_places=3, min_value=Decimal("0.001"), max_value=MAX_CPU_PER_REPLICA,
                                    default=1, help_text="CPU cores per replica.")
-    memory = extend_schema_field({"oneOf": [{"type": "string", "example": "4Gi"}, {"type": "number"}]})(
-        serializers.JSONField
-    )(default="1Gi", help_text="Memory per replica: '512Mi', '4Gi' or MiB as a number.")
+    memory = MemoryField(default="1Gi", help_text="Memory per replica: '512Mi', '4Gi' or MiB as a number.")
 
     def validate_gpu(self, value):
         if value > 1 and value != int(value):
@@ -288,7 +292,7 @@ def workload_endpoint(workload: Workload, *, user, role: str | None) -> str | No
 class WorkloadSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     pool = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     priority = PriorityField(read_only=True)
     resources = serializers.SerializerMethodField()
     restarts = serializers.IntegerField(read_only=True)
