@@ -143,6 +143,11 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+# collectstatic fills it in server mode; it must exist before, or WhiteNoise warns at every start.
+try:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+except OSError:  # a read-only checkout: WhiteNoise's warning then says what is missing
+    pass
 FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
 STATICFILES_DIRS = [FRONTEND_DIST] if FRONTEND_DIST.exists() else []
 # Embedded mode serves static files straight from the app and frontend folders.
