@@ -1,7 +1,7 @@
 from django.contrib import admin
+from django.http import HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
-from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.telemetry.metrics import MetricsView
@@ -13,6 +13,6 @@ urlpatterns = [
     path("api/v1/", include("apps.core.api.urls")),
     path("metrics", MetricsView.as_view(), name="metrics"),
     # Browsers ask for /favicon.ico on pages that do not link an icon (admin, API docs).
-    path("favicon.ico", RedirectView.as_view(url=static("cairn/favicon.svg"), permanent=True), name="favicon"),
+    path("favicon.ico", lambda request: HttpResponsePermanentRedirect(static("cairn/favicon.svg")), name="favicon"),
     path("", include("apps.core.urls")),
 ]
