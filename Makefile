@@ -42,8 +42,12 @@ chromium:
 	    || { echo "error: apt-get install chromium failed" >&2; exit 1; }; \
 	fi
 
+# `make run PORT=8001` (and HOST=0.0.0.0 to listen beyond this machine); an exported PORT is not used.
+PORT = 8000
+HOST = 127.0.0.1
+
 run: venv frontend
-	$(BIN)/python manage.py run_embedded
+	$(BIN)/python manage.py run_embedded --host $(HOST) --port $(PORT)
 
 test: venv frontend chromium
 	$(BIN)/ruff check .
