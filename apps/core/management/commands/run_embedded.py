@@ -2,7 +2,8 @@
 
 One process: the ASGI web server (HTTP + websockets), and in threads the scheduler, the
 outbox relay (which runs tasks in-process) and the local reconciler. Ctrl-C stops the web
-server, then the loops, then every replica process Cairn started.
+server, then the loops, then every replica process Cairn started (their workloads end STOPPED,
+reason ServerShutdown, and are not started again by the next start).
 
 The port is bound first, before anything starts: a busy port is a clear error naming it and how
 to pick another; "Cairn is running" is printed once the server accepts connections.
@@ -81,8 +82,9 @@ class Command(BaseCommand):
             outbox_wakeup.set()
             for thread in loops:
                 thread.join(timeout=10)
-            local_backend_shutdown()
-            self.stdout.write("Cairn stopped.")
+            signalled = local_backend_shutdown()
+            ended = f" ({signalled} replica process(es) ended; their workloads are stopped)" if signalled else ""
+            self.stdout.write(f"Cairn stopped{ended}.")
 
 
 def _bind(host: str, port: int) -> socket.socket:
