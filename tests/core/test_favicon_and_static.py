@@ -8,11 +8,11 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_static_middleware_starts_without_a_warning():
-    from whitenoise.middleware import WhiteNoiseMiddleware
+    from apps.core.staticfiles import StaticFilesMiddleware
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        WhiteNoiseMiddleware(lambda request: None)
+        StaticFilesMiddleware(lambda request: None)
 
 
 def test_a_fresh_checkout_gets_its_static_root_when_settings_load(tmp_path):
@@ -46,3 +46,45 @@ def test_pages_link_the_icon(template, rf):
 
 def test_the_dev_entry_page_links_the_icon():
     assert 'href="/static/cairn/favicon.svg"' in (settings.BASE_DIR / "frontend" / "index.html").read_text()
+
+
+def _asgi_get(app, path: str, headers=()) -> list[dict]:
+    import asyncio
+
+    sent, asked = [], False
+
+    async def receive():
+        nonlocal asked
+        if not asked:
+            asked = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.sleep(3600)
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+             "headers": [(b"host", b"testserver"), *headers], "client": ("127.0.0.1", 5000),
+             "server": ("testserver", 80)}
+    asyncio.run(asyncio.wait_for(app(scope, receive, send), timeout=30))
+    return sent
+
+
+@pytest.mark.django_db(transaction=True)
+def test_static_files_are_served_under_asgi_without_a_warning(settings):
+    """Every static file of every page used to warn "StreamingHttpResponse must consume
+    synchronous iterators" under uvicorn."""
+    from django.core.handlers.asgi import ASGIHandler
+
+    settings.WHITENOISE_USE_FINDERS = True  # as in embedded mode: straight from the apps' folders
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        app = ASGIHandler()
+        sent = _asgi_get(app, "/static/cairn/favicon.svg")
+        assert sent[0]["status"] == 200
+        assert dict(sent[0]["headers"])[b"Content-Type"].startswith(b"image/svg+xml")
+        assert b"<svg" in b"".join(m.get("body", b"") for m in sent)
+
+        part = _asgi_get(app, "/static/cairn/favicon.svg", headers=[(b"range", b"bytes=0-3")])
+        assert part[0]["status"] == 206 and b"".join(m.get("body", b"") for m in part) == b"<svg"
