@@ -8,6 +8,7 @@ import json
 from urllib.parse import urlencode
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
@@ -36,6 +37,7 @@ def signed_out_spec(request) -> dict:
 class ApiDocsView(SpectacularSwaggerView):
     permission_classes = [AllowAny]
 
+    @extend_schema(exclude=True)
     def get(self, request, *args, **kwargs):
         response = super().get(request, *args, **kwargs)
         if not request.user.is_authenticated:
@@ -49,6 +51,7 @@ class ApiRedocView(SpectacularRedocView):
     permission_classes = [AllowAny]
     template_name = "api_docs/redoc.html"
 
+    @extend_schema(exclude=True)
     def get(self, request, *args, **kwargs):
         response = super().get(request, *args, **kwargs)
         response.data["spec"] = None if request.user.is_authenticated else signed_out_spec(request)
