@@ -60,8 +60,12 @@ sandbox:
 	  echo "         replicas will NOT be isolated from Cairn (sudo apt-get install bubblewrap)" >&2; \
 	fi
 
+# `make run PORT=8001` (and HOST=0.0.0.0 to listen beyond this machine); an exported PORT is not used.
+PORT = 8000
+HOST = 127.0.0.1
+
 run: venv frontend sandbox
-	$(BIN)/python manage.py run_embedded
+	$(BIN)/python manage.py run_embedded --host $(HOST) --port $(PORT)
 
 test: venv frontend chromium sandbox
 	$(BIN)/ruff check .

@@ -23,6 +23,7 @@ export default defineConfig(({ mode }) => {
         "/api": django,
         "/admin": django,
         "/static/admin": django,
+        "/static/cairn": django,
         "/ws": { target: django.replace(/^http/, "ws"), ws: true },
       },
     },

@@ -390,12 +390,16 @@ def _reconcile_leftover(workload: Workload) -> bool:
 
 # -- shutdown ------------------------------------------------------------------------------------
 
+SERVER_SHUTDOWN = "ServerShutdown"  # the reason of work stopped by a Ctrl-C of the embedded server
+
+
 def local_backend_shutdown(*, grace_seconds: float | None = None) -> int:
     """Stop every live local replica this process manages, for a clean exit of the embedded server.
 
-    Running workloads are requeued (reason BackendShutdown), so they start again when Cairn is
-    back; stopping ones become STOPPED. Replicas get SIGTERM, then SIGKILL after the grace
-    period. Returns how many replicas were signalled.
+    Ctrl-C of `make run` stops the work it runs: admitted and running workloads end STOPPED
+    (reason ServerShutdown, an event saying so) and are not started again by the next `make run`;
+    stopping ones become STOPPED, preempted ones go back to the queue. Replicas get SIGTERM, then
+    SIGKILL after the grace period. Returns how many replicas were signalled.
     """
     grace = _grace_seconds() if grace_seconds is None else grace_seconds
     backend = backend_named(BackendName.LOCAL)
@@ -406,13 +410,14 @@ def local_backend_shutdown(*, grace_seconds: float | None = None) -> int:
     for workload in owned:
         if workload.status in (S.ADMITTED, S.RUNNING):
             try:
+                # STOPPING first: if Cairn dies before the end, the next start finishes the stop.
                 workload_transition(
-                    workload_id=workload.pk, from_statuses={S.ADMITTED, S.RUNNING}, to_status=S.QUEUED,
-                    reason="BackendShutdown", message="Cairn was shut down; it starts again when Cairn is back.",
-                    event_type=EventType.WARNING, placement=[],
+                    workload_id=workload.pk, from_statuses={S.ADMITTED, S.RUNNING}, to_status=S.STOPPING,
+                    reason=SERVER_SHUTDOWN, message="Stopping: Cairn (embedded) is shutting down.",
+                    event_type=EventType.WARNING, runtime={**(workload.runtime or {}), "server_shutdown": True},
                 )
             except Exception:
-                logger.exception("shutdown: could not requeue workload %s", workload.pk)
+                logger.exception("shutdown: could not stop workload %s", workload.pk)
     signalled = sum(backend.signal(workload) for workload in owned)
     if signalled:
         logger.info("shutdown: sent SIGTERM to %s replica(s); waiting up to %gs", signalled, grace)
@@ -441,6 +446,13 @@ def local_backend_shutdown(*, grace_seconds: float | None = None) -> int:
             elif workload.status == S.STOPPING and runtime.get("deadline_exceeded"):
                 workload.runtime = runtime
                 workload_finish_at_deadline(workload=workload, message="Its replicas exited while Cairn shut down.")
+            elif workload.status == S.STOPPING and runtime.get("server_shutdown"):
+                workload_transition(
+                    workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED, reason=SERVER_SHUTDOWN,
+                    message="Stopped because Cairn (embedded) was shut down; it does not start again with Cairn: "
+                            "resubmit it to run it again.",
+                    event_type=EventType.WARNING, runtime=runtime,
+                )
             elif workload.status == S.STOPPING:
                 workload_transition(
                     workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED, reason="Stopped",

@@ -1,5 +1,5 @@
 """Admin for quotas (edited in GPUs, cores and GiB; usage shown beside each) and the usage ledger."""
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 from django import forms
 from django.contrib import admin
@@ -55,15 +55,26 @@ class QuotaForm(forms.ModelForm):
         if self.instance.pk:
             for name, (field, per) in self.UNITS.items():
                 value = getattr(self.instance, field)
-                self.initial[name] = None if value is None else (Decimal(value) / per).normalize()
+                self.initial[name] = None if value is None else _shown(Decimal(value) / per)
 
     def stored_values(self) -> dict:
-        """The cleaned amounts in the model's units."""
+        """The cleaned amounts in the model's units. A field left as shown keeps the stored value
+        exactly: 24,105 MiB is shown as 23.54 GiB (three decimals fit the field) and saved back as
+        24,105 MiB, not 23.54 x 1024."""
         values = {}
         for name, (field, per) in self.UNITS.items():
+            if self.instance.pk and name not in self.changed_data:
+                values[field] = getattr(self.instance, field)
+                continue
             value = self.cleaned_data.get(name)
             values[field] = None if value is None else int((value * per).to_integral_value())
         return values
+
+
+def _shown(amount: Decimal) -> Decimal:
+    """At most the three decimals the form accepts (rounded half up), without trailing zeros."""
+    shown = amount.quantize(Decimal("0.001"), rounding=ROUND_HALF_UP)
+    return shown.quantize(Decimal(1)) if shown == shown.to_integral_value() else shown.normalize()
 
 
 class QuotaChangeList(ChangeList):

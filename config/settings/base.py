@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc served by Cairn: the API docs work offline
     "channels",
     "apps.core",
     "apps.accounts",
@@ -59,7 +60,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "apps.core.middleware.RejectControlCharactersMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "apps.core.staticfiles.StaticFilesMiddleware",  # WhiteNoise, with async file bodies for ASGI
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -146,6 +147,11 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+# collectstatic fills it in server mode; it must exist before, or WhiteNoise warns at every start.
+try:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+except OSError:  # a read-only checkout: WhiteNoise's warning then says what is missing
+    pass
 FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
 STATICFILES_DIRS = [FRONTEND_DIST] if FRONTEND_DIST.exists() else []
 # Embedded mode serves static files straight from the app and frontend folders.
@@ -191,6 +197,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "WorkloadStatusEnum": "apps.workloads.choices.WorkloadStatus",
         "RoleEnum": "apps.projects.choices.Role",

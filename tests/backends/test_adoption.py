@@ -2,6 +2,10 @@
 
 Real `manage.py run_reconciler` processes run against the test database; one is killed with
 SIGKILL while jobs run, and a replica is killed while no reconciler is running at all.
+
+Every step waits on its condition with a generous deadline (WAIT): on a loaded machine a
+reconciler process takes seconds to start, and the replicas wait for the test as long as it
+takes (they are killed at teardown), never on a clock of their own.
 """
 import os
 import signal
@@ -24,12 +28,13 @@ S = WorkloadStatus
 pytestmark = pytest.mark.django_db(transaction=True)
 
 MANAGE = str(Path(django_settings.BASE_DIR) / "manage.py")
+WAIT = 180.0  # seconds: a deadline for conditions that take a second on an idle machine
 
 WAIT_FOR_GO = """
     import os, sys, time
     go = sys.argv[1]
     print("attempt", os.environ["CAIRN_ATTEMPT"], "waiting", flush=True)
-    deadline = time.time() + 60
+    deadline = time.time() + 900  # the test's teardown kills it long before
     while not os.path.exists(go):
         if time.time() > deadline:
             sys.exit(9)
@@ -49,6 +54,7 @@ def _database_url() -> str:
 @pytest.fixture
 def start_reconciler(settings, shared_dir):
     started: list[subprocess.Popen] = []
+    logs: list[Path] = []
 
     def start() -> subprocess.Popen:
         env = {
@@ -59,7 +65,9 @@ def start_reconciler(settings, shared_dir):
             "CAIRN_RECONCILER_INTERVAL": "0.1",
             "CAIRN_STOP_GRACE_SECONDS": "2",
         }
-        log = open(shared_dir / f"reconciler-{len(started)}.log", "wb")
+        path = shared_dir / f"reconciler-{len(started)}.log"
+        logs.append(path)
+        log = open(path, "wb")
         proc = subprocess.Popen(
             [sys.executable, MANAGE, "run_reconciler"], env=env, stdout=log, stderr=subprocess.STDOUT,
             cwd=django_settings.BASE_DIR,
@@ -68,6 +76,7 @@ def start_reconciler(settings, shared_dir):
         started.append(proc)
         return proc
 
+    start.logs = logs  # for the failure messages
     yield start
     for proc in started:
         if proc.poll() is None:
@@ -86,63 +95,77 @@ def _status(workload) -> str:
     return workload.status
 
 
+def _until(predicate, *, what: str, workloads=(), logs=()):
+    """wait_for with WAIT as the deadline; a timeout says where each workload stood and what the
+    reconcilers logged."""
+    try:
+        return wait_for(predicate, timeout=WAIT, interval=0.1, what=what)
+    except AssertionError as exc:
+        states = [(w.name, _status(w), w.attempt, w.status_reason, w.status_message) for w in workloads]
+        tails = [f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}" for path in logs if path.exists()]
+        raise AssertionError("\n".join([str(exc), f"workloads: {states}", *tails])) from None
+
+
+@pytest.mark.timeout(900)
 def test_replicas_survive_a_killed_reconciler_and_are_adopted_by_the_next(script, shared_dir, start_reconciler):
     go = shared_dir / "go"
     wait_script = script(WAIT_FOR_GO)
     sleeper = script("""
         import time
         print("sleeping", flush=True)
-        time.sleep(60)
+        time.sleep(900)
     """)
     adopted = admitted(name="adopted", spec={"command": ["python", wait_script, str(go)], "env": {}})
     exited = admitted(name="exited", spec={"command": ["python", sleeper], "env": {}})
     lost = admitted(name="lost", spec={"command": ["python", wait_script, str(go)], "env": {}}, max_restarts=1)
     workloads = (adopted, exited, lost)
 
+    def until(predicate, what):
+        return _until(predicate, what=what, workloads=workloads, logs=start_reconciler.logs)
+
     # 1. The first reconciler finds them ADMITTED (their dispatch never came) and launches them.
     first = start_reconciler()
-    wait_for(lambda: all(_status(w) == S.RUNNING for w in workloads), what="all three to run")
+    until(lambda: all(_status(w) == S.RUNNING for w in workloads), "all three to run")
     shims = {w.name: w.runtime["replicas"][0]["pid"] for w in workloads}
     assert all(w.runtime["owner"]["pid"] == first.pid for w in workloads)
-    children = {name: wait_for(lambda pid=pid: psutil.Process(pid).children(), what="the command") [0]
+    children = {name: until(lambda pid=pid: psutil.Process(pid).children(), f"the command of {name}")[0]
                 for name, pid in shims.items()}
 
     # 2. kill -9 the reconciler: the replicas keep running.
     first.send_signal(signal.SIGKILL)
-    first.wait(10)
-    time.sleep(0.3)
+    first.wait(WAIT)
+    time.sleep(0.3)  # a moment in which a replica tied to the reconciler would have died
     assert all(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
                for pid in shims.values())
 
     # 3. While no reconciler runs: one command dies (its shim records the exit code), and one
     #    replica dies together with its shim (nothing records anything).
     children["exited"].send_signal(signal.SIGKILL)
-    wait_for(lambda: replica_exit_path(exited.pk, 1, 0).exists(), what="the exit file")
+    until(lambda: replica_exit_path(exited.pk, 1, 0).exists(), "the exit file")
     os.killpg(shims["lost"], signal.SIGKILL)
-    wait_for(lambda: not children["lost"].is_running() or children["lost"].status() == psutil.STATUS_ZOMBIE,
-             what="the lost replica to die")
+    until(lambda: not children["lost"].is_running() or children["lost"].status() == psutil.STATUS_ZOMBIE,
+          "the lost replica to die")
     assert not replica_exit_path(lost.pk, 1, 0).exists()
 
     # 4. A new reconciler adopts the survivor and sorts out the other two.
     second = start_reconciler()
-    wait_for(lambda: adopted.events.filter(reason="Adopted").exists(), what="the Adopted event")
-    wait_for(lambda: _status(exited) == S.FAILED, what="the exited job to fail")
+    until(lambda: adopted.events.filter(reason="Adopted").exists(), "the Adopted event")
+    until(lambda: _status(exited) == S.FAILED, "the exited job to fail")
     assert exited.exit_code == 137  # SIGKILL, read from the exit file written while nobody watched
     assert "killed by signal 9" in exited.status_message
-    wait_for(lambda: lost.events.filter(reason="Restarting").exists(), what="the lost replica to restart")
-    lost.refresh_from_db()
-    assert lost.status == S.RUNNING and lost.attempt == 2
+    until(lambda: lost.events.filter(reason="Restarting").exists(), "the lost replica to restart")
+    until(lambda: _status(lost) == S.RUNNING and lost.attempt == 2, "the lost job's second attempt to run")
     assert "disappeared without an exit code" in lost.events.get(reason="Restarting").message
 
     go.touch()
-    wait_for(lambda: _status(adopted) == S.SUCCEEDED and _status(lost) == S.SUCCEEDED, what="both to succeed")
+    until(lambda: _status(adopted) == S.SUCCEEDED and _status(lost) == S.SUCCEEDED, "both to succeed")
     assert adopted.attempt == 1 and adopted.runtime["replicas"][0]["pid"] == shims["adopted"]  # same process
     assert adopted.runtime["owner"]["pid"] == second.pid
     assert adopted.events.filter(reason="Adopted").count() == 1
 
     # SIGTERM stops the reconciler cleanly.
     second.send_signal(signal.SIGTERM)
-    assert second.wait(10) == 0
+    assert second.wait(WAIT) == 0
 
 
 def test_lost_replica_without_restarts_left_marks_the_workload_lost(script):

@@ -1,10 +1,11 @@
-"""A clean Ctrl-C of the embedded server takes its replicas down and requeues their workloads."""
+"""A clean Ctrl-C of the embedded server takes its replicas down and stops their workloads: they
+end STOPPED (reason ServerShutdown, with an event saying so) and the next start leaves them be."""
 import time
 
 import pytest
 
 from apps.backends.selectors import workload_log_read
-from apps.backends.services import local_backend_shutdown, workload_dispatch
+from apps.backends.services import local_backend_shutdown, reconcile_once, workload_dispatch
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.services import workload_stop
 from tests.backends.helpers import admitted, gone, processes_per_replica, replica_processes, wait_for
@@ -14,7 +15,7 @@ S = WorkloadStatus
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_shutdown_terminates_owned_replicas_and_requeues_their_workloads(script):
+def test_shutdown_terminates_owned_replicas_and_stops_their_workloads(script):
     polite = script("""
         import time
         print("ready", flush=True)
@@ -26,7 +27,7 @@ def test_shutdown_terminates_owned_replicas_and_requeues_their_workloads(script)
         print("ready", flush=True)
         time.sleep(60)
     """)
-    running = admitted(name="polite", spec={"command": ["python", polite], "env": {}})
+    running = admitted(name="polite", spec={"command": ["python", polite], "env": {}}, max_restarts=3)
     ignoring = admitted(name="stubborn", spec={"command": ["python", stubborn], "env": {}})
     stopping = admitted(name="stopping", spec={"command": ["python", polite], "env": {}})
     workloads = (running, ignoring, stopping)
@@ -45,6 +46,19 @@ def test_shutdown_terminates_owned_replicas_and_requeues_their_workloads(script)
     for workload in workloads:
         workload.refresh_from_db()
         assert workload.runtime["alive"] is False
-    assert running.status == ignoring.status == S.QUEUED
-    assert running.status_reason == "BackendShutdown"
-    assert stopping.status == S.STOPPED
+    assert running.status == ignoring.status == S.STOPPED
+    for workload in (running, ignoring):
+        assert workload.status_reason == "ServerShutdown"
+        event = workload.events.get(reason="ServerShutdown", to_status=S.STOPPED)
+        assert "Stopped because Cairn (embedded) was shut down" in event.message and "resubmit" in event.message
+        assert event.type == "Warning"
+    assert stopping.status == S.STOPPED and stopping.status_reason == "Stopped"
+
+    # The next start (a reconciler pass, as `make run` runs) does not start them again, even
+    # with restarts left.
+    for _ in range(3):
+        reconcile_once()
+    for workload in workloads:
+        workload.refresh_from_db()
+        assert workload.status == S.STOPPED and workload.attempt == 1
+    assert not any(replica_processes(w) for w in workloads)

@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.processes import ROOT
@@ -54,6 +55,16 @@ def test_interactive_docs_page(alice, client):
     client.force_login(alice)
     response = client.get("/api/docs/")
     assert response.status_code == 200 and b"swagger" in response.content.lower()
+
+
+@pytest.mark.parametrize("page", ["/api/docs/", "/api/redoc/"])
+def test_docs_pages_answer_without_a_session_and_say_how_to_sign_in(page, client):
+    response = client.get(page)
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/html")
+    html = response.content.decode()
+    assert "Sign in to read the reference" in html and "/static/drf_spectacular_sidecar/" in html
+    assert "cdn.jsdelivr.net" not in html and "fonts.googleapis.com" not in html
+    assert client.get("/api/schema/").status_code == 401  # the schema itself stays for signed-in users
 
 
 def test_dashboard_types_are_generated_from_the_current_schema(tmp_path):

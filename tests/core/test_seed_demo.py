@@ -20,6 +20,9 @@ def test_seed_demo_creates_the_demo_and_is_idempotent(db, settings, monkeypatch)
     assert admin.is_staff and admin.is_superuser and admin.check_password(password)
     quota = Quota.objects.get(project__slug="demo")
     assert quota.pool.name == "local" and quota.nominal_cpu_milli > 0
+    # round figures (whole cores, whole GiB), which the admin's form shows and saves as they are
+    assert quota.nominal_cpu_milli % 1000 == 0 and quota.nominal_memory_mb % 1024 == 0
+    assert quota.nominal_memory_mb <= quota.pool.nodes.get().memory_mb_allocatable
     job = Workload.objects.get(project__slug="demo")
     assert (job.name, job.kind, job.replicas, job.status) == ("example-train", "training", 2, "queued")
     assert job.spec["command"][-1].endswith("examples/train.py")

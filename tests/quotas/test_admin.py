@@ -151,3 +151,74 @@ def test_non_staff_is_sent_to_the_login_page(client, bob, quota, who):
 
     assert response.status_code == 302
     assert response["Location"].startswith("/admin/login/?next=/admin/quotas/quota/")
+
+
+def _form_as_rendered(html: str) -> dict:
+    """What a browser would post back: every input, select and textarea of the quota form with
+    the value it is shown with."""
+    from html.parser import HTMLParser
+
+    class Form(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.data, self.inside, self.select, self.textarea = {}, False, None, None
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "form":
+                self.inside = a.get("id") == "quota_form"
+            if not self.inside or "disabled" in a:
+                return
+            if tag == "input" and a.get("name") and a.get("type") not in ("submit", "button"):
+                if a.get("type") not in ("checkbox", "radio") or "checked" in a:
+                    self.data[a["name"]] = a.get("value") or ""
+            elif tag == "select":
+                self.select = a.get("name")
+                self.data.setdefault(self.select, "")
+            elif tag == "option" and self.select and "selected" in a:
+                self.data[self.select] = a.get("value") or ""
+            elif tag == "textarea":
+                self.textarea = a.get("name")
+                self.data[self.textarea] = ""
+
+        def handle_endtag(self, tag):
+            if tag == "form":
+                self.inside = False
+            elif tag == "select":
+                self.select = None
+            elif tag == "textarea":
+                self.textarea = None
+
+        def handle_data(self, data):
+            if self.textarea:
+                self.data[self.textarea] += data
+
+    parser = Form()
+    parser.feed(html)
+    assert "nominal_memory_gib" in parser.data, "the quota form was not found"
+    return parser.data
+
+
+@pytest.mark.parametrize(("cpu_milli", "memory_mb"), [(2000, 24105), (1500, 7999), (64000, 515_826)])
+def test_the_change_form_saves_what_it_shows(staff_client, project, pool, cpu_milli, memory_mb):
+    """A quota whose memory is not a round number of GiB (the demo's: the machine's memory in MiB)
+    is shown with three decimals at most; changing only the CPU cores saves, and the memory is kept
+    to the MiB."""
+    quota = QuotaFactory(project=project, pool=pool, nominal_gpu_milli=0, nominal_cpu_milli=cpu_milli,
+                         nominal_memory_mb=memory_mb)
+    url = reverse("admin:quotas_quota_change", args=[quota.pk])
+    data = _form_as_rendered(staff_client.get(url).content.decode())
+    shown = Decimal(data["nominal_memory_gib"])
+    assert shown.as_tuple().exponent >= -3 and abs(shown - Decimal(memory_mb) / 1024) < Decimal("0.0005")
+
+    response = staff_client.post(url, {**data, "nominal_cpus": "1", "_save": "Save"})
+
+    assert response.status_code == 302, response.content.decode()[:3000]
+    quota.refresh_from_db()
+    assert (quota.nominal_cpu_milli, quota.nominal_memory_mb) == (1000, memory_mb)
+
+    data = _form_as_rendered(staff_client.get(url).content.decode())
+    response = staff_client.post(url, {**data, "nominal_memory_gib": "23.5", "_save": "Save"})
+    assert response.status_code == 302
+    quota.refresh_from_db()
+    assert quota.nominal_memory_mb == 24064  # an amount typed in is taken as typed

@@ -127,8 +127,17 @@ def test_notebook_and_deployment_defaults(client):
     assert notebook.status_code == 201 and notebook.json()["preemptible"] is False
     deployment = client.post("/api/v1/projects/vision/deployments/", {"command": "serve", "replicas": 3},
                              format="json").json()
-    assert deployment["kind"] == "deployment" and deployment["replicas"] == 3 and deployment["spec"]["port"] == 8000
+    # not Cairn's own 8000: on Kubernetes the pod listens on 8080 (in $PORT); locally $PORT is free
+    assert deployment["kind"] == "deployment" and deployment["replicas"] == 3 and deployment["spec"]["port"] == 8080
     assert client.post("/api/v1/projects/vision/deployments/", {}, format="json").status_code == 400
+
+
+def test_the_deployment_schema_says_which_port_to_listen_on_in_each_backend(client):
+    schema = client.get("/api/schema/?format=json").json()["components"]["schemas"]["DeploymentCreateRequest"]
+    port, command = schema["properties"]["port"], schema["properties"]["command"]
+    assert port["default"] == 8080 and "8000" not in port["description"]
+    assert "$PORT" in port["description"] and "local backend ignores it" in port["description"]
+    assert "Kubernetes" in port["description"] and "$PORT" in command["description"]
 
 
 def test_logs_answer_plain_text_clients(client, project, pool):

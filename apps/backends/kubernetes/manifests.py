@@ -34,6 +34,9 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 MASTER_PORT = 29500
 NOTEBOOK_PORT = 8888
+# A deployment's container port when its spec names none (never Cairn's own 8000). The process
+# gets it as $PORT; the local backend instead picks a free port and passes that as $PORT.
+DEPLOYMENT_PORT = 8080
 NOTEBOOK_HOME = "/home/cairn"
 CONTAINER = "main"
 RUN_AS_USER = 1000
@@ -456,7 +459,7 @@ def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[di
     (default: the same, i.e. autoscaling off until an admin allows more).
     """
     name = object_name(view.id)
-    port = int(view.spec.get("port") or 8000)
+    port = int(view.spec.get("port") or DEPLOYMENT_PORT)
     env = _env_list({**user_env(view, {"PORT"}), **cairn_env(view, options), "PORT": str(port)})
     env.append(_field_env("CAIRN_REPLICA", "metadata.name"))
     container: dict = {

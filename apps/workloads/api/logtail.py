@@ -1,14 +1,19 @@
-"""Following one replica's log in steps, for the live websocket (apps/core/consumers.py).
+"""Following one replica's log in steps, for the live websocket (apps/core/consumers.py) and
+for `GET .../logs/?follow=1` (`follow_log`).
 
 `apps.backends.selectors.workload_log_follow` blocks between lines (it sleeps and polls the
 database inside the generator), so a websocket could not stop it until the workload writes
-again. LogTail does the same reads one bounded, non-blocking step at a time: the consumer calls
+again, and under ASGI Django collects a synchronous generator whole before sending anything.
+LogTail does the same reads one bounded, non-blocking step at a time: the consumer calls
 `read()` in a worker thread, checks the workload's status and attempt itself, and stops by simply
-not calling it again."""
+not calling it again. `follow_log` is the same loop as an async generator: Django's ASGI handler
+sends each piece as it is yielded and cancels the generator when the client goes away."""
 from __future__ import annotations
 
+import asyncio
 import codecs
 import os
+from collections.abc import AsyncIterator
 
 from apps.backends.local.logs import tail_bytes
 from apps.backends.local.paths import replica_log_path
@@ -64,3 +69,62 @@ class LogTail:
     def finish(self) -> str:
         """The end of an incomplete UTF-8 sequence still held by the decoder, if any."""
         return self._decoder.decode(b"", final=True)
+
+
+FOLLOW_POLL_SECONDS = 0.25  # how often a follow with nothing new looks at the file and the status
+
+
+async def follow_log(*, workload_id: int, replica: int, attempt: int | None, tail: int | None,
+                     poll_seconds: float = FOLLOW_POLL_SECONDS) -> AsyncIterator[str]:
+    """Yield one replica's log as it is written, starting with its last `tail` lines (None: from
+    the beginning); end once the workload is finished and the log drained.
+
+    With attempt None it follows the latest attempt: after a restart it carries on with the new
+    attempt's log from its beginning; a given attempt ends once a later one has started. File
+    reads and the status check run in worker threads; the waits are asyncio sleeps, so a client
+    that disconnects cancels this generator at once."""
+    from asgiref.sync import sync_to_async
+
+    from apps.workloads.choices import TERMINAL
+    from apps.workloads.models import Workload
+
+    @sync_to_async
+    def state() -> dict | None:
+        return Workload.objects.filter(pk=workload_id).values("status", "attempt").first()
+
+    row = await state()
+    if row is None:
+        return
+    follow_latest = attempt is None
+    reader = LogTail(workload_id=workload_id, replica=replica, attempt=row["attempt"] if follow_latest else attempt,
+                     tail_lines=tail)
+    read = sync_to_async(reader.read, thread_sensitive=False)
+
+    async def drain() -> AsyncIterator[str]:
+        while text := await read():
+            yield text
+
+    while True:
+        text = await read()
+        if text:
+            yield text
+            continue
+        row = await state()
+        if row is None:
+            break
+        if row["attempt"] > reader.attempt:
+            # The replicas of the old attempt are gone before a new one starts: drain, then switch.
+            async for text in drain():
+                yield text
+            if not follow_latest:
+                break
+            if rest := reader.switch(row["attempt"]):
+                yield rest
+            continue
+        if row["status"] in TERMINAL:
+            async for text in drain():
+                yield text
+            break
+        await asyncio.sleep(poll_seconds)
+    if rest := reader.finish():
+        yield rest

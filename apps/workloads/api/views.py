@@ -107,7 +107,9 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
     )
     @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, PlainTextRenderer])
     def logs(self, request, project=None, pk=None):
-        from apps.backends.selectors import workload_log_follow, workload_log_read
+        from apps.backends.selectors import workload_log_read
+
+        from .logtail import follow_log
 
         workload = self.get_object()
         query = LogQuerySerializer(data=request.query_params.dict())
@@ -117,11 +119,13 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
             raise ServiceError(f"Replica {params['replica']} does not exist; this workload has {workload.replicas}.")
         if params.get("attempt") and params["attempt"] > max(workload.attempt, 1):
             raise ServiceError(f"Attempt {params['attempt']} does not exist; the latest is {workload.attempt}.")
-        kwargs = {"workload": workload, "replica": params["replica"], "attempt": params.get("attempt"),
-                  "tail": params.get("tail")}
+        kwargs = {"replica": params["replica"], "attempt": params.get("attempt"), "tail": params.get("tail")}
         if params["follow"]:
-            response = StreamingHttpResponse(workload_log_follow(**kwargs), content_type="text/plain; charset=utf-8")
+            # An async generator: under ASGI each piece is sent as it is read (a synchronous one
+            # would be collected whole), and a client that goes away cancels it.
+            response = StreamingHttpResponse(follow_log(workload_id=workload.pk, **kwargs),
+                                             content_type="text/plain; charset=utf-8")
             response["X-Accel-Buffering"] = "no"
             response["Cache-Control"] = "no-cache"
             return response
-        return HttpResponse(workload_log_read(**kwargs), content_type="text/plain; charset=utf-8")
+        return HttpResponse(workload_log_read(workload=workload, **kwargs), content_type="text/plain; charset=utf-8")

@@ -43,7 +43,7 @@ export const DEFAULT_VALUES: SubmitValues = {
   gpuModel: "",
   preemptible: "default",
   maxRestarts: 0,
-  port: 8000,
+  port: 8080,
   maxRuntime: "",
   env: "",
 };

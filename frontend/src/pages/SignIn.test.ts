@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defaultProject } from "../session";
-import { safeNext } from "./SignIn";
+import { isServerPage, safeNext } from "./SignIn";
 
 describe("sign-in", () => {
   it("follows only same-site paths after sign-in", () => {
@@ -8,6 +8,12 @@ describe("sign-in", () => {
     expect(safeNext("//evil.example")).toBe("/");
     expect(safeNext("https://evil.example")).toBe("/");
     expect(safeNext(null)).toBe("/");
+  });
+  it("loads the API reference and the admin as pages, routes the rest", () => {
+    expect(isServerPage("/api/docs/")).toBe(true);
+    expect(isServerPage("/admin/")).toBe(true);
+    expect(isServerPage("/projects/a/workloads")).toBe(false);
+    expect(isServerPage("/apis")).toBe(false);
   });
   it("opens the last project if still allowed", () => {
     const me = { id: 1, username: "a", email: "", is_staff: false, projects: [

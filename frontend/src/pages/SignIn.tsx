@@ -11,6 +11,11 @@ export function safeNext(next: string | null): string {
   return next && next.startsWith("/") && !next.startsWith("//") ? next : "/";
 }
 
+/** Pages Django serves itself (the API reference, the admin): loaded after sign-in, not routed. */
+export function isServerPage(path: string): boolean {
+  return /^\/(api|admin)\//.test(path);
+}
+
 export function SignInPage() {
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
@@ -27,7 +32,9 @@ export function SignInPage() {
     try {
       const me = await signIn(username, password);
       queryClient.setQueryData(ME_KEY, me);
-      navigate(safeNext(params.get("next")), { replace: true });
+      const next = safeNext(params.get("next"));
+      if (isServerPage(next)) window.location.assign(next);
+      else navigate(next, { replace: true });
     } catch (err) {
       setError(errorAdvice(err).detail);
     } finally {

@@ -1,6 +1,7 @@
 """The manifest builders are pure: no cluster, no database. Every object they produce is
 validated against the Kubernetes JSON schemas that kubernetes-validate ships in its wheel
 (so this works offline), in strict mode (unknown fields are errors)."""
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
@@ -272,6 +273,14 @@ def test_deployment_has_service_and_autoscaler_bounded_by_the_admitted_replicas(
     assert objs["Service"]["spec"]["ports"][0]["targetPort"] == 9000
     scaled = by_kind(workload_manifests(VARIANTS["deployment-autoscaled"], ClusterOptions()))
     assert scaled["HorizontalPodAutoscaler"]["spec"]["maxReplicas"] == 5
+
+
+def test_a_deployment_without_a_port_listens_on_8080_not_cairns_own_port():
+    unnamed = replace(VARIANTS["deployment"], spec={**VARIANTS["deployment"].spec, "port": None})
+    objs = by_kind(workload_manifests(unnamed, ClusterOptions()))
+    container = objs["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["ports"] == [{"name": "http", "containerPort": 8080}]
+    assert env_of(container)["PORT"] == "8080" and objs["Service"]["spec"]["ports"][0]["targetPort"] == 8080
 
 
 @pytest.mark.parametrize("variant", ["training-with-run", "notebook-with-run", "deployment-with-run"])

@@ -2,15 +2,22 @@
 
 One process: the ASGI web server (HTTP + websockets), and in threads the scheduler, the
 outbox relay (which runs tasks in-process) and the local reconciler. Ctrl-C stops the web
-server, then the loops, then every replica process Cairn started.
+server, then the loops, then every replica process Cairn started (their workloads end STOPPED,
+reason ServerShutdown, and are not started again by the next start).
+
+The port is bound first, before anything starts: a busy port is a clear error naming it and how
+to pick another; "Cairn is running" is printed once the server accepts connections.
 """
+import errno
 import logging
 import os
+import socket
 import threading
 
+import uvicorn
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.loops import run_loop
 from apps.core.outbox import outbox_relay, outbox_wakeup
@@ -22,17 +29,16 @@ class Command(BaseCommand):
     help = "Start Cairn in embedded mode (web + scheduler + reconciler + in-process tasks)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--host", default="127.0.0.1", help="Address to listen on (make run HOST=...).")
+        parser.add_argument("--port", type=int, default=8000, help="Port to listen on (make run PORT=...).")
         parser.add_argument("--no-demo", action="store_true", help="Do not create the demo project and job.")
 
     def handle(self, *args, host: str, port: int, no_demo: bool, **options):
-        import uvicorn
-
         from apps.backends.loops import run_reconciler_loop
         from apps.backends.services import local_backend_shutdown
         from apps.scheduling.services import scheduling_cycle
 
+        listener = _bind(host, port)
         settings.CAIRN_DATA_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         if not no_demo:
@@ -62,20 +68,60 @@ class Command(BaseCommand):
             # Jobs report metrics to the address this server really listens on.
             local_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
             settings.CAIRN["PUBLIC_URL"] = f"http://{local_host}:{port}"
-        self.stdout.write(self.style.SUCCESS(f"\nCairn is running at {url}  (API docs: {url}/api/docs/)"))
-        if not no_demo:
-            from .seed_demo import _admin_password
 
-            self.stdout.write(self.style.SUCCESS(f"Log in as admin / {_admin_password()}   (Ctrl-C to stop)\n"))
-        server = uvicorn.Server(uvicorn.Config("config.asgi:application", host=host, port=port, lifespan="off",
-                                               log_level="warning", ws="auto"))
+        def ready() -> None:
+            self.stdout.write(self.style.SUCCESS(f"\nCairn is running at {url}  (API docs: {url}/api/docs/)"))
+            if not no_demo:
+                from .seed_demo import _admin_password
+
+                self.stdout.write(self.style.SUCCESS(f"Log in as admin / {_admin_password()}   (Ctrl-C to stop)\n"))
+            self.stdout.flush()
+
+        server = _Server(uvicorn.Config("config.asgi:application", host=host, port=port, lifespan="off",
+                                        log_level="warning", ws="auto"), on_ready=ready)
         try:
-            server.run()
+            server.run(sockets=[listener])
         finally:
             self.stdout.write("stopping: loops, then replica processes...")
             stop.set()
             outbox_wakeup.set()
             for thread in loops:
                 thread.join(timeout=10)
-            local_backend_shutdown()
-            self.stdout.write("Cairn stopped.")
+            signalled = local_backend_shutdown()
+            ended = f" ({signalled} replica process(es) ended; their workloads are stopped)" if signalled else ""
+            self.stdout.write(f"Cairn stopped{ended}.")
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound now so that a busy port stops the start with a clear error."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        listener = socket.socket(family, kind, proto)
+    except (OSError, OverflowError) as exc:
+        raise CommandError(f"Cannot listen on {host}:{port}: {exc}.") from None
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+    except OSError as exc:
+        listener.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CommandError(
+                f"Port {port} on {host} is already in use by another program. Choose another port: "
+                f"`make run PORT={port + 1}` (or `manage.py run_embedded --port {port + 1}`)."
+            ) from None
+        raise CommandError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}.") from None
+    listener.set_inheritable(False)
+    return listener
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, calling `on_ready` once it accepts connections."""
+
+    def __init__(self, config: uvicorn.Config, *, on_ready):
+        super().__init__(config)
+        self.on_ready = on_ready
+
+    async def startup(self, sockets=None):
+        await super().startup(sockets=sockets)
+        if not self.should_exit:
+            self.on_ready()

@@ -69,10 +69,10 @@ class Command(BaseCommand):
             Membership.objects.get_or_create(project=project, user=admin, defaults={"role": Role.OWNER})
             Quota.objects.get_or_create(
                 project=project, pool=node.pool,
-                defaults={
+                defaults={  # the whole machine, in whole cores and whole GiB
                     "nominal_gpu_milli": node.gpu_count * 1000,
-                    "nominal_cpu_milli": node.cpu_milli_allocatable,
-                    "nominal_memory_mb": node.memory_mb_allocatable,
+                    "nominal_cpu_milli": max(node.cpu_milli_allocatable // 1000, 1) * 1000,
+                    "nominal_memory_mb": max(node.memory_mb_allocatable // 1024, 1) * 1024,
                 },
             )
             if not Workload.objects.filter(project=project).exists():
