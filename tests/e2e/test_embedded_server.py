@@ -35,17 +35,19 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def server_env(tmp_path, settings):
+def server_env(tmp_path, shared_dir, settings):
     from apps.clusters.services import local_cluster_register
 
     # the server process checks passwords with the production hasher
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
     node = local_cluster_register()
+    node.pool.allowed_paths = [str(shared_dir)]  # replicas run sandboxed: they see only allowed folders
+    node.pool.save(update_fields=["allowed_paths"])
     user = UserFactory(username="erin")
     project = ProjectFactory(slug="e2e")
     MembershipFactory(project=project, user=user, role="owner")
     QuotaFactory(project=project, pool=node.pool, nominal_cpu_milli=8000, nominal_memory_mb=16384)
-    script = tmp_path / "rank_check.py"
+    script = shared_dir / "rank_check.py"
     script.write_text(RANK_CHECK)
     port = _free_port()
     env = cairn_env(CAIRN_TASKS_IN_PROCESS="1", CAIRN_PUBLIC_URL=f"http://127.0.0.1:{port}",

@@ -44,7 +44,7 @@ def _until(lines: queue.Queue, text: str, timeout: float) -> str:
             return seen
 
 
-def test_http_follow_and_cli_follow_receive_lines_as_they_are_written(tmp_path, settings):
+def test_http_follow_and_cli_follow_receive_lines_as_they_are_written(tmp_path, shared_dir, settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]  # the server's
 
     def seed():
@@ -52,13 +52,15 @@ def test_http_follow_and_cli_follow_receive_lines_as_they_are_written(tmp_path, 
         from tests.factories import MembershipFactory, ProjectFactory, QuotaFactory, UserFactory
 
         node = local_cluster_register()
+        node.pool.allowed_paths = [str(shared_dir)]  # sandboxed replicas see only allowed folders
+        node.pool.save(update_fields=["allowed_paths"])
         project = ProjectFactory(slug="e2e")
         MembershipFactory(project=project, user=UserFactory(username="erin"), role="owner")
         QuotaFactory(project=project, pool=node.pool, nominal_cpu_milli=8000, nominal_memory_mb=16384)
 
     in_thread(seed)
-    (tmp_path / "gated.py").write_text(GATED)
-    gate = tmp_path / "gate"
+    (shared_dir / "gated.py").write_text(GATED)
+    gate = shared_dir / "gate"
     server = EmbeddedServer(cairn_env(CAIRN_DATA_DIR=str(tmp_path / "data"), CAIRN_MODE="embedded",
                                       CAIRN_TASKS_IN_PROCESS="1", CAIRN_SCHEDULER_INTERVAL="0.3",
                                       CAIRN_RECONCILER_INTERVAL="0.3"), log=tmp_path / "server.log")
@@ -69,7 +71,7 @@ def test_http_follow_and_cli_follow_receive_lines_as_they_are_written(tmp_path, 
         http = requests.Session()
         http.headers["Authorization"] = f"Bearer {token}"
         api = f"{server.url}/api/v1/projects/e2e/training-jobs/"
-        created = http.post(api, json={"name": "gated", "command": ["python", str(tmp_path / "gated.py"), str(gate)],
+        created = http.post(api, json={"name": "gated", "command": ["python", str(shared_dir / "gated.py"), str(gate)],
                                        "resources": {"cpu": 0.5, "memory": "256Mi"}}, timeout=10)
         assert created.status_code == 201, created.text
         job = created.json()["id"]
