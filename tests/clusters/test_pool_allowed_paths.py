@@ -5,6 +5,13 @@ import pytest
 from django.test import Client
 
 from apps.clusters.models import ResourcePool
+from tests.factories import TEST_ALLOWED_PATHS
+
+
+@pytest.fixture(autouse=True)
+def _pools_allow_nothing(shared_dir):
+    """Pools here start as a fresh install's: no allowed directory (not the suite's shared folder)."""
+    TEST_ALLOWED_PATHS.clear()
 
 
 @pytest.fixture

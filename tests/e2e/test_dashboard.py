@@ -96,12 +96,17 @@ def cairn(django_db_setup, django_db_blocker, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dashboard")
     data_dir = tmp / "cairn-data"
     data_dir.mkdir()
+    shared = tmp / "shared"  # the pool allows it: sandboxed replicas read scripts and gates from it
+    shared.mkdir()
+    shared.chmod(0o777)
 
     def seed():
         from apps.clusters.services import local_cluster_register
         from tests.factories import MembershipFactory, ProjectFactory, QuotaFactory, UserFactory
 
         node = local_cluster_register()
+        node.pool.allowed_paths = [str(shared)]
+        node.pool.save(update_fields=["allowed_paths"])
         project = ProjectFactory(slug=PROJECT, name=PROJECT_NAME)
         MembershipFactory(project=project, user=UserFactory(username="erin"), role="owner")
         other = ProjectFactory(slug=OTHER_PROJECT, name=OTHER_PROJECT_NAME)
@@ -170,9 +175,9 @@ def test_sign_in_rejects_a_wrong_password_and_lands_on_the_projects_workloads(ca
 
 
 def test_submitted_job_goes_live_in_the_list_and_its_detail_page_draws_new_points_and_logs(cairn, new_page):
-    script = cairn.tmp / "gated_job.py"
+    script = cairn.tmp / "shared" / "gated_job.py"
     script.write_text(GATED_JOB)
-    gate = cairn.tmp / "gate-open"
+    gate = cairn.tmp / "shared" / "gate-open"
 
     listing = new_page(cairn.url)
     sign_in(listing, "erin")

@@ -27,13 +27,13 @@ def _short_grace(settings):
 
 
 @pytest.fixture
-def cluster(pool, tmp_path):
+def cluster(pool, shared_dir):
     NodeFactory(pool=pool, name="node-a", gpu_count=4, cpu_milli_allocatable=16000, memory_mb_allocatable=65536)
     a = ProjectFactory(slug="team-a")
     b = ProjectFactory(slug="team-b")
     QuotaFactory(project=a, pool=pool, nominal_gpu_milli=2000)
     QuotaFactory(project=b, pool=pool, nominal_gpu_milli=2000)
-    script = tmp_path / "train.py"
+    script = shared_dir / "train.py"  # replicas are sandboxed: they see only allowed folders
     script.write_text(textwrap.dedent(CHECKPOINT_ON_SIGTERM))
     return a, b, pool, str(script)
 

@@ -162,6 +162,10 @@ def bwrap_argv(
         "--perms", "1777", "--tmpfs", "/dev/shm",
     ]
     system = [p for p in _SYSTEM_DIRS if os.path.lexists(p)] + ["/proc", "/dev"]
+    # A directory reached through a symlink (a virtualenv linked into a checkout, say) is mounted
+    # at its real path, and the link is recreated unless an allowed path already brings it along.
+    links = {p: os.path.realpath(p) for p in readable if os.path.realpath(p) != p}
+    readable = [links.get(p, p) for p in readable]
     # Nested read-only mounts add nothing: keep the outermost of each.
     readable = [p for p in dict.fromkeys(readable) if not _inside(p, [r for r in readable if r != p])]
     shared = [p for p in dict.fromkeys(shared) if p not in readable]
@@ -187,12 +191,18 @@ def bwrap_argv(
 
     for path in devices:
         argv += ["--dev-bind", path, path]
-    for path in readable:
-        make_parents(path)
-        argv += ["--ro-bind", path, path]
+    # Allowed paths first, so that Cairn's Python stays read-only (and present) when it lies inside one.
     for path in shared:
         make_parents(path)
         argv += ["--bind", path, path]
+    for path in readable:
+        make_parents(path)
+        argv += ["--ro-bind", path, path]
+    for link, target in links.items():
+        if not exists(link):
+            make_parents(link)
+            argv += ["--symlink", target, link]
+            created.add(link)
     for path in hidden:
         argv += ["--perms", "0755", "--tmpfs", path]
     for path in dict.fromkeys(writable):
