@@ -132,7 +132,7 @@ def workload_transition(
             from apps.tracking.services import runs_close_for_workload
 
             # The attempt is over: its tracking runs stop saying "running".
-            runs_close_for_workload(workload=workload, succeeded=to_status in (S.SUCCEEDED, S.STOPPED))
+            runs_close_for_workload(workload=workload, workload_status=to_status)
         workload_event_record(
             workload=workload, reason=reason, message=message, type=event_type,
             from_status=current, to_status=to_status,

@@ -4,7 +4,7 @@ import type { LiveFrame } from "../live/socket";
 
 export type RunStatus = "running" | "finished" | "failed";
 
-export const RUN_STATUS_COLOUR: Record<string, string> = { running: "blue", finished: "green", failed: "red" };
+export const RUN_STATUS_COLOUR: Record<string, string> = { running: "blue", finished: "green", failed: "red", stopped: "gray" };
 
 /** run id -> key -> [step, value] of the newest point the page knows of. */
 export type LatestValues = Record<number, Record<string, [number, number]>>;

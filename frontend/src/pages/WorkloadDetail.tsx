@@ -186,6 +186,9 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
   const w = workload.data;
   if (!w) return <Loading label="Loading the workload…" />;
   const runList = runs.data?.results ?? [];
+  // A notebook's or deployment's run is listed once it logs (apps/tracking/selectors.py
+  // runs_listed): until then the page shows no empty Metrics panel for it.
+  const showMetrics = kind === "training" || runList.length > 0 || !!runs.error;
 
   return (
     <Stack gap="md">
@@ -205,7 +208,9 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
         onStop={() => stop.mutate()}
       />
       <StatusTimeline workload={w} events={events.data?.events ?? []} eventsError={events.error} />
-      <MetricsCard project={project} workload={w} runs={runList} runsLoading={runs.isPending} runsError={runs.error} onRetry={() => runs.refetch()} />
+      {showMetrics && (
+        <MetricsCard project={project} workload={w} runs={runList} runsLoading={runs.isPending} runsError={runs.error} onRetry={() => runs.refetch()} />
+      )}
       <LogCard workload={w} project={project} kind={kind} />
       <EventsCard events={events.data?.events ?? []} total={events.data?.total ?? 0} loading={events.isPending} error={events.error} onRetry={() => events.refetch()} />
     </Stack>
