@@ -1,6 +1,7 @@
 // Issue 29 (items 3 and 11): the dashboard's small inconsistencies, as pure functions.
 import { describe, expect, it } from "vitest";
 import { quotaView, resourceNames, resourcesLabel } from "./quotas";
+import { axisTitleX, titleWidth } from "./parcoords";
 import { identicalSeries, sampleAxisLabel, xAxisLabel } from "./series";
 import { deriveSegments, eventsInOrder, runningTime, type TimelineEvent } from "./timeline";
 import { statusLine } from "./workloads";
@@ -99,5 +100,18 @@ describe("quotas count CPU and memory beside GPUs", () => {
     expect(resourcesLabel(0, 16000, 1024)).toBe("16 CPUs · 1.0 GiB");
     expect(resourceNames(["cpu"])).toBe("CPU");
     expect(resourceNames(["gpu", "cpu", "memory"])).toBe("GPUs, CPU and memory");
+  });
+});
+
+describe("axisTitleX: parallel-coordinates titles stay inside the chart (issue 29, item 12)", () => {
+  it("centres a title over its axis when it fits, and moves it in at the edges", () => {
+    expect(axisTitleX(300, 100, 1000)).toBe(300);
+    // the metric axis, 56 px from the right edge of a 1000 px chart, titled "weight_error (last)"
+    const w = titleWidth("weight_error (last)");
+    const x = axisTitleX(1000 - 56, w, 1000);
+    expect(x + w / 2).toBeLessThanOrEqual(1000);
+    expect(x).toBeLessThan(1000 - 56);
+    expect(axisTitleX(56, w, 1000) - w / 2).toBeGreaterThanOrEqual(0);
+    expect(axisTitleX(10, 500, 300)).toBe(150); // wider than the chart: centred
   });
 });
