@@ -177,3 +177,44 @@ def test_the_admin_quota_list_shows_its_column_titles_whole_at_1366(cairn, new_p
     assert cut == [], cut
     # the list itself fits: nothing to scroll sideways to read a column
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+def test_a_running_jobs_page_agrees_with_itself_and_its_stopped_run_says_stopped(cairn, new_page):
+    """Items 11 and 8: one clock for "Running for" and the timeline, the status line said once,
+    events oldest first (as the API), the Queued condition's message no longer the stale wait;
+    and the run of a stopped job says "stopped"."""
+    api = _api(cairn)
+    jobs = f"{cairn.url}/api/v1/projects/{PROJECT}/training-jobs/"
+    created = api.post(jobs, json={"name": "two-sleepers", "command": "python -c 'import time; time.sleep(120)'",
+                                   "replicas": 2, "resources": {"gpu": 0, "cpu": 1, "memory": "256Mi"}}, timeout=10)
+    assert created.status_code == 201, created.text
+    job = created.json()["id"]
+    try:
+        wait_for(lambda: api.get(f"{jobs}{job}/", timeout=10).json()["status"] == "running", timeout=JOB / 1000,
+                 message="the job to run")
+        page = new_page(cairn.url)
+        sign_in(page, "erin")
+        expect(page).to_have_url(re.compile(rf"{workloads_url()}$"), timeout=UI)
+        page.goto(f"/projects/{PROJECT}/workloads/training/{job}")
+        expect(page.get_by_test_id("status-line")).to_have_text(re.compile(r"^Started 2 replica\(s\)"), timeout=UI)
+        running = page.get_by_test_id("timeline-segment").and_(page.locator("[data-status=running]"))
+        expect(running).to_contain_text("running · ", timeout=UI)
+        for _ in range(3):  # both read the page's one clock: the same duration, whenever read
+            header, label = page.evaluate("""() => [
+                document.querySelector('[data-testid=running-for]').textContent,
+                document.querySelector('[data-testid=timeline-segment][data-status=running]').textContent]""")
+            assert label == f"running · {header}", (header, label)
+            page.wait_for_timeout(1500)
+        reasons = page.get_by_test_id("event-row").evaluate_all("rows => rows.map(r => r.dataset.reason)")
+        api_reasons = [e["reason"] for e in api.get(f"{jobs}{job}/events/", timeout=10).json()["results"]]
+        assert reasons == api_reasons and reasons[0] == "Submitted", (reasons, api_reasons)
+        queued = page.get_by_test_id("condition-row").and_(page.locator("[data-type=Queued]"))
+        expect(queued).to_contain_text("False")
+        expect(queued).not_to_contain_text("Waiting for the scheduler.")
+    finally:
+        stopped = api.post(f"{jobs}{job}/stop/", timeout=10)
+        assert stopped.status_code in (200, 202), stopped.text
+    wait_for(lambda: api.get(f"{jobs}{job}/", timeout=10).json()["status"] == "stopped", timeout=JOB / 1000,
+             message="the job to stop")
+    runs = api.get(f"{cairn.url}/api/v1/projects/{PROJECT}/runs/", params={"workload": job}, timeout=10).json()
+    assert [r["status"] for r in runs["results"]] == ["stopped"]

@@ -484,7 +484,7 @@ function StatusTimeline({
           </Table.Thead>
           <Table.Tbody>
             {conditions.map((c) => (
-              <Table.Tr key={c.type}>
+              <Table.Tr key={c.type} data-testid="condition-row" data-type={c.type}>
                 <Table.Td fw={600}>{c.type}</Table.Td>
                 <Table.Td>
                   <Badge size="xs" variant="light" color={c.status === "True" ? "green" : c.status === "False" ? "gray" : "yellow"}>
