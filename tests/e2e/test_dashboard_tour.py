@@ -15,17 +15,12 @@ import pytest
 import requests
 from playwright.sync_api import expect
 
+from tests.e2e import test_dashboard as dashboard
 from tests.e2e.conftest import VIEWPORT, in_thread
-from tests.e2e.test_dashboard import (  # noqa: F401 - `cairn` is the module's server fixture
-    PASSWORD,
-    PROJECT,
-    SDK_RUN,
-    UI,
-    cairn,
-    sign_in,
-    workloads_url,
-)
+from tests.e2e.test_dashboard import PASSWORD, PROJECT, UI, sign_in, workloads_url
 from tests.processes import wait_for
+
+cairn = dashboard.cairn  # the module's server: `manage.py run_embedded`, seeded as test_dashboard.py's
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db, pytest.mark.timeout(240)]
 
@@ -145,9 +140,8 @@ def test_the_admin_quota_list_shows_its_column_titles_whole_at_1366(cairn, new_p
     def staff():
         from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
-        from tests.factories import UserFactory
-
         from apps.accounts.models import User
+        from tests.factories import UserFactory
 
         UserFactory(username="ada", is_staff=True, is_superuser=True)
         # the server checks passwords with the production hasher, not the tests' fast one
