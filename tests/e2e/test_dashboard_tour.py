@@ -124,6 +124,8 @@ def test_parallel_coordinates_keep_the_metric_axis_inside_the_page_at_1366(cairn
     expect(chart).to_have_attribute("data-lines", "3", timeout=UI)
     expect(page.get_by_test_id("identical-runs")).to_have_text(re.compile(
         r"^axis-lr-0\.2(-again)? has exactly the same points as axis-lr-0\.2(-again)?: drawn dashed"), timeout=UI)
+    # the chart's x axis is titled (uPlot draws it on the canvas; the container names it)
+    expect(page.get_by_test_id("compare-chart")).to_have_attribute("data-x-label", "step", timeout=UI)
     page.get_by_test_id("parcoords-metric").click()
     page.get_by_role("option", name="weight_error", exact=True).click()
     metric_axis = chart.locator("[data-axis-source=metric]")

@@ -358,6 +358,7 @@ export function TimeSeriesChart({
       <Box
         pos="relative"
         data-testid={testId}
+        data-x-label={xLabel ?? xAxisLabel(xKind)}
         data-point-count={pointCount}
         data-zoomed={zoom ? "true" : "false"}
         style={{ width: "100%", minWidth: 0 }}
