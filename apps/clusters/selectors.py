@@ -133,7 +133,8 @@ def cluster_overview(*, now: datetime | None = None) -> dict:
             "accelerator_models": list(pool.accelerator_models or sorted(models_by_pool.get(pool.pk, set()))),
             "nodes_total": len(rows), "nodes_schedulable": sum(1 for r in rows if r["schedulable"]),
             **{key: sum(r[key] for r in rows) for key in (
-                "capacity_gpu_milli", "allocated_gpu_milli", "used_gpu_milli", "allocated_gpus", "used_gpus")},
+                "capacity_gpu_milli", "allocated_gpu_milli", "used_gpu_milli", "allocated_gpus", "used_gpus",
+                "cpu_milli_allocatable", "allocated_cpu_milli", "memory_mb_allocatable", "allocated_memory_mb")},
             "capacity_gpus": sum(r["gpu_count"] for r in rows),
             "nodes": rows,
         })

@@ -89,8 +89,10 @@ class QuotaChangeList(ChangeList):
 @admin.register(Quota)
 class QuotaAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     form = QuotaForm
-    list_display = ["project", "pool", "nominal_gpu", "nominal_cpu", "nominal_memory", "borrowing_limit",
-                    "lending_limit", "budget", "allocated", "queued", "gpu_hours_used"]
+    # Seven columns, so the list fits a 1366-pixel screen beside its filters (it had eleven, and
+    # the last ones ran off the right edge); templates/admin/quotas/quota/change_list.html lets
+    # long titles wrap.
+    list_display = ["project", "pool", "nominal", "sharing", "allocated", "queued", "gpu_hours_used"]
     list_filter = ["pool", "budget_period"]
     list_select_related = ["project", "pool"]
     search_fields = ["project__slug", "project__name"]
@@ -124,27 +126,15 @@ class QuotaAdmin(ServiceDeleteMixin, admin.ModelAdmin):
 
     # ---- columns ------------------------------------------------------------------------------
 
-    @admin.display(description="GPUs", ordering="nominal_gpu_milli")
-    def nominal_gpu(self, obj: Quota) -> str:
-        return gpus(obj.nominal_gpu_milli)
+    @admin.display(description="nominal (guaranteed)", ordering="nominal_gpu_milli")
+    def nominal(self, obj: Quota) -> str:
+        return (f"{gpus(obj.nominal_gpu_milli)} GPU · {cores(obj.nominal_cpu_milli)} CPU · "
+                f"{memory(obj.nominal_memory_mb)}")
 
-    @admin.display(description="CPU cores", ordering="nominal_cpu_milli")
-    def nominal_cpu(self, obj: Quota) -> str:
-        return cores(obj.nominal_cpu_milli)
+    @admin.display(description="borrow / lend ≤ (GPUs)")
+    def sharing(self, obj: Quota) -> str:
+        return f"borrow {gpus(obj.borrowing_limit_gpu_milli)} · lend {gpus(obj.lending_limit_gpu_milli)}"
 
-    @admin.display(description="memory", ordering="nominal_memory_mb")
-    def nominal_memory(self, obj: Quota) -> str:
-        return memory(obj.nominal_memory_mb)
-
-    @admin.display(description="borrow ≤ (GPUs)")
-    def borrowing_limit(self, obj: Quota) -> str:
-        return gpus(obj.borrowing_limit_gpu_milli)
-
-    @admin.display(description="lend ≤ (GPUs)")
-    def lending_limit(self, obj: Quota) -> str:
-        return gpus(obj.lending_limit_gpu_milli)
-
-    @admin.display(description="budget", ordering="gpu_hour_budget")
     def budget(self, obj: Quota) -> str:
         if obj.gpu_hour_budget is None:
             return "—"
@@ -161,33 +151,37 @@ class QuotaAdmin(ServiceDeleteMixin, admin.ModelAdmin):
             f"{memory(usage['allocated_memory_mb'])} / {memory(obj.nominal_memory_mb)}"
         )
 
-    @admin.display(description="queued (GPUs, by what they wait on)")
+    @admin.display(description="queued, waiting on")
     def queued(self, obj: Quota) -> str:
         usage = self._usage(obj)
-        if not usage or not usage["queued_gpu_milli"]:
+        if not usage or not usage["waiting"]:
             return "—"
-        parts = sorted(usage["waiting_gpu_milli"].items(), key=lambda kv: -kv[1])
-        return f"{gpus(usage['queued_gpu_milli'])}: " + ", ".join(
-            f"{gpus(milli)} {WAIT_KIND_LABELS.get(kind, kind)}" for kind, milli in parts)
+        asked = _asks(usage["queued_gpu_milli"], usage["queued_cpu_milli"], usage["queued_memory_mb"])
+        waits = "; ".join(
+            f"{w['workloads']} on {WAIT_KIND_LABELS.get(w['waiting_on'], w['waiting_on'])}"
+            + (f" ({', '.join(w['resources'])})" if w["resources"] else "")
+            for w in usage["waiting"])
+        return f"{asked}: {waits}"
 
-    @admin.display(description="GPU-hours this period")
+    @admin.display(description="GPU-hours / budget", ordering="gpu_hour_budget")
     def gpu_hours_used(self, obj: Quota) -> str:
         usage = self._usage(obj)
         if usage is None:
             return "—"
         used = Decimal(str(usage["gpu_hours_this_period"])).quantize(Decimal("0.01"))
+        period = obj.get_budget_period_display().lower()
         if obj.gpu_hour_budget is None:
-            return f"{used} (no budget)"
+            return f"{used} this {period} (no budget)"
         budget = obj.gpu_hour_budget
         share = f" ({used / budget:.0%})" if budget else ""
-        return f"{used} / {budget.normalize():f}{share}"
+        return f"{used} / {budget.normalize():f}{share} GPU-h / {period}"
 
     @admin.display(description="usage")
     def usage_now(self, obj: Quota) -> str:
         if obj.pk is None:
             return "—"
         return (f"Allocated now: {self.allocated(obj)}. Queued: {self.queued(obj)}. "
-                f"GPU-hours this period: {self.gpu_hours_used(obj)}.")
+                f"GPU-hours this period: {self.gpu_hours_used(obj)}. Budget: {self.budget(obj)}.")
 
     @staticmethod
     def _usage(obj: Quota) -> dict | None:
@@ -195,6 +189,15 @@ class QuotaAdmin(ServiceDeleteMixin, admin.ModelAdmin):
         if not hasattr(obj, "usage"):
             obj.usage = quota_usage(quotas=[obj]).get(obj.pk) if obj.pk else None
         return obj.usage
+
+
+def _asks(gpu_milli: int, cpu_milli: int, memory_mb: int) -> str:
+    parts = [f"{gpus(gpu_milli)} GPU"] if gpu_milli else []
+    if cpu_milli:
+        parts.append(f"{cores(cpu_milli)} CPU")
+    if memory_mb:
+        parts.append(memory(memory_mb))
+    return " · ".join(parts) or "nothing"
 
 
 @admin.register(UsageRecord)

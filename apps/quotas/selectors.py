@@ -83,17 +83,15 @@ def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None, queued:
         )
         for row in rows:
             allocated[(row["project_id"], row["pool_id"])] = row
-    waiting: dict[tuple[int, int], dict[str, int]] = {}
+    queued_rows: dict[tuple[int, int], list[dict]] = {}
     if pairs and queued:
         rows = (
             Workload.objects.filter(status=WorkloadStatus.QUEUED, project_id__in={p for p, _ in pairs})
-            .values("project_id", "pool_id", "waiting_on")
-            .annotate(gpu=Sum(F("gpu_milli") * F("replicas")))
+            .values("project_id", "pool_id", "waiting_on", "replicas", "gpu_milli", "cpu_milli", "memory_mb")
             .order_by()
         )
         for row in rows:
-            kinds = waiting.setdefault((row["project_id"], row["pool_id"]), {})
-            kinds[row["waiting_on"] or "undecided"] = row["gpu"] or 0
+            queued_rows.setdefault((row["project_id"], row["pool_id"]), []).append(row)
     starts = {q.pk: budget_period_start(q.budget_period, now) for q in quotas}
     ledger = _usage_rows(pairs, min(starts.values())) if starts else []
     result = {}
@@ -107,6 +105,9 @@ def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None, queued:
         if quota.lending_limit_gpu_milli is not None:
             lendable = min(lendable, quota.lending_limit_gpu_milli)
         budget = None if quota.gpu_hour_budget is None else float(quota.gpu_hour_budget)
+        free = {"gpu": quota.nominal_gpu_milli - used, "cpu": quota.nominal_cpu_milli - (row.get("cpu") or 0),
+                "memory": quota.nominal_memory_mb - (row.get("mem") or 0)}
+        waits = _waits(queued_rows.get((quota.project_id, quota.pool_id), []), free=free)
         result[quota.pk] = {
             "allocated_gpu_milli": used,
             "allocated_cpu_milli": row.get("cpu") or 0,
@@ -114,9 +115,12 @@ def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None, queued:
             "used_gpu_milli": used,
             "borrowed_gpu_milli": max(used - quota.nominal_gpu_milli, 0),  # used above nominal
             "lendable_gpu_milli": lendable,  # unused nominal others may borrow
-            # GPUs its queued work asks for, by what it waits on (a Workload's waiting_on)
-            "queued_gpu_milli": sum(waiting.get((quota.project_id, quota.pool_id), {}).values()),
-            "waiting_gpu_milli": waiting.get((quota.project_id, quota.pool_id), {}),
+            # What its queued work asks for, by what it waits on (a Workload's waiting_on)
+            "queued_gpu_milli": sum(w["gpu_milli"] for w in waits),
+            "queued_cpu_milli": sum(w["cpu_milli"] for w in waits),
+            "queued_memory_mb": sum(w["memory_mb"] for w in waits),
+            "waiting_gpu_milli": {w["waiting_on"]: w["gpu_milli"] for w in waits},
+            "waiting": waits,
             "gpu_hours_this_period": round(gpu_hours, 3),
             "gpu_hour_budget": budget,
             "budget_left_gpu_hours": None if budget is None else round(max(budget - gpu_hours, 0.0), 3),
@@ -124,3 +128,31 @@ def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None, queued:
             "period_end": budget_period_end(quota.budget_period, since),
         }
     return result
+
+
+RESOURCES = ("gpu", "cpu", "memory")
+_QUOTA_WAITS = {"quota_limit", "quota_lent", "quota_lendable", "quota_none"}
+
+
+def _waits(rows: list[dict], *, free: dict[str, int]) -> list[dict]:
+    """Queued work grouped by what it waits on: what it asks for (GPU, CPU, memory) and, for waits
+    on quota, which resources: those a workload asks for beyond its project's free nominal (or,
+    when all fit in the nominal and it waits because others borrowed it, those it asks for)."""
+    groups: dict[str, dict] = {}
+    for row in rows:
+        kind = row["waiting_on"] or "undecided"
+        need = {"gpu": row["gpu_milli"] * row["replicas"], "cpu": row["cpu_milli"] * row["replicas"],
+                "memory": row["memory_mb"] * row["replicas"]}
+        group = groups.setdefault(kind, {"waiting_on": kind, "workloads": 0, "gpu_milli": 0, "cpu_milli": 0,
+                                         "memory_mb": 0, "resources": set()})
+        group["workloads"] += 1
+        group["gpu_milli"] += need["gpu"]
+        group["cpu_milli"] += need["cpu"]
+        group["memory_mb"] += need["memory"]
+        if kind in _QUOTA_WAITS:
+            short = {r for r in RESOURCES if need[r] > 0 and need[r] > free[r]}
+            group["resources"] |= short or {r for r in RESOURCES if need[r] > 0}
+        elif kind == "budget":
+            group["resources"].add("gpu")
+    out = [{**g, "resources": [r for r in RESOURCES if r in g["resources"]]} for g in groups.values()]
+    return sorted(out, key=lambda g: (-g["workloads"], g["waiting_on"]))

@@ -168,6 +168,9 @@ def telemetry_scrape(*, node: str, url: str) -> list[TelemetrySample]:
         return []
 
 
+_cpu_measured = False  # whether this process has called psutil.cpu_percent before
+
+
 def local_samples(*, node: str | None = None, psutil=None, nvml=None, at: datetime | None = None) -> list[TelemetrySample]:
     """This machine's CPU / memory (psutil) and GPUs (NVML, when present), unsaved."""
     node = node or socket.gethostname()
@@ -176,7 +179,12 @@ def local_samples(*, node: str | None = None, psutil=None, nvml=None, at: dateti
     if psutil is None:
         import psutil
     memory = psutil.virtual_memory()
-    for metric, value in (("node.cpu_percent", psutil.cpu_percent(interval=None)),
+    # psutil measures CPU use since its previous call; the first call of a process has none and
+    # answers 0.0, so that one measures over a short interval instead.
+    global _cpu_measured
+    cpu = psutil.cpu_percent(interval=None if _cpu_measured else 0.2)
+    _cpu_measured = True
+    for metric, value in (("node.cpu_percent", cpu),
                           ("node.memory_percent", memory.percent),
                           ("node.memory_used_mb", memory.used / 2**20)):
         out.append(TelemetrySample(time=at, node=node, metric=metric, value=float(value)))

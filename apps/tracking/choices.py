@@ -7,12 +7,14 @@ class RunStatus(models.TextChoices):
     RUNNING = "running", "Running"
     FINISHED = "finished", "Finished"
     FAILED = "failed", "Failed"
+    STOPPED = "stopped", "Stopped"  # its workload was stopped before it ended on its own
 
 
 TRANSITIONS: dict[str, frozenset[str]] = {
-    RunStatus.RUNNING: frozenset({RunStatus.FINISHED, RunStatus.FAILED}),
+    RunStatus.RUNNING: frozenset({RunStatus.FINISHED, RunStatus.FAILED, RunStatus.STOPPED}),
     RunStatus.FINISHED: frozenset(),
     RunStatus.FAILED: frozenset(),
+    RunStatus.STOPPED: frozenset(),
 }
 
 

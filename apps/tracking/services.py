@@ -14,6 +14,7 @@ from django.utils import timezone
 from apps.core.errors import ConflictError, ServiceError
 from apps.core.realtime import publish
 from apps.projects.models import Project
+from apps.workloads.choices import WorkloadStatus
 from apps.workloads.models import Workload
 
 from . import downsample
@@ -78,9 +79,10 @@ def run_token_revoke_all(*, run: Run) -> int:
 
 
 def run_finish(*, run: Run, status: str = RunStatus.FINISHED) -> Run:
-    """Mark the run finished or failed (compare-and-set); finishing twice with the same status is a no-op."""
-    if status not in (RunStatus.FINISHED, RunStatus.FAILED):
-        raise ServiceError("status must be 'finished' or 'failed'.")
+    """Mark the run finished, failed or stopped (compare-and-set); finishing twice with the same
+    status is a no-op."""
+    if status not in (RunStatus.FINISHED, RunStatus.FAILED, RunStatus.STOPPED):
+        raise ServiceError("status must be 'finished', 'failed' or 'stopped'.")
     if run.status == status:
         return run
     if not can_transition(run.status, status):
@@ -493,11 +495,14 @@ def run_env_for_attempt(*, workload: Workload, attempt: int) -> dict[str, str]:
     return {"CAIRN_RUN_ID": str(run.pk), "CAIRN_RUN_TOKEN": run_token_create(run=run)}
 
 
-def runs_close_for_workload(*, workload: Workload, succeeded: bool) -> int:
+def runs_close_for_workload(*, workload: Workload, workload_status: str) -> int:
     """Close the runs a workload's attempt left open when the attempt ends (exit, stop,
     preemption, loss): a killed script never calls finish, and its run would say "running"
-    forever. The SDK flushes before its process exits, and the attempt only ends after that."""
-    status = RunStatus.FINISHED if succeeded else RunStatus.FAILED
+    forever. The SDK flushes before its process exits, and the attempt only ends after that.
+    The run says what happened to the workload: finished when it succeeded, stopped when it was
+    stopped, failed otherwise (failed, lost, or requeued after a preemption or a lost node)."""
+    status = {WorkloadStatus.SUCCEEDED: RunStatus.FINISHED,
+              WorkloadStatus.STOPPED: RunStatus.STOPPED}.get(workload_status, RunStatus.FAILED)
     closed = 0
     for run in Run.objects.filter(workload=workload, status=RunStatus.RUNNING):
         run_finish(run=run, status=status)

@@ -35,12 +35,15 @@ _CONDITION_FOR_STATUS = {
 
 
 def _updated_conditions(conditions: list[dict], *, status: str, reason: str, message: str, now: datetime) -> list[dict]:
-    """Set the condition for `status` to True and the others (except history) to False."""
+    """Set the condition for `status` to True and the others (except history) to False. A condition
+    that flips to False takes the reason and message of the transition that ended it (its old
+    message, e.g. "Waiting for the scheduler.", would no longer be true)."""
     wanted = _CONDITION_FOR_STATUS[status]
     by_type = {c["type"]: dict(c) for c in conditions}
     for ctype, cond in by_type.items():
         if ctype != wanted and cond["status"] == "True" and ctype in ("Queued", "Running", "Stopping"):
-            cond.update(status="False", lastTransitionTime=now.isoformat())
+            cond.update(status="False", reason=reason, lastTransitionTime=now.isoformat(),
+                        message=f"No longer {ctype.lower()}: {status}" + (f" ({message.rstrip('.')})." if message else "."))
     current = by_type.get(wanted)
     if current is None or current["status"] != "True" or current.get("reason") != reason:
         by_type[wanted] = {
@@ -132,7 +135,7 @@ def workload_transition(
             from apps.tracking.services import runs_close_for_workload
 
             # The attempt is over: its tracking runs stop saying "running".
-            runs_close_for_workload(workload=workload, succeeded=to_status in (S.SUCCEEDED, S.STOPPED))
+            runs_close_for_workload(workload=workload, workload_status=to_status)
         workload_event_record(
             workload=workload, reason=reason, message=message, type=event_type,
             from_status=current, to_status=to_status,

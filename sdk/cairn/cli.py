@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from rich import box
 from rich.console import Console
@@ -454,10 +455,10 @@ def cmd_queue(app: App) -> int:
     # Compact (narrow padding, short headers): the reason, the column that matters, keeps room
     # on an 80-column terminal.
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
-    for column in ("POS", "ID", "NAME", "PROJECT", "PRI", "REPL", "GPU", "WAIT", "START"):
-        table.add_column(column, no_wrap=column not in ("NAME", "PROJECT"), overflow="fold",
-                         justify="right" if column in ("POS", "REPL", "GPU") else "left")
-    table.add_column("REASON", overflow="fold", min_width=20)
+    for column in ("POS", "ID", "NAME", "PROJECT", "PRI", "REPL", "GPU", "CPU", "MEM", "WAIT", "START"):
+        table.add_column(column, no_wrap=column not in ("NAME", "PROJECT", "START"), overflow="fold",
+                         justify="right" if column in ("POS", "REPL", "GPU", "CPU", "MEM") else "left")
+    table.add_column("REASON", overflow="fold", min_width=14)
     for w in rows:
         resources = w.get("resources") if isinstance(w.get("resources"), dict) else {}
         add_row(
@@ -469,11 +470,76 @@ def cmd_queue(app: App) -> int:
             w.get("priority") or "-",
             format_number(w.get("replicas")),
             format_number(resources.get("gpu")),
+            format_number(resources.get("cpu")),
+            format_mb(resources.get("memory_mb")),
             format_age(w.get("submitted_at")),
             format_eta(w.get("estimated_start")),
             w.get("pending_reason") or _others_reason(w),
         )
     app.out.print(table)
+    return EXIT_OK
+
+
+def format_mb(mb: Any) -> str:
+    """Memory in MiB as people read it: 512M, 1.5G, 64G."""
+    if not isinstance(mb, int | float):
+        return "-"
+    if mb < 1024:
+        return f"{mb:g}M"
+    gib = mb / 1024
+    return f"{gib:.0f}G" if gib >= 10 or gib.is_integer() else f"{gib:.1f}G"
+
+
+def _used_of(used: Any, nominal: Any, fmt) -> str:
+    return f"{fmt(used or 0)}/{fmt(nominal or 0)}"
+
+
+def _milli(value: Any) -> str:
+    return format_number((value or 0) / 1000)
+
+
+def cmd_quotas(app: App) -> int:
+    """The project's quota per pool: GPUs, CPU and memory used of the nominal, what queued work asks
+    for and waits on, and the GPU-hour budget left."""
+    client = app.client()
+    project = app.project()
+    rows = client.paginate(f"/projects/{quote(project, safe='')}/quotas/")
+    if app.args.json:
+        app.print_json(list(rows))
+        return EXIT_OK
+    if not rows:
+        app.say(f"Project {project} has no quota in any pool: its work is admitted nowhere.")
+        return EXIT_OK
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    for column in ("POOL", "GPU", "CPU", "MEM", "QUEUED"):
+        table.add_column(column, no_wrap=True, justify="left" if column == "POOL" else "right")
+    table.add_column("WAITING ON", overflow="fold", min_width=16)
+    table.add_column("BUDGET LEFT", no_wrap=True, justify="right")
+    for q in rows:
+        usage = q.get("usage") if isinstance(q.get("usage"), dict) else {}
+        waits = [w for w in usage.get("waiting") or [] if isinstance(w, dict)]
+        queued = [f"{_milli(usage.get('queued_gpu_milli'))} GPU"] if usage.get("queued_gpu_milli") else []
+        if usage.get("queued_cpu_milli"):
+            queued.append(f"{_milli(usage.get('queued_cpu_milli'))} CPU")
+        if usage.get("queued_memory_mb"):
+            queued.append(format_mb(usage.get("queued_memory_mb")))
+        waiting = "; ".join(
+            f"{w.get('workloads')} on {WAITING_ON.get(w.get('waiting_on'), w.get('waiting_on'))}"
+            + (f" ({', '.join(w['resources'])})" if w.get("resources") else "")
+            for w in waits)
+        left = usage.get("budget_left_gpu_hours")
+        add_row(
+            table,
+            q.get("pool") or "-",
+            _used_of(usage.get("allocated_gpu_milli"), q.get("nominal_gpu_milli"), _milli),
+            _used_of(usage.get("allocated_cpu_milli"), q.get("nominal_cpu_milli"), _milli),
+            _used_of(usage.get("allocated_memory_mb"), q.get("nominal_memory_mb"), format_mb),
+            " ".join(queued) or "-",
+            waiting or "-",
+            "-" if left is None else f"{left:g} GPU-h",
+        )
+    app.out.print(table)
+    app.say("GPU, CPU and MEM: held by running work / the nominal quota.")
     return EXIT_OK
 
 
@@ -785,6 +851,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only workloads waiting on KIND (repeat for several): " + ", ".join(WAITING_ON))
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_queue)
+
+    p = sub.add_parser("quotas", help="show the project's quotas: GPUs, CPU and memory used, what queued work waits on",
+                       description="Show the project's quota in each pool: GPUs, CPU cores and memory held by its "
+                                   "running work against the nominal, what its queued work asks for and waits "
+                                   "on (and for which resource), and the GPU-hour budget left.")
+    project_option(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_quotas)
 
     p = workload_command("get", "show one workload", cmd_get)
     p.add_argument("--json", action="store_true", help="print JSON")

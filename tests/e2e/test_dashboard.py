@@ -371,7 +371,7 @@ def test_the_queue_says_what_work_waits_on_and_filters_by_it(cairn, new_page):
         page.goto(f"/projects/{PROJECT}/quotas")  # the quota page sums queued GPUs by what they wait on
         queued = page.get_by_test_id("quota-row").filter(has_text="local").get_by_test_id("quota-queued")
         expect(queued).to_contain_text("64 GPUs", timeout=UI)
-        expect(queued).to_contain_text("64 nothing to borrow")
+        expect(queued).to_contain_text("nothing to borrow (GPUs): 64 GPUs")
     finally:
         stopped = requests.post(f"{jobs}{job}/stop/", headers=headers, timeout=10)
         assert stopped.status_code in (200, 202), stopped.text

@@ -79,11 +79,13 @@ def test_quota_changelist_shows_usage_beside_each_quota(staff_client, busy_proje
 
     html = response.content.decode()
     assert "4 / 8 GPU" in html  # 2 replicas x 2 GPUs of 8 nominal
-    assert "3: 3 quota: nothing left to borrow" in html  # queued GPUs, by what they wait on
+    # queued work: GPUs, CPU and memory it asks for, by what it waits on and for which resources
+    # (all it asks for here: none beyond the project's free nominal, so others hold it)
+    assert "3 GPU · 1 CPU · 512 MiB: 1 on quota: nothing left to borrow (gpu, cpu, memory)" in html
     assert "3 / 16 CPU" in html
     assert "8 GiB / 64 GiB" in html
-    assert "4.00 / 100 (4%)" in html  # GPU-hours this period vs budget
-    assert "100 GPU-h / month" in html
+    assert "4.00 / 100 (4%) GPU-h / month" in html  # GPU-hours this period vs budget
+    assert "8 GPU · 16 CPU · 64 GiB" in html  # the nominal
 
 
 def test_quota_changelist_makes_no_query_per_quota(staff_client, django_assert_max_num_queries, pool):
@@ -100,7 +102,7 @@ def test_quota_changelist_makes_no_query_per_quota(staff_client, django_assert_m
         response = staff_client.get(changelist_url(Quota))
 
     assert response.status_code == 200
-    assert response.content.decode().count("0.50 / 50 (1%)") == 16
+    assert response.content.decode().count("0.50 / 50 (1%) GPU-h") == 16
 
 
 def test_quota_is_edited_in_gpus_cores_and_gib(staff_client, project, pool):

@@ -92,3 +92,26 @@ def test_list_queries_do_not_grow_with_quotas(quotas, project, pool, alice, clie
 def test_outsider_gets_404(quotas, charlie, client_for):
     response = client_for(charlie).get(URL)
     assert response.status_code == 404 and response.json()["detail"]
+
+
+def test_a_job_waiting_on_the_cpu_quota_shows_as_cpu_in_usage_and_waits(project, pool, vera, client_for):
+    """Quotas are not only GPUs: a CPU-only job over the project's CPU quota shows what it asks for
+    and that it waits on CPU (issue 29, item 3)."""
+    from apps.scheduling.services import scheduling_cycle
+    from tests.factories import NodeFactory
+
+    NodeFactory(pool=pool, name="n1", gpu_count=0, cpu_milli_allocatable=32000, memory_mb_allocatable=64000)
+    QuotaFactory(project=project, pool=pool, nominal_gpu_milli=0, nominal_cpu_milli=4000, nominal_memory_mb=16384)
+    WorkloadFactory(project=project, pool=pool, status="running", gpu_milli=0, cpu_milli=3000, memory_mb=2048,
+                    placement=[{"replica": 0, "node": "n1", "gpus": []}])
+    big = WorkloadFactory(project=project, pool=pool, name="cpu-hungry", gpu_milli=0, cpu_milli=2000,
+                          memory_mb=1024, replicas=2)
+    scheduling_cycle()
+    big.refresh_from_db()
+    assert big.status == "queued" and big.waiting_on.startswith("quota_"), big.pending_reason
+
+    usage = client_for(vera).get(URL).json()["results"][0]["usage"]
+    assert (usage["allocated_cpu_milli"], usage["allocated_memory_mb"]) == (3000, 2048)
+    assert (usage["queued_gpu_milli"], usage["queued_cpu_milli"], usage["queued_memory_mb"]) == (0, 4000, 2048)
+    assert usage["waiting"] == [{"waiting_on": big.waiting_on, "workloads": 1, "gpu_milli": 0, "cpu_milli": 4000,
+                                 "memory_mb": 2048, "resources": ["cpu"]}]

@@ -64,6 +64,7 @@ class FakeCairn:
     ])
     pools: list[dict] = field(default_factory=lambda: [{"id": 1, "name": "local", "cluster": "local"}])
     queues: dict[str, list[dict]] = field(default_factory=dict)  # pool name -> queue entries, in order
+    quotas: dict[str, list[dict]] = field(default_factory=dict)  # project slug -> its quotas
     _next_id: int = 1
 
     def __post_init__(self) -> None:
@@ -157,6 +158,9 @@ class FakeCairn:
             if "waiting_on" in query:  # as the server's filter: any of the kinds given
                 entries = [e for e in entries if e.get("waiting_on") in query["waiting_on"]]
             return self._page(h, entries, query)
+        match = re.fullmatch(r"/api/v1/projects/([^/]+)/quotas/", path)
+        if match:
+            return self._page(h, self.quotas.get(match[1], []), query)
         match = re.fullmatch(r"/api/v1/tokens/(\d+)/", path)
         if match and h.command == "DELETE":
             self.tokens = [t for t in self.tokens if t["id"] != int(match[1])]

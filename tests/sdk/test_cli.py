@@ -438,7 +438,7 @@ def test_queue_shows_the_pools_queue_in_order_with_reasons_and_starts(run, logge
 
     monkeypatch.setenv("COLUMNS", "80")  # a narrow terminal: every column still readable
     narrow = run("queue").out.splitlines()
-    assert all(len(line) <= 80 for line in narrow)
+    assert all(len(line) <= 80 for line in narrow), "\n".join(narrow)
     mine = next(line for line in narrow if "resnet" in line)
     assert mine.split()[:7] == ["2", "7", "resnet", "vision", "P3", "1", "1"] and "in 2h" in mine
     assert "reserved:" in mine  # the reason starts on the row, folded below it
@@ -563,3 +563,36 @@ def test_brackets_in_names_and_messages_are_shown_as_they_are(run, logged_in):
     out = run("ls").out + run("get", "sweep").out
     assert "bad value [lr] in [bold]config[/bold]" in out
     assert "python -c 'print([1])'" in out
+
+
+def test_quotas_show_gpus_cpu_memory_and_what_queued_work_waits_on(run, logged_in):
+    logged_in.quotas["vision"] = [{
+        "id": 1, "project": "vision", "pool": "local", "nominal_gpu_milli": 0, "nominal_cpu_milli": 8000,
+        "nominal_memory_mb": 16384,
+        "usage": {"allocated_gpu_milli": 0, "allocated_cpu_milli": 6000, "allocated_memory_mb": 2048,
+                  "queued_gpu_milli": 0, "queued_cpu_milli": 16000, "queued_memory_mb": 1024,
+                  "waiting": [{"waiting_on": "quota_lendable", "workloads": 1, "gpu_milli": 0, "cpu_milli": 16000,
+                               "memory_mb": 1024, "resources": ["cpu"]}],
+                  "budget_left_gpu_hours": None},
+    }]
+    result = run("quotas")
+    assert result.code == 0, result.err
+    header = next(line for line in result.out.splitlines() if "POOL" in line)
+    for column in ("GPU", "CPU", "MEM", "QUEUED", "WAITING ON", "BUDGET LEFT"):
+        assert column in header
+    row = next(line for line in result.out.splitlines() if line.startswith("local"))
+    assert row.split()[:7] == ["local", "0/0", "6/8", "2G/16G", "16", "CPU", "1G"]
+    assert "1 on nothing to borrow (cpu)" in row
+    assert logged_in.find("GET", "/projects/vision/quotas/")
+    assert json.loads(run("quotas", "--json").out)[0]["usage"]["queued_cpu_milli"] == 16000
+
+
+def test_queue_shows_cpu_and_memory_beside_gpus(run, logged_in):
+    logged_in.queues["local"] = [_queue_entry(1, id=7, name="cpu-job", project="vision", waiting_on="quota_lendable",
+                                              resources={"gpu": 0.0, "cpu": 16.0, "memory_mb": 2048},
+                                              pending_reason="quota: no CPU to borrow")]
+    lines = run("queue").out.splitlines()
+    header = next(line for line in lines if "POS" in line)
+    assert "CPU" in header and "MEM" in header
+    row = next(line for line in lines if "cpu-job" in line)
+    assert row.split()[:9] == ["1", "7", "cpu-job", "vision", "P3", "1", "0", "16", "2G"]

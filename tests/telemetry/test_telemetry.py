@@ -235,3 +235,25 @@ def test_run_telemetry_once_samples_the_local_node():
     call_command("run_telemetry", "--once")
     metrics = set(TelemetrySample.objects.filter(node=node.name).values_list("metric", flat=True))
     assert {"node.cpu_percent", "node.memory_percent", "node.memory_used_mb"} <= metrics
+
+
+def test_one_sampling_pass_gives_the_local_node_cpu_and_memory(db, alice, client_for):
+    """The pass `run_embedded` runs in a thread (and `run_telemetry` in its loop) samples this
+    machine under the local node's name: its telemetry lists CPU and memory (issue 29, item 3)."""
+    from apps.clusters.services import local_cluster_register
+    from apps.telemetry.loops import TelemetryPass
+
+    node = local_cluster_register()
+    TelemetryPass(compact=False)()
+    client = client_for(alice)
+    metrics = client.get(f"/api/v1/telemetry/nodes/{node.name}/").json()["metrics"]
+    assert {"node.cpu_percent", "node.memory_percent", "node.memory_used_mb"} <= set(metrics)
+    series = client.get(f"/api/v1/telemetry/nodes/{node.name}/", {"metric": "node.memory_percent"}).json()
+    [line] = series["series"]
+    assert 0 < line["points"][-1][1] <= 100
+    overview = client.get("/api/v1/cluster/overview/").json()
+    [row] = [n for pool in overview["pools"] for n in pool["nodes"] if n["name"] == node.name]
+    assert row["cpu_percent"] is not None and row["memory_percent"] is not None
+    [pool] = [p for p in overview["pools"] if p["name"] == node.pool.name]
+    assert pool["cpu_milli_allocatable"] == node.cpu_milli_allocatable
+    assert pool["memory_mb_allocatable"] == node.memory_mb_allocatable and pool["allocated_cpu_milli"] == 0

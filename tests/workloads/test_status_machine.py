@@ -103,3 +103,22 @@ def test_stop_racing_completion_leaves_one_consistent_state(attempt):
         assert outcomes["stop"] in (S.STOPPING, S.SUCCEEDED) or outcomes["stop"].startswith("conflict")
     else:
         assert transitions == [(S.RUNNING, S.STOPPING)]
+
+
+def test_a_condition_that_turns_false_no_longer_says_what_was_true(db, project, pool):
+    """The Queued condition said "Waiting for the scheduler."; once admitted it is False and its
+    message says why, not the stale wait (issue 29, item 11)."""
+    from apps.workloads.services import workload_submit
+
+    workload = workload_submit(project=project, kind="training", name="job", pool=pool, spec={"command": "true"},
+                               created_by=None, priority=3, preemptible=True, replicas=1, gpu_milli=0,
+                               cpu_milli=1000, memory_mb=1024)
+    [queued] = workload.conditions
+    assert (queued["status"], queued["message"]) == ("True", "Waiting for the scheduler.")
+    workload_transition(workload_id=workload.pk, to_status=S.ADMITTED, reason="Admitted", message="Placed on n1.")
+    workload.refresh_from_db()
+    queued = next(c for c in workload.conditions if c["type"] == "Queued")
+    assert queued["status"] == "False"
+    assert queued["reason"] == "Admitted" and queued["message"] == "No longer queued: admitted (Placed on n1)."
+    admitted = next(c for c in workload.conditions if c["type"] == "Admitted")
+    assert (admitted["status"], admitted["message"]) == ("True", "Placed on n1.")

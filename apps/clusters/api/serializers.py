@@ -133,6 +133,10 @@ class OverviewPoolSerializer(serializers.Serializer):
     allocated_gpu_milli = serializers.IntegerField()
     used_gpus = serializers.IntegerField()
     used_gpu_milli = serializers.IntegerField()
+    cpu_milli_allocatable = serializers.IntegerField(help_text="CPU (milli-cores) of the pool's nodes.")
+    allocated_cpu_milli = serializers.IntegerField(help_text="CPU (milli-cores) held by active workloads.")
+    memory_mb_allocatable = serializers.IntegerField(help_text="Memory (MiB) of the pool's nodes.")
+    allocated_memory_mb = serializers.IntegerField(help_text="Memory (MiB) held by active workloads.")
     nodes = OverviewNodeSerializer(many=True)
 
 

@@ -8,6 +8,20 @@ from ..models import Quota
 from ..selectors import quota_usage
 
 
+class QuotaWaitSerializer(serializers.Serializer):
+    """The project's queued work in the pool that waits on one thing."""
+
+    waiting_on = serializers.CharField(help_text="A workload's waiting_on, or 'undecided' before the scheduler's first decision.")
+    workloads = serializers.IntegerField()
+    gpu_milli = serializers.IntegerField(help_text="GPUs (milli) these workloads ask for, all replicas.")
+    cpu_milli = serializers.IntegerField(help_text="CPU (milli-cores) these workloads ask for, all replicas.")
+    memory_mb = serializers.IntegerField(help_text="Memory (MiB) these workloads ask for, all replicas.")
+    resources = serializers.ListField(
+        child=serializers.ChoiceField(choices=["gpu", "cpu", "memory"]),
+        help_text="For waits on quota: the resources it waits for (those asked for beyond the project's free "
+                  "nominal; all those asked for when its nominal is lent out); 'gpu' for a GPU-hour budget.")
+
+
 class QuotaUsageSerializer(serializers.Serializer):
     """How much of a quota is in use now and this budget period (see docs/live.md)."""
 
@@ -23,6 +37,9 @@ class QuotaUsageSerializer(serializers.Serializer):
         child=serializers.IntegerField(),
         help_text="queued_gpu_milli split by what the work waits on: a workload's waiting_on, or 'undecided' "
                   "before the scheduler's first decision.")
+    queued_cpu_milli = serializers.IntegerField(help_text="CPU (milli-cores) asked for by the project's queued workloads in the pool.")
+    queued_memory_mb = serializers.IntegerField(help_text="Memory (MiB) asked for by the project's queued workloads in the pool.")
+    waiting = QuotaWaitSerializer(many=True, help_text="Queued work by what it waits on, with every resource it asks for.")
     gpu_hours_this_period = serializers.FloatField()
     gpu_hour_budget = serializers.FloatField(allow_null=True)
     budget_left_gpu_hours = serializers.FloatField(allow_null=True, help_text="Never negative; null without a budget.")

@@ -19,7 +19,7 @@ from apps.projects.choices import Action
 from ..authentication import RunTokenAuthentication
 from ..models import RUN_TOKEN_PREFIX, MetricSummary, Param, Run, RunToken
 from ..parsers import IngestJSONParser
-from ..selectors import csv_rows, points_page, runs_compare, series_read
+from ..selectors import csv_rows, points_page, runs_compare, runs_listed, series_read
 from ..services import run_create, run_delete, run_finish, run_ingest, run_token_create
 from ..throttling import IngestRateThrottle
 from ..validation import parse_batch
@@ -77,6 +77,8 @@ class RunViewSet(mixins.ListModelMixin, ProjectScopedViewSet):
         queryset = super().get_queryset()
         if self.action in LIGHT_ACTIONS:  # no summaries needed: no prefetch
             queryset = queryset.select_related(None).prefetch_related(None)
+        if self.action == "list":
+            queryset = runs_listed(queryset)
         return queryset
 
     def get_authenticators(self):

@@ -56,6 +56,10 @@ export interface OverviewPool {
   allocated_gpu_milli: number;
   used_gpus: number;
   used_gpu_milli: number;
+  cpu_milli_allocatable?: number;
+  allocated_cpu_milli?: number;
+  memory_mb_allocatable?: number;
+  allocated_memory_mb?: number;
   nodes: OverviewNode[];
 }
 

@@ -237,3 +237,22 @@ export function linePath(points: readonly (PlotPoint | null)[]): string {
 function round(v: number): number {
   return Math.round(v * 10) / 10;
 }
+
+/**
+ * Where to centre an axis title of about `textWidth` pixels so that it stays inside a chart
+ * `width` wide: over its axis when it fits, else moved in just enough (the first and last axes
+ * sit `margins.left/right` from the edges, less than half a long title: "weight_error (last)"
+ * on the metric axis used to run off the right edge).
+ */
+export function axisTitleX(axisX: number, textWidth: number, width: number, pad = 2): number {
+  const half = textWidth / 2;
+  const lo = half + pad;
+  const hi = width - half - pad;
+  if (lo > hi) return width / 2;
+  return Math.min(Math.max(axisX, lo), hi);
+}
+
+/** A rough width of a title in the chart's 12 px font (bold is wider): enough to keep it inside. */
+export function titleWidth(text: string, bold = true): number {
+  return text.length * (bold ? 7.6 : 6.8);
+}

@@ -2,6 +2,8 @@
 // borrowed, lendable, GPU-hour budget. Derived values fall back to the documented formulas
 // when a field is missing from `usage`.
 
+import { formatBytesMb, formatGpu } from "./format";
+
 export interface QuotaUsage {
   allocated_gpu_milli?: number;
   allocated_cpu_milli?: number;
@@ -11,11 +13,34 @@ export interface QuotaUsage {
   lendable_gpu_milli?: number;
   queued_gpu_milli?: number;
   waiting_gpu_milli?: Record<string, number>;
+  queued_cpu_milli?: number;
+  queued_memory_mb?: number;
+  waiting?: QuotaWaitLike[];
   gpu_hours_this_period?: number;
   gpu_hour_budget?: number | null;
   budget_left_gpu_hours?: number | null;
   period_start?: string | null;
   period_end?: string | null;
+}
+
+export interface QuotaWaitLike {
+  waiting_on: string;
+  workloads: number;
+  gpu_milli: number;
+  cpu_milli: number;
+  memory_mb: number;
+  resources: string[];
+}
+
+/** Queued work that waits on one thing: what it asks for, and which resources it waits for. */
+export interface QuotaWait {
+  kind: string;
+  workloads: number;
+  gpu: number;
+  cpu: number;
+  memory: number;
+  /** For waits on quota: "gpu", "cpu" and/or "memory"; empty for waits on capacity and the like. */
+  resources: string[];
 }
 
 export interface QuotaLike {
@@ -44,6 +69,8 @@ export interface QuotaView {
   cpuUsed: number;
   memoryNominal: number;
   memoryUsed: number;
+  cpuBar: UsageBar;
+  memoryBar: UsageBar;
   gpuHours: number;
   budget: number | null;
   budgetLeft: number | null;
@@ -53,6 +80,11 @@ export interface QuotaView {
   /** GPUs (milli) asked for by queued work, and that split by what it waits on, largest first. */
   queued: number;
   waiting: { kind: string; milli: number }[];
+  /** CPU (milli-cores) and memory (MiB) asked for by queued work. */
+  queuedCpu: number;
+  queuedMemory: number;
+  /** Queued work by what it waits on, every resource it asks for (most workloads first). */
+  waits: QuotaWait[];
   /** GPU-hours spent this period as a percentage of the budget (capped at 100), null without a budget. */
   budgetPercent: number | null;
 }
@@ -102,6 +134,20 @@ export function quotaView(quota: QuotaLike): QuotaView {
     .filter((w) => w.milli > 0)
     .sort((a, b) => b.milli - a.milli || a.kind.localeCompare(b.kind));
   const queued = num(usage.queued_gpu_milli) ?? waiting.reduce((total, w) => total + w.milli, 0);
+  const waits: QuotaWait[] = (Array.isArray(usage.waiting) ? usage.waiting : [])
+    .map((w) => ({
+      kind: String(w.waiting_on),
+      workloads: num(w.workloads) ?? 0,
+      gpu: num(w.gpu_milli) ?? 0,
+      cpu: num(w.cpu_milli) ?? 0,
+      memory: num(w.memory_mb) ?? 0,
+      resources: Array.isArray(w.resources) ? w.resources.map(String) : [],
+    }))
+    .filter((w) => w.workloads > 0);
+  const cpuNominal = quota.nominal_cpu_milli ?? 0;
+  const cpuUsed = num(usage.allocated_cpu_milli) ?? 0;
+  const memoryNominal = quota.nominal_memory_mb ?? 0;
+  const memoryUsed = num(usage.allocated_memory_mb) ?? 0;
   return {
     id: quota.id,
     pool: quota.pool,
@@ -111,10 +157,12 @@ export function quotaView(quota: QuotaLike): QuotaView {
     lendable,
     borrowingLimit: quota.borrowing_limit_gpu_milli ?? null,
     lendingLimit,
-    cpuNominal: quota.nominal_cpu_milli ?? 0,
-    cpuUsed: num(usage.allocated_cpu_milli) ?? 0,
-    memoryNominal: quota.nominal_memory_mb ?? 0,
-    memoryUsed: num(usage.allocated_memory_mb) ?? 0,
+    cpuNominal,
+    cpuUsed,
+    memoryNominal,
+    memoryUsed,
+    cpuBar: usageBar(cpuNominal, cpuUsed),
+    memoryBar: usageBar(memoryNominal, memoryUsed),
     gpuHours,
     budget,
     budgetLeft,
@@ -123,6 +171,9 @@ export function quotaView(quota: QuotaLike): QuotaView {
     bar: usageBar(nominal, used),
     queued,
     waiting,
+    queuedCpu: num(usage.queued_cpu_milli) ?? waits.reduce((total, w) => total + w.cpu, 0),
+    queuedMemory: num(usage.queued_memory_mb) ?? waits.reduce((total, w) => total + w.memory, 0),
+    waits,
     budgetPercent,
   };
 }
@@ -133,4 +184,19 @@ export function budgetColour(percent: number | null): string {
   if (percent >= 90) return "red";
   if (percent >= 75) return "orange";
   return "teal";
+}
+
+/** "16 CPUs · 2 GiB" (and GPUs first when asked for): what some work asks for, in words. */
+export function resourcesLabel(gpuMilli: number, cpuMilli: number, memoryMb: number): string {
+  const parts: string[] = [];
+  if (gpuMilli > 0) parts.push(`${formatGpu(gpuMilli)} GPU${formatGpu(gpuMilli) === "1" ? "" : "s"}`);
+  if (cpuMilli > 0) parts.push(`${formatGpu(cpuMilli)} CPU${formatGpu(cpuMilli) === "1" ? "" : "s"}`);
+  if (memoryMb > 0) parts.push(formatBytesMb(memoryMb));
+  return parts.join(" · ") || "nothing";
+}
+
+/** What a wait is for, in words: "CPU", "GPUs and memory". */
+export function resourceNames(resources: string[]): string {
+  const names = resources.map((r) => (r === "gpu" ? "GPUs" : r === "cpu" ? "CPU" : r === "memory" ? "memory" : r));
+  return names.length <= 1 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
 }

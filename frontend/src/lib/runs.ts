@@ -2,9 +2,9 @@
 // columns to show, metric choices for charts, and the compare page's URL. Pure; runs.test.ts.
 import type { LiveFrame } from "../live/socket";
 
-export type RunStatus = "running" | "finished" | "failed";
+export type RunStatus = "running" | "finished" | "failed" | "stopped";
 
-export const RUN_STATUS_COLOUR: Record<string, string> = { running: "blue", finished: "green", failed: "red" };
+export const RUN_STATUS_COLOUR: Record<string, string> = { running: "blue", finished: "green", failed: "red", stopped: "gray" };
 
 /** run id -> key -> [step, value] of the newest point the page knows of. */
 export type LatestValues = Record<number, Record<string, [number, number]>>;

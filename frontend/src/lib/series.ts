@@ -176,3 +176,38 @@ export function countPoints(list: readonly SeriesData[]): number {
 export function positiveOnly(values: readonly (number | null)[]): (number | null)[] {
   return values.map((v) => (v !== null && v > 0 ? v : null));
 }
+
+/** The title of a chart's x axis: "step" (a training step, or a sample's index) or "time". */
+export function xAxisLabel(xKind: "step" | "time"): string {
+  return xKind === "time" ? "time" : "step";
+}
+
+/** The x axis title of system metrics logged by the SDK: their step is the sample's index. */
+export function sampleAxisLabel(intervalSeconds: number): string {
+  return `sample (one every ${intervalSeconds} s)`;
+}
+
+/**
+ * Series that draw exactly the same points as an earlier one in the list (same steps, same
+ * values): id -> the id of the first series it repeats. On a chart the later line would hide
+ * the earlier one completely, so the comparison page dashes it and says so.
+ */
+export function identicalSeries(list: readonly { id: string; data: SeriesData }[]): Map<string, string> {
+  const out = new Map<string, string>();
+  list.forEach((s, i) => {
+    if (!s.data.steps.length) return;
+    for (let j = 0; j < i; j++) {
+      const other = list[j];
+      if (out.has(other.id) || other.data.steps.length !== s.data.steps.length) continue;
+      let same = true;
+      for (let k = 0; k < s.data.steps.length && same; k++) {
+        same = s.data.steps[k] === other.data.steps[k] && Object.is(s.data.values[k], other.data.values[k]);
+      }
+      if (same) {
+        out.set(s.id, other.id);
+        return;
+      }
+    }
+  });
+  return out;
+}

@@ -106,3 +106,22 @@ export function layoutTimeline(segments: readonly TimelineSegment[], minWidth = 
     return placed;
   });
 }
+
+/**
+ * The header's "Running for" / "Ran for", from the same segments (and so the same clock) as the
+ * timeline: while the workload runs, how long its current run has lasted (the open "running"
+ * segment, whose label reads the same); otherwise how long it ran in all (every "running"
+ * segment). Null when it never ran.
+ */
+export function runningTime(segments: readonly TimelineSegment[]): { seconds: number; current: boolean } | null {
+  const running = segments.filter((s) => s.status === "running");
+  if (!running.length) return null;
+  const last = segments[segments.length - 1];
+  if (last.status === "running" && last.open) return { seconds: (last.end - last.start) / 1000, current: true };
+  return { seconds: running.reduce((sum, s) => sum + Math.max(0, s.end - s.start), 0) / 1000, current: false };
+}
+
+/** Events in the one order the page, the API and the CLI share: oldest first (ties by id). */
+export function eventsInOrder<T extends { time: string; id: number }>(events: readonly T[]): T[] {
+  return [...events].sort((a, b) => Date.parse(a.time) - Date.parse(b.time) || a.id - b.id);
+}

@@ -263,3 +263,20 @@ export function statusExplanation(w: Pick<Workload, "status" | "status_reason" |
   if (w.status === "failed") return `The job reached its run-time limit${limit} and was stopped, so it failed.`;
   return `The job reached its run-time limit${limit}.`;
 }
+
+/**
+ * A status reason and message as one line, without saying the same thing twice: reason
+ * "Started" with message "Started 2 replica(s)." reads "Started 2 replica(s).", not
+ * "Started: Started 2 replica(s).". CamelCase reasons are compared as words ("StopRequested"
+ * and "Stop requested by alice.").
+ */
+export function statusLine(reason: string | null | undefined, message: string | null | undefined): string {
+  const r = (reason ?? "").trim();
+  const m = (message ?? "").trim();
+  if (!r) return m;
+  if (!m) return r;
+  const words = r.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase();
+  const lower = m.toLowerCase();
+  if (lower.startsWith(words) || lower.startsWith(r.toLowerCase())) return m;
+  return `${r}: ${m}`;
+}

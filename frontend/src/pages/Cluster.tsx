@@ -30,7 +30,9 @@ function fetchOverview(): Promise<ClusterOverview> {
   return unwrap(api.GET("/api/v1/cluster/overview/"));
 }
 
-function Bar({ label, value, total, colour, testId }: { label: string; value: number; total: number; colour: string; testId?: string }) {
+function Bar({ label, value, total, colour, testId, format = (v, t) => `${formatGpu(v)} / ${formatGpu(t)} GPUs` }: {
+  label: string; value: number; total: number; colour: string; testId?: string; format?: (value: number, total: number) => string;
+}) {
   return (
     <Stack gap={2} data-testid={testId}>
       <Group justify="space-between" gap="xs">
@@ -38,7 +40,7 @@ function Bar({ label, value, total, colour, testId }: { label: string; value: nu
           {label}
         </Text>
         <Text size="xs" ff="monospace">
-          {formatGpu(value)} / {formatGpu(total)} GPUs
+          {format(value, total)}
         </Text>
       </Group>
       <Progress value={percentOf(value, total)} color={colour} size="sm" />
@@ -81,6 +83,22 @@ function PoolCard({ pool }: { pool: OverviewPool }) {
         </Group>
         <Bar label="Allocated" value={pool.allocated_gpu_milli} total={pool.capacity_gpu_milli} colour="indigo" />
         <Bar label="Used (utilisation)" value={pool.used_gpu_milli} total={pool.capacity_gpu_milli} colour="teal" />
+        <Bar
+          label="CPU allocated"
+          value={pool.allocated_cpu_milli ?? 0}
+          total={pool.cpu_milli_allocatable ?? 0}
+          colour="grape"
+          testId="pool-cpu"
+          format={(v, t) => `${formatGpu(v)} / ${formatGpu(t)} cores`}
+        />
+        <Bar
+          label="Memory allocated"
+          value={pool.allocated_memory_mb ?? 0}
+          total={pool.memory_mb_allocatable ?? 0}
+          colour="cyan"
+          testId="pool-memory"
+          format={(v, t) => `${formatBytesMb(v)} / ${formatBytesMb(t)}`}
+        />
       </Stack>
     </Card>
   );
@@ -160,18 +178,28 @@ function NodesTable({ nodes, now }: { nodes: NodeRow[]; now: number }) {
               </Table.Td>
               <Table.Td>
                 <Tooltip
-                  label={`${formatGpu(n.allocated_cpu_milli)} of ${formatGpu(n.cpu_milli_allocatable)} cores allocated`}
+                  label={`Utilisation from the node's telemetry; ${formatGpu(n.allocated_cpu_milli)} of ${formatGpu(n.cpu_milli_allocatable)} cores allocated to workloads`}
                   withArrow
                 >
-                  <Text size="sm">{formatPercent(n.cpu_percent)}</Text>
+                  <Stack gap={0} data-testid="node-cpu">
+                    <Text size="sm">{formatPercent(n.cpu_percent)} busy</Text>
+                    <Text size="xs" c="dimmed">
+                      {formatGpu(n.allocated_cpu_milli)} / {formatGpu(n.cpu_milli_allocatable)} cores held
+                    </Text>
+                  </Stack>
                 </Tooltip>
               </Table.Td>
               <Table.Td>
                 <Tooltip
-                  label={`${formatBytesMb(n.allocated_memory_mb)} of ${formatBytesMb(n.memory_mb_allocatable)} allocated`}
+                  label={`Use from the node's telemetry; ${formatBytesMb(n.allocated_memory_mb)} of ${formatBytesMb(n.memory_mb_allocatable)} allocated to workloads`}
                   withArrow
                 >
-                  <Text size="sm">{formatPercent(n.memory_percent)}</Text>
+                  <Stack gap={0} data-testid="node-memory">
+                    <Text size="sm">{formatPercent(n.memory_percent)} used</Text>
+                    <Text size="xs" c="dimmed">
+                      {formatBytesMb(n.allocated_memory_mb)} / {formatBytesMb(n.memory_mb_allocatable)} held
+                    </Text>
+                  </Stack>
                 </Tooltip>
               </Table.Td>
               <Table.Td>
@@ -292,7 +320,7 @@ function QueueTable({ rows, empty, now }: { rows: QueueEntry[]; empty: string; n
             <Table.Th>Workload</Table.Th>
             <Table.Th>Project</Table.Th>
             <Table.Th>Priority</Table.Th>
-            <Table.Th>GPUs</Table.Th>
+            <Table.Th>Asks for</Table.Th>
             <Table.Th>Pending reason</Table.Th>
             <Table.Th>Estimated start</Table.Th>
             <Table.Th>Waiting</Table.Th>
@@ -333,8 +361,12 @@ function QueueTable({ rows, empty, now }: { rows: QueueEntry[]; empty: string; n
                   <Text size="sm">{q.priority}</Text>
                 </Table.Td>
                 <Table.Td>
-                  <Text size="sm" ff="monospace">
-                    {gpuLabel(q.resources, q.replicas)}
+                  <Text size="sm" ff="monospace" data-testid="queue-resources">
+                    {gpuLabel(q.resources, q.replicas)} GPU
+                  </Text>
+                  <Text size="xs" c="dimmed">
+                    {q.replicas > 1 ? `${q.replicas} × ` : ""}
+                    {q.resources.cpu} CPU · {formatBytesMb(q.resources.memory_mb)}
                   </Text>
                 </Table.Td>
                 <Table.Td maw={400}>

@@ -12,6 +12,7 @@ import { LiveTopics } from "../components/charts/LiveTopics";
 import { ParallelCoordinates } from "../components/charts/ParallelCoordinates";
 import { seriesColour } from "../components/charts/palette";
 import { TimeSeriesChart } from "../components/charts/TimeSeriesChart";
+import { identicalSeries } from "../lib/series";
 import { useRunSeries, type RunSeriesSpec } from "../components/charts/useRunSeries";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { formatNumber } from "../lib/format";
@@ -135,6 +136,14 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
   );
   const onRunStatus = useCallback((run: number, status: string) => setStatuses((s) => ({ ...s, [run]: status })), []);
   const curves = useRunSeries(project, specs, { onRunStatus });
+  // Runs with the very same points would hide each other: the later ones are dashed, and named.
+  const same = useMemo(() => identicalSeries(curves.series), [curves.series, curves.revision]);
+  const chartSeries = useMemo(
+    () => curves.series.map((s) => (same.has(s.id) ? { ...s, dash: [6, 4] } : s)),
+    [curves.series, same],
+  );
+  const labelOf = (id: string) => curves.series.find((s) => s.id === id)?.label ?? id;
+  const repeats = [...same.entries()].map(([copy, original]) => [labelOf(copy), labelOf(original)] as const);
   const statusOf = (run: { id: number; status: string }) => statuses[run.id] ?? run.status;
   const liveTopics = curves.topics.filter((t) => runs.some((r) => `run:${r.id}` === t && statusOf(r) === "running"));
 
@@ -209,7 +218,7 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
         {curves.error ? <ErrorState error={curves.error} onRetry={curves.retry} /> : null}
         <TimeSeriesChart
           testId="compare-chart"
-          series={curves.series}
+          series={chartSeries}
           revision={curves.revision}
           loadRange={curves.loadRange}
           height={320}
@@ -222,6 +231,12 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
                 : `No points of “${metric}” in these runs.`
           }
         />
+        {repeats.length > 0 && (
+          <Text size="xs" c="dimmed" mt={4} data-testid="identical-runs">
+            {repeats.map(([copy, original]) => `${copy} has exactly the same points as ${original}`).join("; ")}: drawn
+            dashed over it, so both stay visible.
+          </Text>
+        )}
       </Card>
 
       <Card withBorder padding="sm">

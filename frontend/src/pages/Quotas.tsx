@@ -1,5 +1,5 @@
-// The project's quota per pool: nominal, used (borrowed beyond the nominal highlighted),
-// lendable, and the GPU-hour budget of the period. Refreshed when the project's workloads change.
+// The project's quota per pool: nominal and used GPUs, CPU and memory (GPUs borrowed beyond the
+// nominal highlighted), lendable, what queued work waits on, and the GPU-hour budget of the period. Refreshed when the project's workloads change.
 import { Badge, Group, Progress, Stack, Table, Text, Title, Tooltip } from "@mantine/core";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useMemo } from "react";
@@ -9,7 +9,7 @@ import { useDebounced, useNow } from "../components/hooks";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { formatBytesMb, formatGpu, formatRelative } from "../lib/format";
-import { budgetColour, quotaView, type QuotaView } from "../lib/quotas";
+import { budgetColour, quotaView, resourceNames, resourcesLabel, type QuotaView, type UsageBar } from "../lib/quotas";
 import { WAITING_ON, type WaitingOn } from "../lib/status";
 import { retryTransient } from "../lib/retry";
 import { useTopic } from "../live/LiveProvider";
@@ -24,10 +24,24 @@ function hours(value: number): string {
   return value >= 100 ? value.toFixed(0) : value.toFixed(1);
 }
 
+function ResourceBar({ label, bar, testId }: { label: string; bar: UsageBar; testId: string }) {
+  return (
+    <Stack gap={2} data-testid={testId}>
+      <Progress.Root size="sm">
+        <Progress.Section value={bar.within} color="indigo" />
+        {bar.borrowed > 0 && <Progress.Section value={bar.borrowed} color="orange" striped />}
+      </Progress.Root>
+      <Text size="xs" c="dimmed">
+        {label}
+      </Text>
+    </Stack>
+  );
+}
+
 function UsedCell({ q }: { q: QuotaView }) {
   const label = `${formatGpu(q.used)} of ${gpus(q.nominal)}`;
   return (
-    <Stack gap={4} miw={180}>
+    <Stack gap={6} miw={180}>
       <Tooltip
         label={
           q.borrowed > 0
@@ -38,42 +52,71 @@ function UsedCell({ q }: { q: QuotaView }) {
         w={300}
         withArrow
       >
-        <Progress.Root size="lg" data-testid="quota-bar">
-          <Progress.Section value={q.bar.within} color="indigo" />
-          {q.bar.borrowed > 0 && <Progress.Section value={q.bar.borrowed} color="orange" striped />}
-        </Progress.Root>
+        <Stack gap={2}>
+          <Progress.Root size="lg" data-testid="quota-bar">
+            <Progress.Section value={q.bar.within} color="indigo" />
+            {q.bar.borrowed > 0 && <Progress.Section value={q.bar.borrowed} color="orange" striped />}
+          </Progress.Root>
+          <Text size="xs" c="dimmed">
+            {label}
+          </Text>
+        </Stack>
       </Tooltip>
-      <Text size="xs" c="dimmed">
-        {label}
-      </Text>
+      <ResourceBar label={`${formatGpu(q.cpuUsed)} of ${cpus(q.cpuNominal)}`} bar={q.cpuBar} testId="quota-cpu" />
+      <ResourceBar
+        label={`${formatBytesMb(q.memoryUsed)} of ${formatBytesMb(q.memoryNominal)} memory`}
+        bar={q.memoryBar}
+        testId="quota-memory"
+      />
     </Stack>
   );
 }
 
+function cpus(milli: number): string {
+  const n = formatGpu(milli);
+  return `${n} CPU${n === "1" ? "" : "s"}`;
+}
+
 function QueuedCell({ q }: { q: QuotaView }) {
-  if (q.queued <= 0) {
+  if (!q.waits.length && q.queued <= 0) {
     return (
       <Text size="sm" c="dimmed">
         nothing
       </Text>
     );
   }
+  if (!q.waits.length) {
+    // An older server: GPUs only.
+    return (
+      <Stack gap={2} data-testid="quota-queued">
+        <Text size="sm">{gpus(q.queued)}</Text>
+        {q.waiting.map(({ kind, milli }) => (
+          <Text key={kind} size="xs" c="dimmed">
+            {formatGpu(milli)} {kind in WAITING_ON ? WAITING_ON[kind as WaitingOn].label : kind}
+          </Text>
+        ))}
+      </Stack>
+    );
+  }
   return (
     <Stack gap={2} data-testid="quota-queued">
-      <Text size="sm">{gpus(q.queued)}</Text>
-      {q.waiting.map(({ kind, milli }) => {
-        const known = kind in WAITING_ON ? WAITING_ON[kind as WaitingOn] : null;
+      <Text size="sm">{resourcesLabel(q.queued, q.queuedCpu, q.queuedMemory)}</Text>
+      {q.waits.map((w) => {
+        const known = w.kind in WAITING_ON ? WAITING_ON[w.kind as WaitingOn] : null;
+        const what = known ? known.label : w.kind === "undecided" ? "not yet decided" : w.kind;
         const line = (
-          <Text size="xs" c="dimmed">
-            {formatGpu(milli)} {known ? known.label : kind === "undecided" ? "not yet decided" : kind}
+          <Text size="xs" c="dimmed" data-testid="quota-wait" data-waiting-on={w.kind}>
+            {what}
+            {w.resources.length ? ` (${resourceNames(w.resources)})` : ""}: {resourcesLabel(w.gpu, w.cpu, w.memory)} ·{" "}
+            {w.workloads} workload{w.workloads === 1 ? "" : "s"}
           </Text>
         );
         return known ? (
-          <Tooltip key={kind} label={known.hint} multiline w={280} withArrow>
+          <Tooltip key={w.kind} label={known.hint} multiline w={280} withArrow>
             {line}
           </Tooltip>
         ) : (
-          <span key={kind}>{line}</span>
+          <span key={w.kind}>{line}</span>
         );
       })}
     </Stack>
@@ -173,7 +216,7 @@ export function QuotasPage() {
                     <Table.Td>
                       <Text size="sm">{gpus(q.nominal)}</Text>
                       <Text size="xs" c="dimmed">
-                        {formatGpu(q.cpuNominal)} CPUs · {formatBytesMb(q.memoryNominal)}
+                        {cpus(q.cpuNominal)} · {formatBytesMb(q.memoryNominal)}
                       </Text>
                     </Table.Td>
                     <Table.Td>

@@ -20,7 +20,7 @@ import { useTopic } from "../live/LiveProvider";
 
 type Run = Schemas["Run"];
 const PAGE_SIZE = 100;
-const STATUS_FILTERS = ["all", "running", "finished", "failed"] as const;
+const STATUS_FILTERS = ["all", "running", "finished", "failed", "stopped"] as const;
 
 export function RunStatusBadge({ status }: { status: string }) {
   return (

@@ -24,8 +24,8 @@ import { appendLog, appendNote, emptyLog, logText, type LogBuffer } from "../lib
 import { allMetricKeys, defaultMetricKeys, isSystemKey, RUN_STATUS_COLOUR } from "../lib/runs";
 import { isFinal, KIND_LABEL, KINDS, statusColour, WAITING_ON, type WorkloadKind } from "../lib/status";
 import { retryTransient } from "../lib/retry";
-import { deriveSegments, layoutTimeline } from "../lib/timeline";
-import { formatTimeLeft, gpuLabel, runTimeLimitInfo, statusExplanation } from "../lib/workloads";
+import { deriveSegments, eventsInOrder, layoutTimeline, runningTime, type TimelineSegment } from "../lib/timeline";
+import { formatTimeLeft, gpuLabel, runTimeLimitInfo, statusExplanation, statusLine } from "../lib/workloads";
 import { useTopic } from "../live/LiveProvider";
 import { canWrite, useMe } from "../session";
 
@@ -109,6 +109,20 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
   const events = useQuery({ queryKey: eventsKey, queryFn: () => getEvents(project, kind, id), retry: retryTransient });
   const status = workload.data?.status;
   const active = !!status && !isFinal(status);
+  // One clock and one status history for the header's "Running for" and the timeline.
+  const now = useNow(active ? 5_000 : 60_000);
+  const w0 = workload.data;
+  const eventList = events.data?.events;
+  const segments = useMemo(
+    () =>
+      w0
+        ? deriveSegments({
+            status: w0.status, created_at: w0.created_at, finished_at: w0.finished_at, events: eventList ?? [], now,
+            statusReason: w0.status_reason, statusMessage: w0.status_message,
+          })
+        : [],
+    [w0?.status, w0?.created_at, w0?.finished_at, w0?.status_reason, w0?.status_message, eventList, now],
+  );
   const runs = useQuery({
     queryKey: runsKey,
     queryFn: () =>
@@ -186,6 +200,9 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
   const w = workload.data;
   if (!w) return <Loading label="Loading the workload…" />;
   const runList = runs.data?.results ?? [];
+  // A notebook's or deployment's run is listed once it logs (apps/tracking/selectors.py
+  // runs_listed): until then the page shows no empty Metrics panel for it.
+  const showMetrics = kind === "training" || runList.length > 0 || !!runs.error;
 
   return (
     <Stack gap="md">
@@ -199,13 +216,17 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
       )}
       <Header
         workload={w}
+        now={now}
+        segments={segments}
         project={project}
         canStop={!deleted && STOPPABLE.has(w.status) && canWrite(role)}
         stopping={stop.isPending}
         onStop={() => stop.mutate()}
       />
-      <StatusTimeline workload={w} events={events.data?.events ?? []} eventsError={events.error} />
-      <MetricsCard project={project} workload={w} runs={runList} runsLoading={runs.isPending} runsError={runs.error} onRetry={() => runs.refetch()} />
+      <StatusTimeline workload={w} now={now} segments={segments} eventsError={events.error} />
+      {showMetrics && (
+        <MetricsCard project={project} workload={w} runs={runList} runsLoading={runs.isPending} runsError={runs.error} onRetry={() => runs.refetch()} />
+      )}
       <LogCard workload={w} project={project} kind={kind} />
       <EventsCard events={events.data?.events ?? []} total={events.data?.total ?? 0} loading={events.isPending} error={events.error} onRetry={() => events.refetch()} />
     </Stack>
@@ -229,11 +250,12 @@ function Field({ label, children }: { label: string; children: React.ReactNode }
 }
 
 function Header({
-  workload: w, project, canStop, stopping, onStop,
-}: { workload: Workload; project: string; canStop: boolean; stopping: boolean; onStop: () => void }) {
-  const now = useNow(15_000);
-  const started = w.started_at ? Date.parse(w.started_at) : null;
-  const ended = w.finished_at ? Date.parse(w.finished_at) : now;
+  workload: w, now, segments, project, canStop, stopping, onStop,
+}: {
+  workload: Workload; now: number; segments: TimelineSegment[]; project: string; canStop: boolean; stopping: boolean;
+  onStop: () => void;
+}) {
+  const ran = runningTime(segments);
   // Where a running notebook or deployment is reached. The API gives it only to those who may
   // reach it: a notebook's creator (Cairn's open link, which logs them in), a deployment's members.
   const serviceUrl = w.endpoint && w.status === "running" ? w.endpoint : null;
@@ -262,10 +284,8 @@ function Header({
             </Text>
           )}
           {(w.status_reason || w.status_message) && (
-            <Text size="sm" c="dimmed">
-              {w.status_reason}
-              {w.status_reason && w.status_message ? ": " : ""}
-              {w.status_message}
+            <Text size="sm" c="dimmed" data-testid="status-line">
+              {statusLine(w.status_reason, w.status_message)}
               {w.exit_code !== null && w.exit_code !== undefined ? ` (exit code ${w.exit_code})` : ""}
             </Text>
           )}
@@ -308,7 +328,9 @@ function Header({
             <span>{formatRelative(w.created_at, now)}</span>
           </Tooltip>
         </Field>
-        <Field label={w.finished_at ? "Ran for" : "Running for"}>{started ? formatDuration((ended - started) / 1000) : "—"}</Field>
+        <Field label={ran?.current ? "Running for" : "Ran for"}>
+          <span data-testid="running-for">{ran ? formatDuration(ran.seconds) : "—"}</span>
+        </Field>
         {limit && (
           <Field label="Run-time limit">
             <span data-testid="runtime-limit">{limit.limit}</span>
@@ -338,18 +360,10 @@ function formatClock(at: number, now: number): string {
 // ---------------------------------------------------------------------------------------------
 // Status timeline
 
-function StatusTimeline({ workload: w, events, eventsError }: { workload: Workload; events: WorkloadEvent[]; eventsError: unknown }) {
-  const now = useNow(w.status === "queued" || !isFinal(w.status) ? 5_000 : 60_000);
-  const segments = useMemo(
-    () =>
-      layoutTimeline(
-        deriveSegments({
-          status: w.status, created_at: w.created_at, finished_at: w.finished_at, events, now,
-          statusReason: w.status_reason, statusMessage: w.status_message,
-        }),
-      ),
-    [w.status, w.created_at, w.finished_at, w.status_reason, w.status_message, events, now],
-  );
+function StatusTimeline({
+  workload: w, now, segments: history, eventsError,
+}: { workload: Workload; now: number; segments: TimelineSegment[]; eventsError: unknown }) {
+  const segments = useMemo(() => layoutTimeline(history), [history]);
   const conditions = (Array.isArray(w.conditions) ? w.conditions : []) as unknown as Condition[];
   const fmtTime = (t: number) => new Date(t).toLocaleString();
   return (
@@ -385,11 +399,7 @@ function StatusTimeline({ workload: w, events, eventsError }: { workload: Worklo
                 </Text>
                 {s.end > s.start && <Text size="xs">{formatDuration((s.end - s.start) / 1000)}</Text>}
                 {(s.reason || s.message) && (
-                  <Text size="xs">
-                    {s.reason}
-                    {s.reason && s.message ? ": " : ""}
-                    {s.message}
-                  </Text>
+                  <Text size="xs">{statusLine(s.reason, s.message)}</Text>
                 )}
               </Stack>
             }
@@ -468,7 +478,7 @@ function StatusTimeline({ workload: w, events, eventsError }: { workload: Worklo
           </Table.Thead>
           <Table.Tbody>
             {conditions.map((c) => (
-              <Table.Tr key={c.type}>
+              <Table.Tr key={c.type} data-testid="condition-row" data-type={c.type}>
                 <Table.Td fw={600}>{c.type}</Table.Td>
                 <Table.Td>
                   <Badge size="xs" variant="light" color={c.status === "True" ? "green" : c.status === "False" ? "gray" : "yellow"}>
@@ -780,16 +790,15 @@ function LogCard({ workload: w, project, kind }: { workload: Workload; project: 
 function EventsCard({
   events, total, loading, error, onRetry,
 }: { events: WorkloadEvent[]; total: number; loading: boolean; error: unknown; onRetry: () => void }) {
-  const rows = useMemo(() => [...events].sort((a, b) => Date.parse(b.time) - Date.parse(a.time) || b.id - a.id), [events]);
+  const rows = useMemo(() => eventsInOrder(events), [events]);
   return (
     <Card withBorder padding="sm">
       <Group justify="space-between" mb="xs">
         <Title order={4}>Events</Title>
-        {total > events.length && (
-          <Text size="xs" c="dimmed">
-            {total.toLocaleString()} events; showing the first and the latest 500
-          </Text>
-        )}
+        <Text size="xs" c="dimmed" data-testid="events-order">
+          Oldest first, as in the API and `cairn events`
+          {total > events.length ? ` · ${total.toLocaleString()} events; showing the first and the latest 500` : ""}
+        </Text>
       </Group>
       {loading ? (
         <Loading label="Loading events…" />

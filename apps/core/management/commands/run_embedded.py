@@ -1,7 +1,7 @@
 """`make run`: Cairn on one machine with no external services.
 
 One process: the ASGI web server (HTTP + websockets), and in threads the scheduler, the
-outbox relay (which runs tasks in-process) and the local reconciler. Ctrl-C stops the web
+outbox relay (which runs tasks in-process), the local reconciler and the telemetry sampler. Ctrl-C stops the web
 server, then the loops, then every replica process Cairn started (their workloads end STOPPED,
 reason ServerShutdown, and are not started again by the next start).
 
@@ -37,6 +37,7 @@ class Command(BaseCommand):
         from apps.backends.loops import run_reconciler_loop
         from apps.backends.services import local_backend_shutdown
         from apps.scheduling.services import scheduling_cycle
+        from apps.telemetry.loops import run_telemetry_loop
 
         listener = _bind(host, port)
         settings.CAIRN_DATA_DIR.mkdir(parents=True, exist_ok=True)
@@ -59,6 +60,8 @@ class Command(BaseCommand):
                 "wait": outbox_wakeup.wait}),
             threading.Thread(target=run_reconciler_loop, name="reconciler", daemon=True, kwargs={
                 "stop": stop, "interval": settings.CAIRN["RECONCILER_INTERVAL"]}),
+            # This machine's CPU, memory and GPUs for the cluster page and node telemetry.
+            threading.Thread(target=run_telemetry_loop, name="telemetry", daemon=True, kwargs={"stop": stop}),
         ]
         for thread in loops:
             thread.start()

@@ -4,7 +4,7 @@ import { Box, Group, Text, useComputedColorScheme } from "@mantine/core";
 import { useElementSize } from "@mantine/hooks";
 import { useMemo, useState } from "react";
 import { formatNumber } from "../../lib/format";
-import { layoutParcoords, linePath, rampColour, type ParcoordsRun } from "../../lib/parcoords";
+import { axisTitleX, layoutParcoords, linePath, rampColour, titleWidth, type ParcoordsRun } from "../../lib/parcoords";
 import { chartChrome } from "./palette";
 
 export interface ParallelCoordinatesProps {
@@ -74,9 +74,9 @@ export function ParallelCoordinates({ runs, paramKeys, metricLabel, height = 320
           );
         })}
         {layout.axes.map((axis) => (
-          <g key={axis.key} data-axis={axis.key} pointerEvents="none" paintOrder="stroke" stroke={halo} strokeWidth={3} strokeLinejoin="round">
+          <g key={axis.key} data-axis={axis.key} data-axis-source={axis.source} pointerEvents="none" paintOrder="stroke" stroke={halo} strokeWidth={3} strokeLinejoin="round">
             <text
-              x={axis.x}
+              x={axisTitleX(axis.x, titleWidth(shorten(axis.label, 18)) + (axis.kind === "log" ? 22 : 0), plotWidth)}
               y={MARGINS.top - 16}
               textAnchor="middle"
               fontSize={12}

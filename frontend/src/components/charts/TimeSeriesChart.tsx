@@ -10,6 +10,7 @@ import {
   alignSeries, countPoints, mergeSeries, positiveOnly, sliceRange, type AlignedData, type SeriesData,
 } from "../../lib/series";
 import { emaSmooth } from "../../lib/smoothing";
+import { xAxisLabel } from "../../lib/series";
 import { chartChrome, withAlpha } from "./palette";
 
 export interface ChartSeries {
@@ -17,6 +18,8 @@ export interface ChartSeries {
   id: string;
   label: string;
   color: string;
+  /** a dashed line (e.g. one that repeats another's points exactly, so both stay visible) */
+  dash?: number[];
   /** sorted, unique steps; may be updated in place, then bump `revision` */
   data: SeriesData;
 }
@@ -31,6 +34,8 @@ export interface TimeSeriesChartProps {
   height?: number;
   /** x values are steps (default) or Unix seconds */
   xKind?: "step" | "time";
+  /** the x axis's title (default: xAxisLabel(xKind)) */
+  xLabel?: string;
   /** the container's data-testid */
   testId?: string;
   /** log-scale switch and smoothing slider */
@@ -85,6 +90,7 @@ export function TimeSeriesChart({
   revision = 0,
   height = 280,
   xKind = "step",
+  xLabel,
   testId = "metrics-chart",
   controls = true,
   loadRange,
@@ -165,8 +171,8 @@ export function TimeSeriesChart({
 
   // Whatever changes the chart's structure re-creates it; data changes only call setData.
   const structure = [
-    scheme, logScale, smoothOn, height, xKind, !!loadRange, yRange?.join("-") ?? "",
-    ...series.map((s) => `${s.id}\u0000${s.label}\u0000${s.color}`),
+    scheme, logScale, smoothOn, height, xKind, xLabel ?? "", !!loadRange, yRange?.join("-") ?? "",
+    ...series.map((s) => `${s.id}\u0000${s.label}\u0000${s.color}\u0000${s.dash?.join(",") ?? ""}`),
   ].join("\u0001");
 
   useEffect(() => {
@@ -177,7 +183,9 @@ export function TimeSeriesChart({
     const uSeries: uPlot.Series[] = [{ label: xKind === "time" ? "time" : "step" }];
     for (const s of series) {
       const show = !hiddenRef.current.has(s.id);
-      uSeries.push({ label: s.label, stroke: s.color, width: 1.6, spanGaps: true, show, points: { size: 4 } });
+      uSeries.push({
+        label: s.label, stroke: s.color, width: s.dash ? 2.4 : 1.6, dash: s.dash, spanGaps: true, show, points: { size: 4 },
+      });
       if (smoothOn) {
         uSeries.push({ label: `${s.label} (raw)`, stroke: withAlpha(s.color, 0.3), width: 1, spanGaps: true, show, points: { show: false } });
       }
@@ -212,7 +220,12 @@ export function TimeSeriesChart({
       },
       scales: { x: { time: xKind === "time" }, y: yScale },
       axes: [
-        axis(xKind === "step" ? { incrs: STEP_INCRS, values: (_u, splits) => splits.map(compactNumber), size: 30 } : {}),
+        axis({
+          ...(xKind === "step" ? { incrs: STEP_INCRS, values: (_u, splits: number[]) => splits.map(compactNumber), size: 30 } : {}),
+          label: xLabel ?? xAxisLabel(xKind),
+          labelSize: 16,
+          labelFont: chrome.font,
+        }),
         axis({
           values: (_u, splits) => splits.map((v) => (v === null || v === undefined ? "" : formatAxisRef.current(v))),
           size: (_u, values) => Math.max(36, Math.max(0, ...(values ?? []).map((v) => v.length)) * 7 + 14),
@@ -345,6 +358,7 @@ export function TimeSeriesChart({
       <Box
         pos="relative"
         data-testid={testId}
+        data-x-label={xLabel ?? xAxisLabel(xKind)}
         data-point-count={pointCount}
         data-zoomed={zoom ? "true" : "false"}
         style={{ width: "100%", minWidth: 0 }}

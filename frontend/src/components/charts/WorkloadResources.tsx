@@ -6,6 +6,7 @@ import { Alert, Box, Card, Group, SimpleGrid, Stack, Text, Title } from "@mantin
 import { useMemo } from "react";
 import { useTopic } from "../../live/LiveProvider";
 import { formatBytesMb, formatNumber } from "../../lib/format";
+import { sampleAxisLabel } from "../../lib/series";
 import { ErrorState, Loading } from "../States";
 import { LiveTopics } from "./LiveTopics";
 import { seriesColour } from "./palette";
@@ -26,6 +27,8 @@ export interface WorkloadResourcesProps {
   started: boolean;
 }
 
+const SDK_SAMPLE_SECONDS = 5; // cairn.init()'s system_interval default (sdk/cairn/tracking/system.py)
+
 const CPU_KEYS = [
   { key: "system/cpu_percent", title: "CPU utilisation", unit: "%", yRange: [0, 100] as [number, number] },
   { key: "system/memory_percent", title: "Host memory used", unit: "%", yRange: [0, 100] as [number, number] },
@@ -40,6 +43,8 @@ function unitFormatter(unit: string): (v: number) => string {
 function Panel({
   title, series, revision, xKind, yRange, unit,
 }: { title: string; series: ChartSeries[]; revision: number; xKind: "step" | "time"; yRange?: [number, number]; unit: string }) {
+  // Samples the SDK logs (CPU, memory, GPUs without telemetry) are numbered, one every 5 s.
+  const xLabel = xKind === "step" ? sampleAxisLabel(SDK_SAMPLE_SECONDS) : undefined;
   return (
     <Box>
       <Text size="sm" fw={600} mb={2}>
@@ -51,6 +56,7 @@ function Panel({
         revision={revision}
         height={150}
         xKind={xKind}
+        xLabel={xLabel}
         controls={false}
         yRange={yRange}
         formatValue={unitFormatter(unit)}
