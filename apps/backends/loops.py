@@ -31,6 +31,7 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
     """
     from apps.clusters.services import local_cluster_register
 
+    from .local import sandbox
     from .services import reconcile_once
 
     logger.info("reconciler: started (interval %gs)", interval)
@@ -40,7 +41,7 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
             close_old_connections()
             try:
                 if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
-                    node = local_cluster_register()
+                    node = local_cluster_register(isolation=sandbox.isolation().level)
                     last_heartbeat = time.monotonic()
                     logger.debug("reconciler: node %s registered", node)
                 acted = reconcile_once()

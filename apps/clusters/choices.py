@@ -16,3 +16,8 @@ class NodeHealth(models.TextChoices):
 class CredentialKind(models.TextChoices):
     KUBECONFIG = "kubeconfig", "Kubeconfig"
     IN_CLUSTER = "in_cluster", "In-cluster service account"
+
+
+# Node label Cairn sets on local nodes: how replicas launched there are isolated
+# (apps/backends/local/sandbox.py levels; docs/local-backend.md#isolation).
+ISOLATION_LABEL = "cairn.dev/replica-isolation"

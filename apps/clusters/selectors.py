@@ -3,7 +3,7 @@ from datetime import datetime, timedelta
 
 import yaml
 
-from .choices import CredentialKind
+from .choices import ISOLATION_LABEL, CredentialKind
 from .crypto import decrypt
 from .models import Cluster, ClusterCredential
 
@@ -116,6 +116,7 @@ def cluster_overview(*, now: datetime | None = None) -> dict:
             "cpu_percent": node_level["node.cpu_percent"][1] if "node.cpu_percent" in node_level else None,
             "memory_percent": node_level["node.memory_percent"][1] if "node.memory_percent" in node_level else None,
             "telemetry_time": iso(max(times, default=None)),
+            "replica_isolation": (node.labels or {}).get(ISOLATION_LABEL),
             "gpus": gpus,
         }
 

@@ -15,7 +15,7 @@ from apps.audit.services import audit_record
 from apps.core.errors import ConflictError, ServiceError
 from apps.core.realtime import publish
 
-from .choices import Backend, CredentialKind, NodeHealth
+from .choices import ISOLATION_LABEL, Backend, CredentialKind, NodeHealth
 from .crypto import CredentialsUnreadable, encrypt
 from .events import NODE_CHANGES_GROUP, node_changed_event
 from .models import Cluster, ClusterCredential, Node, ResourcePool
@@ -60,12 +60,14 @@ def local_gpu_inventory() -> GpuInventory:
             pass
 
 
-def local_cluster_register() -> Node:
+def local_cluster_register(*, isolation: str = "") -> Node:
     """Make sure the local cluster, its pool and this machine's node exist and are current.
 
     Get-or-creates the Cluster (backend local) and ResourcePool named in settings.CAIRN and the
     Node named after this host, with CPU, memory and GPUs measured now; marks it healthy and seen.
-    An admin's choices (pool of the node, schedulable, labels) are left alone.
+    An admin's choices (pool of the node, schedulable, labels) are left alone, except Cairn's own
+    label ISOLATION_LABEL: how the process that launches replicas here isolates them (given by
+    the local backend, which knows; the dashboard warns when it is "none").
     """
     cpu_milli = (psutil.cpu_count(logical=True) or 1) * 1000
     memory_mb = psutil.virtual_memory().total // (1024 * 1024)
@@ -103,6 +105,9 @@ def local_cluster_register() -> Node:
                 logger.info("node %s: updated %s", node, ", ".join(changed))
             node.last_seen_at = now
             node.save(update_fields=[*changed, "last_seen_at"])
+        if isolation and (node.labels or {}).get(ISOLATION_LABEL) != isolation:
+            node.labels = {**(node.labels or {}), ISOLATION_LABEL: isolation}
+            node.save(update_fields=["labels"])
     return node
 
 

@@ -118,3 +118,19 @@ def test_query_count_does_not_grow_with_the_cluster(cluster, project, pool, alic
 def test_anonymous_gets_401(client_for):
     response = client_for().get(URL)
     assert response.status_code == 401 and response.json()["detail"]
+
+
+def test_the_local_node_says_how_its_replicas_are_isolated(alice, client_for, db):
+    """The local backend stamps its isolation level on the node; the cluster page warns on "none"."""
+    from apps.clusters.choices import ISOLATION_LABEL
+    from apps.clusters.services import local_cluster_register
+
+    node = local_cluster_register(isolation="none")
+    body = client_for(alice).get(URL).json()
+    rows = [n for p in body["pools"] for n in p["nodes"]] + body["unpooled_nodes"]
+    assert [n["replica_isolation"] for n in rows if n["name"] == node.name] == ["none"]
+    node = local_cluster_register(isolation="bubblewrap+user")  # re-registration keeps the label current
+    assert node.labels[ISOLATION_LABEL] == "bubblewrap+user"
+    node.labels = {**node.labels, "rack": "r1"}  # an admin's labels are kept
+    node.save(update_fields=["labels"])
+    assert local_cluster_register().labels == {ISOLATION_LABEL: "bubblewrap+user", "rack": "r1"}

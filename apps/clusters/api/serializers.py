@@ -117,6 +117,9 @@ class OverviewNodeSerializer(serializers.Serializer):
     cpu_percent = serializers.FloatField(allow_null=True)
     memory_percent = serializers.FloatField(allow_null=True)
     telemetry_time = serializers.DateTimeField(allow_null=True)
+    replica_isolation = serializers.CharField(
+        allow_null=True, help_text="Local nodes: how replicas are isolated from Cairn and each other "
+        "(docs/local-backend.md#isolation); 'none' means not at all.")
     gpus = OverviewGpuSerializer(many=True)
 
 

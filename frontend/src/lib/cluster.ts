@@ -40,6 +40,7 @@ export interface OverviewNode {
   cpu_percent: number | null;
   memory_percent: number | null;
   telemetry_time: string | null;
+  replica_isolation?: string | null; // local nodes: how replicas are isolated ("none": not at all)
   gpus: OverviewGpu[];
 }
 

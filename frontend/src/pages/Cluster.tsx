@@ -147,6 +147,18 @@ function NodesTable({ nodes, now }: { nodes: NodeRow[]; now: number }) {
                       unschedulable
                     </Badge>
                   )}
+                  {n.replica_isolation === "none" && (
+                    <Tooltip
+                      multiline
+                      w={320}
+                      withArrow
+                      label="Replicas on this node run as Cairn's own user with no sandbox: a job can read Cairn's secrets and other projects' files. Install bubblewrap (docs/local-backend.md, Isolation)."
+                    >
+                      <Badge size="xs" color="red" variant="light" data-testid="node-not-isolated">
+                        replicas not isolated
+                      </Badge>
+                    </Tooltip>
+                  )}
                 </Group>
               </Table.Td>
               <Table.Td>

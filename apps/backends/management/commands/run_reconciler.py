@@ -32,10 +32,11 @@ class Command(BaseCommand):
     def handle(self, *args, interval: float, once: bool, backend: str = "all", **options):
         if once:
             if backend in ("all", "local"):
+                from apps.backends.local import sandbox
                 from apps.backends.services import reconcile_once
                 from apps.clusters.services import local_cluster_register
 
-                local_cluster_register()
+                local_cluster_register(isolation=sandbox.isolation().level)
                 acted = reconcile_once()
                 self.stdout.write(f"reconciled: acted on {acted} workload(s)")
             if backend in ("all", "kubernetes"):

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from apps.accounts.models import User
+from apps.backends.local import sandbox
 from apps.projects.choices import Role
 from apps.projects.models import Membership, Project
 from apps.quotas.models import Quota
@@ -54,7 +55,7 @@ class Command(BaseCommand):
         from apps.workloads.models import Workload
         from apps.workloads.services import workload_submit
 
-        node = local_cluster_register()
+        node = local_cluster_register(isolation=sandbox.isolation().level)
         password = _admin_password()
         with transaction.atomic():
             admin, created = User.objects.get_or_create(username="admin", defaults={"is_staff": True,
