@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatBytesMb, formatDuration, formatGpu, formatNumber, formatRelative, formatRunTimeLimit } from "./format";
+import { formatBytesMb, formatClock, formatDuration, formatGpu, formatNumber, formatRelative, formatRunTimeLimit } from "./format";
 
 describe("format", () => {
   it("durations", () => {
@@ -34,5 +34,15 @@ describe("format", () => {
     expect(formatNumber(Infinity)).toBe("∞");
     expect(formatBytesMb(2048)).toBe("2.0 GiB");
     expect(formatBytesMb(512)).toBe("512 MiB");
+  });
+  it("clock times carry the date only off today", () => {
+    const now = new Date(2026, 2, 10, 9, 0).getTime();
+    const later = new Date(2026, 2, 10, 17, 5).getTime();
+    const tomorrow = new Date(2026, 2, 11, 17, 5).getTime();
+    const time = new Date(later).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    const day = new Date(tomorrow).toLocaleDateString([], { month: "short", day: "numeric" });
+    expect(formatClock(later, now)).toBe(time);
+    expect(formatClock(tomorrow, now)).toBe(`${day} ${time}`);
+    expect(formatClock(tomorrow, now)).not.toBe(formatClock(later, now));
   });
 });

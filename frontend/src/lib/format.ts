@@ -62,3 +62,12 @@ export function formatPercent(value: number | null | undefined): string {
   if (value === null || value === undefined || Number.isNaN(value)) return "—";
   return `${Math.round(value)}%`;
 }
+
+/** A deadline (ms) as its time of day, with the date when it is not on the day of `now`. */
+export function formatClock(at: number, now: number): string {
+  const date = new Date(at);
+  const time = date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return date.toDateString() === new Date(now).toDateString()
+    ? time
+    : `${date.toLocaleDateString([], { month: "short", day: "numeric" })} ${time}`;
+}

@@ -28,6 +28,11 @@ export function isFinal(status: string): boolean {
 export const KINDS = ["training", "notebook", "deployment"] as const;
 export type WorkloadKind = (typeof KINDS)[number];
 
+/** Whether `value` names a workload kind (e.g. the :kind in a page address). */
+export function isWorkloadKind(value: string): value is WorkloadKind {
+  return (KINDS as readonly string[]).includes(value);
+}
+
 /** The API collection of each kind: /api/v1/projects/<p>/<collection>/. */
 export const KIND_COLLECTION: Record<WorkloadKind, "training-jobs" | "notebooks" | "deployments"> = {
   training: "training-jobs",

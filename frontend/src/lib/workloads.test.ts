@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, formatTimeLeft, gpuLabel, hasFilters,
-  matchesFilters, placeholderRow, queuedRefreshInterval, QUEUED_REFRESH_MS, runTimeLimitInfo, serverQuery, statusExplanation, visibleRows, type Workload,
+  matchesFilters, mergeWorkloadState, placeholderRow, queuedRefreshInterval, QUEUED_REFRESH_MS, runTimeLimitInfo, serverQuery, statusExplanation, visibleRows, type Workload,
   type WorkloadFilters, type WorkloadPage,
 } from "./workloads";
 
@@ -169,5 +169,26 @@ describe("statusExplanation", () => {
   it("leaves other reasons to the reason and message line", () => {
     expect(statusExplanation({ status: "failed", status_reason: "Error", max_runtime_seconds: 7200 })).toBeNull();
     expect(statusExplanation({ status: "running", status_reason: "", max_runtime_seconds: 7200 })).toBeNull();
+  });
+});
+
+describe("mergeWorkloadState", () => {
+  const frame = (over: Record<string, unknown>) => ({ topic: "workload:5", type: "workload.state", ...over });
+
+  it("lays the frame's state fields over the cached workload", () => {
+    const old = row(5, { status: "queued", attempt: 0, pool: "a100" });
+    const next = mergeWorkloadState(old, frame({ status: "running", attempt: 1, waiting_on: null, queue_position: null }))!;
+    expect(next).toMatchObject({ status: "running", attempt: 1, waiting_on: null, queue_position: null, pool: "a100" });
+    expect(old.status).toBe("queued"); // the cached object is not changed in place
+  });
+
+  it("keeps fields the frame leaves out, and ignores keys that are not state", () => {
+    const old = row(5, { status: "running", status_message: "on node-1" });
+    const next = mergeWorkloadState(old, frame({ attempt: 2, name: "renamed", pool: "h100" }))!;
+    expect(next).toMatchObject({ status: "running", status_message: "on node-1", attempt: 2, name: "w5", pool: "a100" });
+  });
+
+  it("leaves an empty cache empty", () => {
+    expect(mergeWorkloadState(undefined, frame({ status: "running" }))).toBeUndefined();
   });
 });

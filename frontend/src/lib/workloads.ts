@@ -280,3 +280,19 @@ export function statusLine(reason: string | null | undefined, message: string | 
   if (lower.startsWith(words) || lower.startsWith(r.toLowerCase())) return m;
   return `${r}: ${m}`;
 }
+
+/** The fields a workload:<id> "workload.state" frame carries (docs/live.md) over the detail row. */
+export const WORKLOAD_STATE_FIELDS = [
+  "status", "status_reason", "status_message", "pending_reason", "waiting_on", "estimated_start", "queue_position",
+  "attempt", "replicas", "preemptions", "exit_code", "placement", "conditions", "updated_at",
+] as const;
+
+/** The cached workload with a "workload.state" frame's fields laid over it; nothing cached stays nothing. */
+export function mergeWorkloadState(old: Workload | undefined, frame: LiveFrame): Workload | undefined {
+  if (!old) return old;
+  const next = { ...old } as Record<string, unknown>;
+  for (const field of WORKLOAD_STATE_FIELDS) {
+    if (field in frame) next[field] = frame[field];
+  }
+  return next as unknown as Workload;
+}

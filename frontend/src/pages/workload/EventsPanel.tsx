@@ -1,0 +1,87 @@
+// The Events panel: the workload's event trail (submission, scheduling, starts, restarts,
+// stops), oldest first as in the API and `cairn events`.
+import { Badge, Card, Group, Table, Text, Title, Tooltip } from "@mantine/core";
+import { useMemo } from "react";
+import { ErrorState, Loading } from "../../components/States";
+import { formatRelative } from "../../lib/format";
+import { eventsInOrder } from "../../lib/timeline";
+import type { WorkloadEvent } from "./api";
+
+export interface EventsPanelProps {
+  events: WorkloadEvent[];
+  /** How many events the workload has in all; more than `events.length` when some were not read. */
+  total: number;
+  loading: boolean;
+  error: unknown;
+  onRetry: () => void;
+}
+
+export function EventsPanel({ events, total, loading, error, onRetry }: EventsPanelProps) {
+  const rows = useMemo(() => eventsInOrder(events), [events]);
+  return (
+    <Card withBorder padding="sm">
+      <Group justify="space-between" mb="xs">
+        <Title order={4}>Events</Title>
+        <Text size="xs" c="dimmed" data-testid="events-order">
+          Oldest first, as in the API and `cairn events`
+          {total > events.length ? ` · ${total.toLocaleString()} events; showing the first and the latest 500` : ""}
+        </Text>
+      </Group>
+      {loading ? (
+        <Loading label="Loading events…" />
+      ) : error ? (
+        <ErrorState error={error} onRetry={onRetry} />
+      ) : (
+        <Table.ScrollContainer minWidth={700} mah={360}>
+          <Table fz="sm" verticalSpacing={4} stickyHeader highlightOnHover data-testid="events-table">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th w={170}>Time</Table.Th>
+                <Table.Th w={90}>Type</Table.Th>
+                <Table.Th w={150}>Reason</Table.Th>
+                <Table.Th w={170}>Status</Table.Th>
+                <Table.Th>Message</Table.Th>
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {rows.length === 0 && (
+                <Table.Tr>
+                  <Table.Td colSpan={5}>
+                    <Text size="sm" c="dimmed">
+                      No events yet. Submission, scheduling, starts, restarts and stops are recorded here.
+                    </Text>
+                  </Table.Td>
+                </Table.Tr>
+              )}
+              {rows.map((e) => (
+                <Table.Tr key={e.id} data-testid="event-row" data-reason={e.reason}>
+                  <Table.Td>
+                    <Tooltip label={formatRelative(e.time)}>
+                      <Text size="sm" ff="monospace">
+                        {new Date(e.time).toLocaleString()}
+                      </Text>
+                    </Tooltip>
+                  </Table.Td>
+                  <Table.Td>
+                    <Badge size="xs" variant="light" color={e.type === "Warning" ? "orange" : "gray"}>
+                      {e.type}
+                    </Badge>
+                  </Table.Td>
+                  <Table.Td fw={500}>{e.reason}</Table.Td>
+                  <Table.Td>
+                    {e.to_status ? (
+                      <Text size="sm">
+                        {e.from_status || "—"} → <b>{e.to_status}</b>
+                      </Text>
+                    ) : null}
+                  </Table.Td>
+                  <Table.Td style={{ wordBreak: "break-word" }}>{e.message}</Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
+      )}
+    </Card>
+  );
+}

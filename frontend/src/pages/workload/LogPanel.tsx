@@ -1,0 +1,141 @@
+// The Logs panel: one replica's log, live over logs:<id>:<replica> (the server sends the tail,
+// then new lines), kept to the last LOG_LINES lines, following the bottom until scrolled up.
+import { Alert, Anchor, Badge, Box, Card, Group, Select, Switch, Text, Title } from "@mantine/core";
+import { useLayoutEffect, useMemo, useRef, useState } from "react";
+import { appendLog, appendNote, emptyLog, logText, type LogBuffer } from "../../lib/logbuffer";
+import type { WorkloadKind } from "../../lib/status";
+import { workloadPath } from "../../lib/workloadPath";
+import { useTopic } from "../../live/LiveProvider";
+import type { Workload } from "./api";
+
+const LOG_LINES = 5000;
+
+export interface LogPanelProps {
+  workload: Workload;
+  project: string;
+  kind: WorkloadKind;
+}
+
+export function LogPanel({ workload: w, project, kind }: LogPanelProps) {
+  const [replica, setReplica] = useState(0);
+  const [follow, setFollow] = useState(true);
+  const [buffer, setBuffer] = useState<LogBuffer>(emptyLog);
+  const [ended, setEnded] = useState<string | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+  const viewRef = useRef<HTMLDivElement>(null);
+  const replicas = Math.max(1, w.replicas);
+
+  useTopic(`logs:${w.id}:${replica}`, (frame) => {
+    if (frame.type === "subscribed") {
+      // The server starts every subscription with the tail: start afresh (also after a re-connect).
+      setBuffer(emptyLog());
+      setEnded(null);
+      setProblem(null);
+    } else if (frame.type === "logs" && typeof frame.text === "string") {
+      const attempt = typeof frame.attempt === "number" ? frame.attempt : null;
+      setBuffer((b) => appendLog(b, frame.text as string, attempt, LOG_LINES));
+    } else if (frame.type === "logs.end") {
+      const status = String(frame.status ?? "finished");
+      setEnded(status);
+      setBuffer((b) => appendNote(b, `──────── end of log (${status}) ────────`, LOG_LINES));
+    } else if (frame.type === "error") {
+      setProblem(String(frame.detail ?? "The log cannot be followed."));
+    }
+  });
+
+  const text = useMemo(() => logText(buffer), [buffer]);
+  useLayoutEffect(() => {
+    const el = viewRef.current;
+    if (el && follow) el.scrollTop = el.scrollHeight;
+  }, [text, follow]);
+
+  const onScroll = () => {
+    const el = viewRef.current;
+    if (!el) return;
+    const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+    if (!atBottom && follow) setFollow(false);
+  };
+
+  const lineCount = buffer.lines.length + (buffer.partial ? 1 : 0);
+  const waiting = w.attempt < 1 && !text;
+  return (
+    <Card withBorder padding="sm">
+      <Group justify="space-between" mb="xs" wrap="wrap">
+        <Group gap="sm">
+          <Title order={4}>Logs</Title>
+          {ended && (
+            <Badge size="sm" variant="light" color="gray">
+              ended: {ended}
+            </Badge>
+          )}
+        </Group>
+        <Group gap="md" wrap="wrap">
+          {replicas > 1 && (
+            <Select
+              size="xs"
+              aria-label="Replica"
+              data={Array.from({ length: replicas }, (_, i) => ({ value: String(i), label: `replica ${i}` }))}
+              value={String(replica)}
+              onChange={(v) => setReplica(Number(v ?? 0))}
+              allowDeselect={false}
+              w={130}
+              data-testid="log-replica"
+            />
+          )}
+          <Switch
+            size="sm"
+            label="Follow"
+            checked={follow}
+            onChange={(e) => setFollow(e.currentTarget.checked)}
+            data-testid="log-follow"
+          />
+          <Text size="xs" c="dimmed">
+            {lineCount.toLocaleString()} line{lineCount === 1 ? "" : "s"}
+            {buffer.dropped ? ` (oldest ${buffer.dropped.toLocaleString()} dropped; last ${LOG_LINES.toLocaleString()} kept)` : ""}
+          </Text>
+          <Anchor
+            size="xs"
+            href={`${workloadPath(kind, project, w.id, "logs/")}?replica=${replica}&format=txt`}
+            target="_blank"
+            rel="noreferrer"
+          >
+            Full log
+          </Anchor>
+        </Group>
+      </Group>
+      {problem && (
+        <Alert color="red" variant="light" mb="xs">
+          {problem}
+        </Alert>
+      )}
+      <Box
+        ref={viewRef}
+        onScroll={onScroll}
+        className="log-view"
+        data-testid="log-view"
+        data-replica={replica}
+        data-lines={lineCount}
+        p="xs"
+        h={text ? 340 : 90}
+        style={{
+          overflow: "auto",
+          borderRadius: 4,
+          background: "var(--mantine-color-default-hover)",
+          border: "1px solid var(--mantine-color-default-border)",
+        }}
+      >
+        {text ? (
+          text
+        ) : (
+          <Text size="sm" c="dimmed" ff="inherit">
+            {waiting
+              ? "No output yet: the workload has not started. Its log streams here as soon as it does."
+              : ended
+                ? "This replica wrote nothing."
+                : "Waiting for output…"}
+          </Text>
+        )}
+      </Box>
+    </Card>
+  );
+}

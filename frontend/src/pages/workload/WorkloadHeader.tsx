@@ -1,0 +1,128 @@
+// The workload page's header: name, kind and status, why it is in that status, the Open /
+// Runs / Stop buttons, and the facts (pool, GPUs, replicas, user, priority, attempt, times).
+import { Anchor, Badge, Box, Button, Card, Group, SimpleGrid, Stack, Text, Title, Tooltip } from "@mantine/core";
+import { Link } from "react-router";
+import { StatusBadge } from "../../components/StatusBadge";
+import { formatClock, formatDuration, formatRelative } from "../../lib/format";
+import { KIND_LABEL, type WorkloadKind } from "../../lib/status";
+import { runningTime, type TimelineSegment } from "../../lib/timeline";
+import { formatTimeLeft, gpuLabel, runTimeLimitInfo, statusExplanation, statusLine } from "../../lib/workloads";
+import type { Workload } from "./api";
+
+function Field({ label, children }: { label: string; children: React.ReactNode }) {
+  return (
+    <Box>
+      <Text size="xs" c="dimmed" tt="uppercase" fw={600}>
+        {label}
+      </Text>
+      <Text size="sm" component="div">
+        {children}
+      </Text>
+    </Box>
+  );
+}
+
+export interface WorkloadHeaderProps {
+  workload: Workload;
+  now: number;
+  /** The status history (lib/timeline.ts deriveSegments) the "Running for" is measured on. */
+  segments: TimelineSegment[];
+  project: string;
+  canStop: boolean;
+  stopping: boolean;
+  onStop: () => void;
+}
+
+export function WorkloadHeader({ workload: w, now, segments, project, canStop, stopping, onStop }: WorkloadHeaderProps) {
+  const ran = runningTime(segments);
+  // Where a running notebook or deployment is reached. The API gives it only to those who may
+  // reach it: a notebook's creator (Cairn's open link, which logs them in), a deployment's members.
+  const serviceUrl = w.endpoint && w.status === "running" ? w.endpoint : null;
+  const explanation = statusExplanation(w);
+  // Run-time limits are a training-job setting; the other kinds run until stopped.
+  const limit = w.kind === "training" ? runTimeLimitInfo(w, now) : null;
+  return (
+    <Card withBorder padding="md">
+      <Group justify="space-between" align="flex-start" wrap="nowrap">
+        <Stack gap={4} style={{ minWidth: 0 }}>
+          <Anchor component={Link} to={`/projects/${project}/workloads`} size="xs">
+            ← Workloads
+          </Anchor>
+          <Group gap="sm" wrap="wrap">
+            <Title order={2} data-testid="workload-name" style={{ wordBreak: "break-all" }}>
+              {w.name}
+            </Title>
+            <Badge variant="outline" color="gray" data-testid="workload-kind">
+              {KIND_LABEL[w.kind as WorkloadKind] ?? w.kind}
+            </Badge>
+            <StatusBadge status={w.status} />
+          </Group>
+          {explanation && (
+            <Text size="sm" fw={500} data-testid="status-explanation">
+              {explanation}
+            </Text>
+          )}
+          {(w.status_reason || w.status_message) && (
+            <Text size="sm" c="dimmed" data-testid="status-line">
+              {statusLine(w.status_reason, w.status_message)}
+              {w.exit_code !== null && w.exit_code !== undefined ? ` (exit code ${w.exit_code})` : ""}
+            </Text>
+          )}
+        </Stack>
+        <Group gap="xs" wrap="nowrap">
+          {serviceUrl && w.kind !== "training" && (
+            <Button component="a" href={serviceUrl} target="_blank" rel="noreferrer" variant="light" data-testid="open-service">
+              {w.kind === "notebook" ? "Open notebook" : "Open endpoint"}
+            </Button>
+          )}
+          <Button component={Link} to={`/projects/${project}/runs?workload=${w.id}`} variant="default">
+            Runs
+          </Button>
+          {canStop && (
+            <Button color="red" variant="filled" loading={stopping} onClick={onStop} data-testid="stop-workload">
+              Stop
+            </Button>
+          )}
+        </Group>
+      </Group>
+      <SimpleGrid cols={{ base: 3, sm: 4, lg: limit ? 9 : 8 }} spacing="sm" mt="md">
+        <Field label="Pool">{w.pool || "—"}</Field>
+        <Field label="GPUs">
+          <span data-testid="workload-gpus">{gpuLabel(w.resources, w.replicas)}</span>
+          {w.gpu_model ? <Text span size="xs" c="dimmed">{` ${w.gpu_model}`}</Text> : null}
+        </Field>
+        <Field label="Replicas">{w.replicas}</Field>
+        <Field label="User">{w.created_by}</Field>
+        <Field label="Priority">
+          {w.priority}
+          {w.preemptible ? <Text span size="xs" c="dimmed">{" · preemptible"}</Text> : null}
+        </Field>
+        <Field label="Attempt">
+          {w.attempt}
+          {w.max_restarts ? <Text span size="xs" c="dimmed">{` of ${w.max_restarts + 1}`}</Text> : null}
+          {w.preemptions ? <Text span size="xs" c="dimmed">{` · ${w.preemptions} preempted`}</Text> : null}
+        </Field>
+        <Field label="Submitted">
+          <Tooltip label={new Date(w.created_at).toLocaleString()}>
+            <span>{formatRelative(w.created_at, now)}</span>
+          </Tooltip>
+        </Field>
+        <Field label={ran?.current ? "Running for" : "Ran for"}>
+          <span data-testid="running-for">{ran ? formatDuration(ran.seconds) : "—"}</span>
+        </Field>
+        {limit && (
+          <Field label="Run-time limit">
+            <span data-testid="runtime-limit">{limit.limit}</span>
+            {limit.deadline !== null && (
+              <Tooltip label={`Deadline: ${new Date(limit.deadline).toLocaleString()} (start + limit)`}>
+                <Text size="xs" c={limit.secondsLeft ? "dimmed" : "orange"} data-testid="runtime-deadline">
+                  until {formatClock(limit.deadline, now)} · {formatTimeLeft(limit.secondsLeft)}
+                </Text>
+              </Tooltip>
+            )}
+          </Field>
+        )}
+      </SimpleGrid>
+    </Card>
+  );
+}
