@@ -147,14 +147,17 @@ def _inside(path: str, roots: Sequence[str]) -> bool:
 
 def bwrap_argv(
     *, bwrap: str, command: Sequence[str], cwd: str, writable: Sequence[str], readable: Sequence[str] = (),
-    shared: Sequence[str] = (), hidden: Sequence[str] = (), devices: Sequence[str] = (),
+    shared: Sequence[str] = (), hidden: Sequence[str] = (), devices: Sequence[str] = (), network: bool = True,
 ) -> list[str]:
     """The bwrap command line that runs `command` in a sandbox: `readable` mounted read-only,
     `shared` (allowed paths) read-write where Unix permissions let the replica write, `hidden`
-    covered by an empty tmpfs where they lie inside those, `writable` read-write. Pure apart from
-    looking at which system directories exist (symlinks on merged-/usr systems)."""
+    covered by an empty tmpfs where they lie inside those, `writable` read-write. Without
+    `network` the sandbox gets a network namespace of its own: a private loopback, nothing else
+    (deployments: reached through a unix socket in a `writable` folder, see bridge.py). Pure apart
+    from looking at which system directories exist (symlinks on merged-/usr systems)."""
     argv = [
         bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        *([] if network else ["--unshare-net"]),
         "--hostname", "cairn-replica",
         *_system_binds(),
         "--proc", "/proc", "--dev", "/dev",
@@ -216,9 +219,9 @@ def gpu_devices() -> list[str]:
 
 def wrap(
     iso: Isolation, *, command: Sequence[str], cwd: Path, writable: Sequence[Path],
-    shared: Sequence[str] = (), hidden: Sequence[Path] = (),
+    shared: Sequence[str] = (), hidden: Sequence[Path] = (), network: bool = True,
 ) -> list[str]:
-    """`command` wrapped for this host's isolation level."""
+    """`command` wrapped for this host's isolation level (`network`: see bwrap_argv)."""
     command = list(command)
     if iso.uid is not None:
         command = drop_to_user_argv(uid=iso.uid, gid=iso.gid, command=command)
@@ -226,6 +229,7 @@ def wrap(
         return bwrap_argv(
             bwrap=iso.bwrap, command=command, cwd=str(cwd), writable=[str(p) for p in writable],
             readable=python_mounts(), shared=shared, hidden=[str(p) for p in hidden], devices=gpu_devices(),
+            network=network,
         )
     return command
 
