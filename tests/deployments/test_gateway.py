@@ -264,3 +264,23 @@ def test_without_bubblewrap_the_replica_keeps_its_tcp_port(gateway_server, proje
         assert answer.status_code == 200 and answer.json()["path"] == "/hello"
     finally:
         sandbox.isolation.cache_clear()
+
+
+@needs_bwrap
+def test_a_signed_in_session_may_call_it_and_writes_need_cairns_origin(gateway_server, project, alice, script):
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(alice)
+    cookie = {"Cookie": f"sessionid={browser.cookies['sessionid'].value}"}
+    _deploy(project, script)
+    answer = httpx.get(_url(gateway_server), headers=cookie)
+    assert answer.status_code == 200 and "cookie" not in answer.json()["headers"]
+    cross_site = httpx.post(_url(gateway_server, "echo"), headers={**cookie, "Origin": "https://evil.example"},
+                            content=b"hi")
+    assert cross_site.status_code == 403 and "Origin" in cross_site.json()["detail"]
+    assert httpx.post(_url(gateway_server, "echo"), headers=cookie, content=b"hi").status_code == 403
+    same_site = httpx.post(_url(gateway_server, "echo"), headers={**cookie, "Origin": gateway_server.url},
+                           content=b"hi")
+    assert same_site.status_code == 200 and same_site.content == b"hi"
+    assert httpx.get(_url(gateway_server), headers={"Cookie": "sessionid=stale"}).status_code == 401
