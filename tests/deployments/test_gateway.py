@@ -15,6 +15,7 @@ from apps.backends.local import sandbox
 from apps.backends.selectors import workload_log_read
 from apps.backends.services import workload_dispatch
 from apps.backends.tasks import workload_stop_task
+from apps.deployments.selectors import deployment_gateway_url
 from apps.deployments.services import deployment_key_create, deployment_key_revoke
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.models import Workload
@@ -121,6 +122,7 @@ def test_sandboxed_replica_is_reachable_through_the_gateway_only(gateway_server,
     record = workload.runtime["replicas"][0]
     assert record["socket"].endswith("/sock-0/serve.sock") and "port" not in record
     assert workload.runtime["endpoints"] == []
+    assert workload.runtime["url"] == deployment_gateway_url(workload)  # the dashboard's link
     port = _port_of(workload)
     with pytest.raises(OSError):  # the replica listens, but in its own network namespace
         socket.create_connection(("127.0.0.1", port), timeout=2).close()

@@ -235,7 +235,10 @@ class LocalBackend(Backend):
         if workload.kind == "notebook":
             runtime.update(url=endpoints[0] if endpoints else "", token=token)
         elif workload.kind == "deployment":
-            runtime.update(url=endpoints[0] if endpoints else "", endpoints=endpoints)
+            from apps.deployments.selectors import deployment_gateway_url
+
+            # Sandboxed replicas have no TCP endpoint: they are reached through Cairn's gateway.
+            runtime.update(url=endpoints[0] if endpoints else deployment_gateway_url(workload), endpoints=endpoints)
         return runtime
 
     def _working_dir(self, workload: Workload) -> Path:
