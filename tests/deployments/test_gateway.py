@@ -286,3 +286,19 @@ def test_a_signed_in_session_may_call_it_and_writes_need_cairns_origin(gateway_s
                            content=b"hi")
     assert same_site.status_code == 200 and same_site.content == b"hi"
     assert httpx.get(_url(gateway_server), headers={"Cookie": "sessionid=stale"}).status_code == 401
+
+
+@needs_bwrap
+def test_a_replica_not_listening_yet_gets_503(gateway_server, project, team, script):
+    path = script("""
+        import time
+        print("starting slowly", flush=True)
+        time.sleep(60)
+    """)
+    workload = admitted(kind="deployment", project=project, name="model", spec={"command": ["python", path], "env": {}})
+    workload_dispatch(workload_id=workload.pk)
+    workload.refresh_from_db()
+    wait_for(lambda: "starting slowly" in workload_log_read(workload=workload, replica=0), what="the replica to start")
+    answer = httpx.get(_url(gateway_server), headers=_bearer(team["alice"]))
+    assert answer.status_code == 503, answer.text  # the bridge answers the socket, the command's port does not
+    assert "accepted the connection" in answer.json()["detail"]
