@@ -96,8 +96,11 @@ def test_keys_of_a_training_job_do_not_exist(project, pool, alice, client_for):
 
 def test_deployment_detail_has_its_gateway_url(deployment, alice, bob, quota, client_for, settings):
     settings.CAIRN = {**settings.CAIRN, "PUBLIC_URL": "https://cairn.example.org/"}
+    deployment.runtime = {"replicas": [{"replica": 0, "pid": 1, "socket": "/data/workloads/1/attempt-1/sock-0/serve.sock"}]}
+    deployment.save(update_fields=["runtime"])
     detail = client_for(bob).get(f"/api/v1/projects/vision/deployments/{deployment.pk}/").json()
     assert detail["gateway_url"] == "https://cairn.example.org/serve/vision/model/"
+    assert "serve.sock" not in str(detail) and detail["runtime"]["replicas"] == [{"replica": 0, "pid": 1}]
     listed = client_for(bob).get("/api/v1/projects/vision/deployments/").json()
     assert listed["results"][0]["gateway_url"] == "https://cairn.example.org/serve/vision/model/"
     created = client_for(alice).post("/api/v1/projects/vision/deployments/", {"name": "api", "command": "serve"},
