@@ -17,6 +17,9 @@ Four levels, chosen once per process from what the host offers (`isolation()`):
   none                   Cairn is not root and bwrap is missing: replicas are NOT isolated from
                          Cairn. Said at start-up, on the dashboard and in docs/local-backend.md.
 
+Deployments: with bubblewrap their replicas also get a network namespace of their own (private
+loopback, no network) and are reached through a unix socket (bridge.py, apps/deployments/gateway.py).
+
 Memory: the replica's memory request becomes RLIMIT_DATA of its processes (the host has no
 cgroup filesystem to enforce more). The argv builders here are pure; `isolation()` probes once.
 """
