@@ -270,7 +270,7 @@ async def _forward(scope, receive, send, targets, *, name, prefix, method, heade
                 async with asyncio.timeout(timeout):
                     response = await client.send(request, stream=True)
             except TimeoutError:
-                await _answer(send, 504, f"Deployment '{name}' did not answer within {timeout:g} seconds.")
+                await _answer(send, 504, f"Deployment '{name}' did not answer within {timeout:g}s.")
                 return
             except _ClientGone:
                 return

@@ -4,7 +4,6 @@ token or a deployment key; answers stream; timeouts, missing replicas and outsid
 answers; a stop still delivers SIGTERM to the serving command."""
 import os
 import re
-import signal
 import socket
 import time
 
@@ -213,7 +212,7 @@ def test_a_replica_too_slow_to_answer_gets_504(gateway_server, project, team, sc
     started = time.monotonic()
     answer = httpx.get(_url(gateway_server, "slow"), headers=_bearer(team["alice"]), timeout=30)
     assert answer.status_code == 504
-    assert answer.json()["detail"] == "Deployment 'model' did not answer within 1 seconds."
+    assert answer.json()["detail"] == "Deployment 'model' did not answer within 1s."
     assert time.monotonic() - started < 4
 
 
@@ -251,7 +250,7 @@ def test_stop_still_delivers_sigterm_to_the_serving_command(project, script):
     assert "SIGTERM reached the command" in workload_log_read(workload=workload, replica=0)
     assert gone(processes)  # the bridge too
     assert workload.status_reason == "Stopped"
-    assert signal.SIGTERM  # (the command exited 0 from its handler, not killed)
+    assert workload.exit_code is None  # stopped by request, not failed
 
 
 def test_without_bubblewrap_the_replica_keeps_its_tcp_port(gateway_server, project, team, script, settings):
