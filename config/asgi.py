@@ -2,7 +2,8 @@
 
 Training jobs' metric batches (run-token POSTs to .../runs/<id>/batches/) are answered ahead of
 Django's request cycle by apps.tracking.asgi, with the same checks and answers as the Django
-view; everything else goes to Django unchanged.
+view; deployments are called through apps.deployments.gateway (/serve/<project>/<name>/...);
+everything else goes to Django unchanged.
 
 Websockets: apps.core.wsauth.OriginGate honours the session cookie only from the site's own pages
 (ALLOWED_HOSTS) and lets token-signed clients in from anywhere; each consumer then signs the socket
@@ -21,13 +22,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from apps.core import logsafe  # noqa: E402
 from apps.core.routing import websocket_urlpatterns  # noqa: E402
 from apps.core.wsauth import OriginGate  # noqa: E402
+from apps.deployments.gateway import with_gateway  # noqa: E402
 from apps.tracking.asgi import with_ingest_fast_path  # noqa: E402
 
 logsafe.install()
 
 application = ProtocolTypeRouter(
     {
-        "http": with_ingest_fast_path(django_asgi_app),
+        "http": with_gateway(with_ingest_fast_path(django_asgi_app)),  # /serve/...: the deployment gateway
         "websocket": OriginGate(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

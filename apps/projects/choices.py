@@ -22,6 +22,7 @@ class Action:
     MANAGE_OWNERS = "manage_owners"  # grant or revoke the owner role
     DELETE_PROJECT = "delete_project"
     READ_AUDIT = "read_audit"  # read the project's audit log
+    MANAGE_DEPLOYMENT_KEYS = "manage_deployment_keys"  # create and revoke keys that call a deployment
 
 
 MINIMUM_ROLE = {
@@ -32,6 +33,7 @@ MINIMUM_ROLE = {
     Action.MANAGE_OWNERS: Role.OWNER,
     Action.DELETE_PROJECT: Role.OWNER,
     Action.READ_AUDIT: Role.OWNER,
+    Action.MANAGE_DEPLOYMENT_KEYS: Role.MAINTAINER,
 }
 
 

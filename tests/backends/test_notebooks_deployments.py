@@ -52,11 +52,39 @@ def test_notebook_runs_jupyterlab_reachable_with_its_token():
     _stop(workload)
 
 
-def test_deployment_serves_on_its_port_and_stops():
+def _get_over_socket(path: str) -> int | None:
+    import os
+
+    import httpx
+
+    folder = os.open(os.path.dirname(path), os.O_PATH)  # a short alias: test paths pass the 107-byte limit
+    try:
+        uds = f"/proc/self/fd/{folder}/{os.path.basename(path)}"
+        with httpx.Client(transport=httpx.HTTPTransport(uds=uds), timeout=5) as client:
+            return client.get("http://replica/").status_code
+    except httpx.HTTPError:
+        return None  # not listening yet
+    finally:
+        os.close(folder)
+
+
+def test_deployment_serves_and_stops():
+    """Sandboxed (bubblewrap), a replica has no network of its own and is served on a unix socket
+    (the gateway's way in, tests/deployments); otherwise on its TCP port."""
+    from apps.backends.local import sandbox
+
     command = ["python", "-m", "http.server", "$(PORT)", "--bind", "127.0.0.1"]
     workload = admitted(kind="deployment", replicas=2, spec={"command": command, "port": 8000, "env": {}})
     workload_dispatch(workload_id=workload.pk)
     workload.refresh_from_db()
+    if sandbox.isolation().level in (sandbox.BWRAP, sandbox.BWRAP_ROOT):
+        sockets = [record["socket"] for record in workload.runtime["replicas"]]
+        assert len(set(sockets)) == 2 and workload.runtime["endpoints"] == []
+        for path in sockets:
+            wait_for(lambda path=path: _get_over_socket(path) == 200, what=f"{path} to serve")
+        _stop(workload)
+        assert _get_over_socket(sockets[0]) is None
+        return
     endpoints = workload.runtime["endpoints"]
     assert len(endpoints) == 2 and workload.runtime["url"] == endpoints[0]
     assert endpoints[0] != endpoints[1]

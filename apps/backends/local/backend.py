@@ -27,8 +27,8 @@ from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, Repl
 from apps.tracking import services as tracking_services
 from apps.workloads.workdir import WorkingDirError, resolve_working_dir
 
+from . import bridge, sandbox
 from . import env as replica_env_lib
-from . import sandbox
 from .logs import read_log
 from .paths import (
     attempt_dir,
@@ -206,16 +206,25 @@ class LocalBackend(Backend):
                 if token:
                     env["JUPYTER_TOKEN"] = token  # never on the command line, where any process can read it
                 command = self._command(workload, env=env, port=port, cwd=cwd, iso=iso)
+                sandboxed = iso.level in (sandbox.BWRAP_ROOT, sandbox.BWRAP)
+                writable, inner, serve_socket = [work_dir(wid), home], command, None
+                if workload.kind == "deployment" and sandboxed:
+                    # No network of its own: reached only through the bridge's unix socket (gateway).
+                    serve_socket = bridge.socket_path(directory, replica)
+                    bridge.prepare_socket_dir(serve_socket.parent, uid=iso.uid, gid=iso.gid)
+                    writable.append(serve_socket.parent)
+                    inner = bridge.launcher_argv(sys.executable, serve_socket, port, command)
                 argv = sandbox.wrap(
-                    iso, command=command, cwd=cwd, writable=[work_dir(wid), home],
-                    shared=self._allowed_paths(workload), hidden=[data_dir],
+                    iso, command=inner, cwd=cwd, writable=writable,
+                    shared=self._allowed_paths(workload), hidden=[data_dir], network=serve_socket is None,
                 )
                 record = self._spawn(
                     workload_id=wid, attempt=attempt, replica=replica, argv=argv, command=command, env=env, cwd=cwd,
-                    sandboxed=iso.level in (sandbox.BWRAP_ROOT, sandbox.BWRAP),
-                    memory=sandbox.memory_limit(workload.memory_mb * 1024 * 1024),
+                    sandboxed=sandboxed, memory=sandbox.memory_limit(workload.memory_mb * 1024 * 1024),
                 )
-                if port is not None:
+                if serve_socket is not None:
+                    record["socket"] = str(serve_socket)  # backend-private: the gateway's way in
+                elif port is not None:
                     record["port"] = port
                     endpoints.append(f"http://127.0.0.1:{port}/")
                 runtime["replicas"].append(record)
@@ -227,7 +236,10 @@ class LocalBackend(Backend):
         if workload.kind == "notebook":
             runtime.update(url=endpoints[0] if endpoints else "", token=token)
         elif workload.kind == "deployment":
-            runtime.update(url=endpoints[0] if endpoints else "", endpoints=endpoints)
+            from apps.deployments.selectors import deployment_gateway_url
+
+            # Sandboxed replicas have no TCP endpoint: they are reached through Cairn's gateway.
+            runtime.update(url=endpoints[0] if endpoints else deployment_gateway_url(workload), endpoints=endpoints)
         return runtime
 
     def _working_dir(self, workload: Workload) -> Path:

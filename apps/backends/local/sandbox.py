@@ -17,6 +17,9 @@ Four levels, chosen once per process from what the host offers (`isolation()`):
   none                   Cairn is not root and bwrap is missing: replicas are NOT isolated from
                          Cairn. Said at start-up, on the dashboard and in docs/local-backend.md.
 
+Deployments: with bubblewrap their replicas also get a network namespace of their own (private
+loopback, no network) and are reached through a unix socket (bridge.py, apps/deployments/gateway.py).
+
 Memory: the replica's memory request becomes RLIMIT_DATA of its processes (the host has no
 cgroup filesystem to enforce more). The argv builders here are pure; `isolation()` probes once.
 """
@@ -147,14 +150,17 @@ def _inside(path: str, roots: Sequence[str]) -> bool:
 
 def bwrap_argv(
     *, bwrap: str, command: Sequence[str], cwd: str, writable: Sequence[str], readable: Sequence[str] = (),
-    shared: Sequence[str] = (), hidden: Sequence[str] = (), devices: Sequence[str] = (),
+    shared: Sequence[str] = (), hidden: Sequence[str] = (), devices: Sequence[str] = (), network: bool = True,
 ) -> list[str]:
     """The bwrap command line that runs `command` in a sandbox: `readable` mounted read-only,
     `shared` (allowed paths) read-write where Unix permissions let the replica write, `hidden`
-    covered by an empty tmpfs where they lie inside those, `writable` read-write. Pure apart from
-    looking at which system directories exist (symlinks on merged-/usr systems)."""
+    covered by an empty tmpfs where they lie inside those, `writable` read-write. Without
+    `network` the sandbox gets a network namespace of its own: a private loopback, nothing else
+    (deployments: reached through a unix socket in a `writable` folder, see bridge.py). Pure apart
+    from looking at which system directories exist (symlinks on merged-/usr systems)."""
     argv = [
         bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        *([] if network else ["--unshare-net"]),
         "--hostname", "cairn-replica",
         *_system_binds(),
         "--proc", "/proc", "--dev", "/dev",
@@ -226,9 +232,9 @@ def gpu_devices() -> list[str]:
 
 def wrap(
     iso: Isolation, *, command: Sequence[str], cwd: Path, writable: Sequence[Path],
-    shared: Sequence[str] = (), hidden: Sequence[Path] = (),
+    shared: Sequence[str] = (), hidden: Sequence[Path] = (), network: bool = True,
 ) -> list[str]:
-    """`command` wrapped for this host's isolation level."""
+    """`command` wrapped for this host's isolation level (`network`: see bwrap_argv)."""
     command = list(command)
     if iso.uid is not None:
         command = drop_to_user_argv(uid=iso.uid, gid=iso.gid, command=command)
@@ -236,6 +242,7 @@ def wrap(
         return bwrap_argv(
             bwrap=iso.bwrap, command=command, cwd=str(cwd), writable=[str(p) for p in writable],
             readable=python_mounts(), shared=shared, hidden=[str(p) for p in hidden], devices=gpu_devices(),
+            network=network,
         )
     return command
 

@@ -1,9 +1,13 @@
 from rest_framework import serializers
 
 from apps.backends.kubernetes.manifests import DEPLOYMENT_PORT
+from apps.core.serializers import StrictSerializer
 from apps.workloads.api.isolation import IsolatedSpecMixin
-from apps.workloads.api.serializers import CommandField, WorkloadCreateSerializer
+from apps.workloads.api.serializers import CommandField, WorkloadCreateSerializer, WorkloadSerializer
 from apps.workloads.choices import Kind
+
+from ..models import KEY_PREFIX, DeploymentKey
+from ..selectors import deployment_gateway_url
 
 
 class DeploymentCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
@@ -23,3 +27,54 @@ class DeploymentCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
 
     def build_spec(self, data):
         return {**super().build_spec(data), "command": data["command"], "port": data["port"]}
+
+
+class DeploymentSerializer(WorkloadSerializer):
+    """A deployment as the API shows it: a workload plus the URL to call it through Cairn."""
+
+    gateway_url = serializers.SerializerMethodField(
+        help_text="Call the deployment here, with a project member's API token or a deployment key "
+                  "(docs/deployments.md).")
+
+    class Meta(WorkloadSerializer.Meta):
+        fields = [*WorkloadSerializer.Meta.fields, "gateway_url"]
+        read_only_fields = fields
+
+    def get_gateway_url(self, obj) -> str:
+        return deployment_gateway_url(obj) or ""
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        runtime = data.get("runtime")
+        if isinstance(runtime, dict) and isinstance(runtime.get("replicas"), list):
+            # Where a replica's socket lies is the backend's business (and the gateway's), not the API's.
+            data["runtime"] = {**runtime, "replicas": [
+                {k: v for k, v in r.items() if k != "socket"} if isinstance(r, dict) else r for r in runtime["replicas"]
+            ]}
+        return data
+
+
+class DeploymentKeySerializer(serializers.ModelSerializer):
+    display = serializers.SerializerMethodField()
+    active = serializers.BooleanField(source="is_active", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = DeploymentKey
+        fields = ["id", "name", "prefix", "display", "created_by", "created_at", "last_used_at", "revoked_at", "active"]
+        read_only_fields = fields
+
+    def get_display(self, obj: DeploymentKey) -> str:
+        return f"{KEY_PREFIX}{obj.prefix}_…"
+
+
+class DeploymentKeyCreateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+
+
+class DeploymentKeyCreatedSerializer(DeploymentKeySerializer):
+    key = serializers.CharField(read_only=True, help_text="The secret key. Shown once, never again.")
+
+    class Meta(DeploymentKeySerializer.Meta):
+        fields = [*DeploymentKeySerializer.Meta.fields, "key"]
+        read_only_fields = fields

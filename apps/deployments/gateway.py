@@ -1,0 +1,345 @@
+"""The deployment gateway: `/serve/<project>/<deployment>/<path>` forwarded to a replica.
+
+Answered straight from ASGI, ahead of Django (`with_gateway(app)` in config/asgi.py), so that
+request and response bodies stream both ways as they come: nothing is buffered, chunked
+responses and server-sent events reach the client chunk by chunk.
+
+- Who may call: access.py (API token or session of a project member, or a deployment key).
+  Cairn's credentials (Authorization, Cookie, X-Cairn-Deployment-Key) are never forwarded.
+- Where to: a running replica (selectors.deployment_targets): a sandboxed local replica through
+  its bridge's unix socket, an unsandboxed one on its 127.0.0.1 port, on Kubernetes the Service.
+  The replica with the fewest requests in flight from this server process gets the request.
+- A replica that refuses the connection (not listening yet, gone) is skipped: the request goes
+  once to another replica when that is safe (an idempotent method whose body has not been
+  streamed yet). No replica: 503. No status line and headers within SERVE_TIMEOUT_SECONDS: 504.
+- Responses may not set cookies on Cairn's origin (Set-Cookie is dropped) and are served with
+  `Content-Security-Policy: sandbox ...`, so a page a deployment serves cannot script Cairn's
+  origin (read its cookies, call its API as the visitor).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import re
+import weakref
+from collections import OrderedDict
+from http.cookies import SimpleCookie
+from urllib.parse import quote
+
+import httpx
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.http.request import split_domain_port, validate_host
+
+from .conf import setting
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "/serve/"
+ROUTE = re.compile(r"/serve/(?P<project>[^/]+)/(?P<name>[^/]+)(?P<rest>/.*)?", re.DOTALL)
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+# Not forwarded to the replica: hop-by-hop headers, and Cairn's credentials.
+_REQUEST_DROP = frozenset({
+    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
+    b"transfer-encoding", b"upgrade", b"host", b"authorization", b"cookie", b"x-cairn-deployment-key",
+    b"x-forwarded-for", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-prefix",
+})
+_RESPONSE_DROP = frozenset({
+    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
+    b"transfer-encoding", b"upgrade", b"set-cookie", b"content-security-policy", b"server", b"date",
+})
+_SANDBOX = b"sandbox allow-scripts allow-forms allow-popups allow-downloads allow-modals"
+_MAX_UNIX_PATH = 100  # bytes; an AF_UNIX address holds 107
+
+_outstanding: dict[str, int] = {}  # requests in flight per replica, in this process
+
+
+class _ClientGone(Exception):
+    pass
+
+
+# -- answers -------------------------------------------------------------------------------------
+
+async def _answer(send, status: int, detail: str, headers: list | None = None) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+# -- clients, one per replica socket and one for TCP, per event loop --------------------------------
+
+class _SocketClient:
+    """An httpx client for one unix socket. A path too long for an AF_UNIX address is reached
+    through /proc/self/fd/<a descriptor of its folder>/<name>, a short alias for it."""
+
+    def __init__(self, path: str):
+        self.dir_fd = None
+        uds = path
+        if len(os.fsencode(path)) > _MAX_UNIX_PATH:
+            folder, name = os.path.split(path)
+            self.dir_fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            uds = f"/proc/self/fd/{self.dir_fd}/{name}"
+        self.client = httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=uds), timeout=_timeout())
+
+    async def aclose(self) -> None:
+        try:
+            await self.client.aclose()
+        finally:
+            if self.dir_fd is not None:
+                os.close(self.dir_fd)
+                self.dir_fd = None
+
+
+def _timeout() -> httpx.Timeout:
+    # Reads and writes may pause as long as the stream needs; the headers' deadline is SERVE_TIMEOUT_SECONDS.
+    connect = float(setting("SERVE_CONNECT_TIMEOUT_SECONDS"))
+    return httpx.Timeout(connect=connect, read=None, write=None, pool=connect)
+
+
+class _Clients:
+    LIMIT = 256
+
+    def __init__(self):
+        self.tcp = httpx.AsyncClient(timeout=_timeout())
+        self.sockets: OrderedDict[str, _SocketClient] = OrderedDict()
+
+    def for_socket(self, path: str) -> httpx.AsyncClient:
+        found = self.sockets.get(path)
+        if found is None:
+            found = self.sockets[path] = _SocketClient(path)
+            while len(self.sockets) > self.LIMIT:
+                _, old = self.sockets.popitem(last=False)
+                asyncio.get_running_loop().create_task(old.aclose())
+        self.sockets.move_to_end(path)
+        return found.client
+
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Clients] = weakref.WeakKeyDictionary()
+
+
+def _clients_here() -> _Clients:
+    loop = asyncio.get_running_loop()
+    found = _clients.get(loop)
+    if found is None:
+        found = _clients[loop] = _Clients()
+    return found
+
+
+# -- the request ---------------------------------------------------------------------------------
+
+def _cookies(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    jar = SimpleCookie()
+    for name, value in headers:
+        if name == b"cookie":
+            try:
+                jar.load(value.decode("latin-1"))
+            except Exception:  # noqa: BLE001 - a malformed cookie header counts as none
+                continue
+    return {key: morsel.value for key, morsel in jar.items()}
+
+
+def _host_allowed(host: str) -> bool:
+    domain, _ = split_domain_port(host)
+    allowed = settings.ALLOWED_HOSTS or (["localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else [])
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def _upstream_headers(scope, raw: list[tuple[bytes, bytes]], prefix: str) -> list[tuple[bytes, bytes]]:
+    out = [(name, value) for name, value in raw if name not in _REQUEST_DROP]
+    client = scope.get("client")
+    host = dict(raw).get(b"host", b"")
+    if client:
+        out.append((b"x-forwarded-for", str(client[0]).encode()))
+    if host:
+        out.append((b"x-forwarded-host", host))
+    out.append((b"x-forwarded-proto", scope.get("scheme", "http").encode()))
+    out.append((b"x-forwarded-prefix", prefix.rstrip("/").encode()))
+    return out
+
+
+def _upstream_path(scope, prefix: str, rest: str) -> str:
+    raw = scope.get("raw_path") or b""
+    encoded_prefix = prefix.rstrip("/").encode()
+    if raw.startswith(encoded_prefix + b"/"):
+        path = raw[len(encoded_prefix):].decode("latin-1")
+    else:
+        path = quote(rest, safe="/:@!$&'()*+,;=-._~")
+    query = scope.get("query_string") or b""
+    return path + ("?" + query.decode("latin-1") if query else "")
+
+
+def _pick(targets, exclude: set[str]):
+    candidates = [t for t in targets if t.key not in exclude]
+    if not candidates:
+        return None
+    least = min(_outstanding.get(t.key, 0) for t in candidates)
+    return random.choice([t for t in candidates if _outstanding.get(t.key, 0) == least])
+
+
+async def serve(scope, receive, send) -> None:
+    path = scope.get("path", "")
+    match = ROUTE.fullmatch(path)
+    if match is None:
+        await _answer(send, 404, "Not found. Deployments are served at /serve/<project>/<deployment>/.")
+        return
+    raw_headers = list(scope.get("headers", ()))
+    headers = dict(raw_headers)
+    if not _host_allowed(headers.get(b"host", b"").decode("latin-1")):
+        await _answer(send, 400, "Invalid Host header.")
+        return
+    project, name, rest = match["project"], match["name"], match["rest"]
+    prefix = f"{PREFIX}{project}/{name}/"
+    if rest is None:  # /serve/p/d -> /serve/p/d/ (relative links in the app resolve under it)
+        query = scope.get("query_string") or b""
+        location = quote(prefix) + ("?" + query.decode("latin-1") if query else "")
+        await _answer(send, 308, "The deployment's root ends with a slash.", [(b"location", location.encode())])
+        return
+
+    from .access import authorize, credentials_from
+
+    creds = credentials_from(headers, _cookies(raw_headers))
+    method = scope.get("method", "GET")
+
+    def decide():
+        close_old_connections()
+        try:
+            return authorize(project=project, name=name, method=method, creds=creds)
+        finally:
+            close_old_connections()
+
+    decision = await sync_to_async(decide, thread_sensitive=False)()
+    if decision.status != 200:
+        extra = [(b"www-authenticate", b'Bearer realm="cairn"')] if decision.status == 401 else []
+        await _answer(send, decision.status, decision.detail, extra)
+        return
+    if not decision.targets:
+        await _answer(send, 503, f"Deployment '{name}' has no running replica to answer "
+                                 f"(it is {decision.workload_status or 'not running'}).")
+        return
+    await _forward(scope, receive, send, decision.targets, name=name, prefix=prefix, method=method,
+                   headers=_upstream_headers(scope, raw_headers, prefix),
+                   path=_upstream_path(scope, prefix, rest))
+
+
+async def _forward(scope, receive, send, targets, *, name, prefix, method, headers, path) -> None:
+    first = await receive()
+    if first["type"] == "http.disconnect":
+        return
+    first_body = first.get("body", b"")
+    streamed = {"started": False}
+    if first.get("more_body", False):
+        async def body():
+            streamed["started"] = True
+            yield first_body
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _ClientGone
+                yield message.get("body", b"")
+                if not message.get("more_body", False):
+                    return
+
+        content = body()
+    else:
+        content = first_body  # the whole body is here: it can be sent again to another replica
+
+    clients = _clients_here()
+    tried: set[str] = set()
+    timeout = float(setting("SERVE_TIMEOUT_SECONDS"))
+    while True:
+        target = _pick(targets, tried)
+        if target is None:
+            await _answer(send, 503, f"No replica of deployment '{name}' accepted the connection "
+                                     "(starting up, or stopping).")
+            return
+        tried.add(target.key)
+        if target.socket:
+            client, url = clients.for_socket(target.socket), f"http://replica{path}"
+        else:
+            client, url = clients.tcp, f"{target.url}{path}"
+        request = client.build_request(method, url, headers=headers, content=content)
+        _outstanding[target.key] = _outstanding.get(target.key, 0) + 1
+        try:
+            try:
+                async with asyncio.timeout(timeout):
+                    response = await client.send(request, stream=True)
+            except TimeoutError:
+                await _answer(send, 504, f"Deployment '{name}' did not answer within {timeout:g}s.")
+                return
+            except _ClientGone:
+                return
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
+                # Refused, or closed before any answer. Sent once more elsewhere when that cannot do
+                # harm: nothing reached the replica (refused), or the method is idempotent; and the
+                # body is still there to send.
+                logger.info("gateway: replica %s of %s failed before answering: %r", target.key, prefix, exc)
+                refused = not isinstance(exc, httpx.RemoteProtocolError)
+                if len(tried) < 2 and not streamed["started"] and (refused or method in IDEMPOTENT):
+                    continue
+                if refused:
+                    await _answer(send, 503, f"No replica of deployment '{name}' accepted the connection "
+                                             "(starting up, or stopping).")
+                else:
+                    await _answer(send, 502, f"A replica of deployment '{name}' closed the connection without "
+                                             "answering: it may not listen on $PORT yet, or it failed.")
+                return
+            except httpx.HTTPError as exc:
+                logger.warning("gateway: forwarding to %s failed: %r", target.key, exc)
+                await _answer(send, 502, f"Forwarding to deployment '{name}' failed: {exc.__class__.__name__}.")
+                return
+            await _relay(receive, send, response)
+            return
+        finally:
+            _outstanding[target.key] -= 1
+            if not _outstanding[target.key]:
+                del _outstanding[target.key]
+
+
+async def _relay(receive, send, response: httpx.Response) -> None:
+    """Send the replica's answer on as it comes, until it ends or the client goes away."""
+    out_headers = [(n.lower(), v) for n, v in response.headers.raw if n.lower() not in _RESPONSE_DROP]
+    out_headers += [(b"content-security-policy", _SANDBOX), (b"x-accel-buffering", b"no")]
+    try:
+        await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
+
+        async def pump():
+            async for chunk in response.aiter_raw():
+                if chunk:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        async def watch():
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+
+        pumping, watching = asyncio.create_task(pump()), asyncio.create_task(watch())
+        done, pending = await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        if pumping in done and pumping.exception() is not None:
+            # The replica broke off mid-answer: end without completing the response, so the
+            # client sees a truncated answer, not a complete one.
+            logger.info("gateway: a replica broke off its answer: %r", pumping.exception())
+    finally:
+        await response.aclose()
+
+
+def with_gateway(app):
+    """Wrap the HTTP ASGI application `app`: /serve/... goes to the gateway, the rest to `app`."""
+
+    async def application(scope, receive, send):
+        if scope["type"] == "http" and (scope.get("path", "") + "/").startswith(PREFIX):
+            await serve(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return application
