@@ -104,7 +104,9 @@ def test_open_a_notebook_that_is_not_running_is_409(alice, notebook, client_for)
 @pytest.mark.parametrize("who", ["alice", "bob"])
 def test_members_get_a_deployments_address(who, request, deployment, client_for):
     body = detail(client_for(request.getfixturevalue(who)), deployment, "deployments")
-    assert body["endpoint"] == f"http://127.0.0.1:{PORT}/"
+    # Cairn's gateway (docs/deployments.md), whatever address the replica listens on
+    assert body["endpoint"] == f"http://127.0.0.1:8000/serve/{deployment.project.slug}/{deployment.name}/"
+    assert PORT not in json.dumps(body)
     assert "endpoints" not in body["runtime"] and "url" not in body["runtime"]
 
 

@@ -43,15 +43,9 @@ class DeploymentSerializer(WorkloadSerializer):
     def get_gateway_url(self, obj) -> str:
         return deployment_gateway_url(obj) or ""
 
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        runtime = data.get("runtime")
-        if isinstance(runtime, dict) and isinstance(runtime.get("replicas"), list):
-            # Where a replica's socket lies is the backend's business (and the gateway's), not the API's.
-            data["runtime"] = {**runtime, "replicas": [
-                {k: v for k, v in r.items() if k != "socket"} if isinstance(r, dict) else r for r in runtime["replicas"]
-            ]}
-        return data
+    def get_endpoint(self, obj) -> str | None:
+        """For whoever may call it while it runs: the gateway, whatever backend serves it."""
+        return self.get_gateway_url(obj) if super().get_endpoint(obj) else None
 
 
 class DeploymentKeySerializer(serializers.ModelSerializer):
