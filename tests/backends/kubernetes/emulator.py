@@ -354,14 +354,16 @@ class KubeEmulator:
                         self.delete(p, ns, n, propagation=propagation)
             return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200, "metadata": {}}
 
-    def write_log(self, namespace: str, pod: str, text: str) -> None:
+    def write_log(self, namespace: str, pod: str, text: str, *, stamp_ns: int | None = None) -> None:
         """Append output to a pod's log, each line stamped with the time it is written (as the
-        kubelet does); stamps strictly increase, so two writes never share one."""
+        kubelet does; stamps then strictly increase), or all with `stamp_ns` (epoch nanoseconds:
+        lines that share one stamp, as a fast writer's may on a coarse clock)."""
         with self.lock:
             lines = self.log_lines.setdefault((namespace, pod), [])
             for line in text.splitlines(keepends=True):
-                self._last_log_ns = max(time.time_ns(), self._last_log_ns + 1)
-                lines.append((_nano_stamp(self._last_log_ns), line))
+                if stamp_ns is None:
+                    self._last_log_ns = max(time.time_ns(), self._last_log_ns + 1)
+                lines.append((_nano_stamp(self._last_log_ns if stamp_ns is None else stamp_ns), line))
 
     def read_log(self, namespace: str, pod: str, query: dict) -> str:
         with self.lock:

@@ -9,6 +9,7 @@ from channels.db import database_sync_to_async as sync_to_async
 from channels.testing.websocket import WebsocketCommunicator
 from django.test import AsyncClient
 
+from apps.backends.kubernetes.backend import KubernetesBackend
 from apps.backends.services import workload_dispatch
 from apps.workloads.models import Workload
 from apps.workloads.services import workload_transition
@@ -44,10 +45,40 @@ def test_rest_logs_of_a_kubernetes_job_come_from_its_pods(k8s_training, emulator
     assert response.content.decode() == "epoch 2\nepoch 3\n"
     assert client.get(f"{P}/{workload.pk}/logs/").content.decode() == "epoch 1\nepoch 2\nepoch 3\n"
     assert client.get(f"{P}/{workload.pk}/logs/?replica=1").content.decode() == '{"rank": 1, "loss": 0.5}\n'
-    assert client.get(f"{P}/{workload.pk}/logs/?tail=0").content.decode() == ""
+    assert client.get(f"{P}/{workload.pk}/logs/?tail=1").content.decode() == "epoch 3\n"
     # an explicit attempt
     assert client.get(f"{P}/{workload.pk}/logs/?replica=1&attempt=1").content.decode() == (
         '{"rank": 1, "loss": 0.5}\n')
+
+
+@pytest.mark.django_db
+def test_a_followed_pod_log_sends_each_line_once_and_carries_on_in_a_replacement_pod(k8s_training, emulator,
+                                                                                     kubelet):
+    workload, pods = k8s_training
+    reader = KubernetesBackend().log_reader(workload, replica=0, attempt=1, tail=None)
+    assert reader.read() == ""  # no output yet
+    stamp = time.time_ns()
+    emulator.write_log(NS, pods[0], "a\nb\n", stamp_ns=stamp)
+    assert reader.read() == ""  # asked again within a second: no look at the API
+    assert reader.read(final=True) == "a\nb\n"
+    emulator.write_log(NS, pods[0], "c\n", stamp_ns=stamp)  # the same nanosecond as a and b
+    emulator.write_log(NS, pods[0], "d\n")
+    assert reader.read(final=True) == "c\nd\n"
+    assert reader.read(final=True) == ""
+
+    # The pod is replaced (deleted, a new one with the same labels and index): found again.
+    old = emulator.get("pods", NS, pods[0])
+    emulator.delete("pods", NS, pods[0])
+    assert reader.read(final=True) == ""
+    kubelet.core.create_namespaced_pod(NS, {"metadata": {**{k: old["metadata"][k] for k in ("labels", "annotations")},
+                                                         "name": f"{pods[0]}-again"}, "spec": old["spec"]})
+    emulator.write_log(NS, f"{pods[0]}-again", "e\n")
+    assert reader.read(final=True) == "e\n"
+
+    # A later attempt starts from its beginning; its pods are not there yet.
+    assert reader.switch(2) == ""
+    assert reader.read(final=True) == ""
+    assert reader.attempt == 2
 
 
 @pytest.mark.django_db
