@@ -60,6 +60,40 @@ class ReplicaState:
         return f"Replica {self.replica} exited with code {self.exit_code}."
 
 
+LOG_FRAME_CHARS = 256 * 1024  # at most about this much output per LogReader.read() (one websocket frame)
+
+
+class LogReader(ABC):
+    """Follows the log of one replica, `tail -f` style, one bounded step at a time: the live
+    websocket topic `logs:<id>:<r>` and `GET .../logs/?follow=1` call `read()` in a worker thread,
+    look at the workload's status and attempt themselves, and stop by not calling it again.
+
+    Made by `Backend.log_reader()` in a synchronous context (that may read the database); `read`,
+    `switch` and `finish` never touch the database, so they may run in any thread.
+    """
+
+    def __init__(self, *, workload_id: int, replica: int, attempt: int, tail_lines: int | None):
+        self.workload_id = workload_id
+        self.replica = replica
+        self.attempt = attempt
+        self.tail_lines = tail_lines  # lines to start with (None: all); a switched-to attempt starts at 0
+
+    @abstractmethod
+    def read(self, *, final: bool = False) -> str:
+        """New output since the last call (at most about LOG_FRAME_CHARS), '' when there is none.
+
+        A reader whose log is remote may skip looking when asked again too soon (it polls at its
+        own pace); `final=True`, for draining an attempt that is over, always looks."""
+
+    @abstractmethod
+    def switch(self, attempt: int) -> str:
+        """Carry on with a later attempt's log from its beginning; returns what was held back."""
+
+    def finish(self) -> str:
+        """Output held back until the end (an incomplete UTF-8 sequence, say); '' by default."""
+        return ""
+
+
 class Backend(ABC):
     """Realise, signal, observe and read the logs of a workload's replicas."""
 
@@ -82,11 +116,17 @@ class Backend(ABC):
 
     @abstractmethod
     def logs(self, workload: Workload, *, replica: int, attempt: int, tail: int | None = None) -> str:
-        """The captured output of one replica of one attempt ('' when there is none)."""
+        """The captured output of one replica of one attempt ('' when there is none); tail = only
+        the last N lines. Raises TransientBackendError when the control plane keeps failing."""
+
+    @abstractmethod
+    def log_reader(self, workload: Workload, *, replica: int, attempt: int, tail: int | None) -> LogReader:
+        """A reader that follows one replica's log of `attempt`, starting with its last `tail`
+        lines (None: from the beginning)."""
 
 
-# backend name -> dotted path of its class. The Kubernetes backend is a later issue: until its
-# module exists, workloads on a Kubernetes cluster fail with BackendUnavailable.
+# backend name -> dotted path of its class. A backend whose module cannot be imported (say, the
+# `kubernetes` client is not installed) fails its workloads with BackendUnavailable.
 BACKENDS: dict[str, str] = {
     "local": "apps.backends.local.backend.LocalBackend",
     "kubernetes": "apps.backends.kubernetes.backend.KubernetesBackend",

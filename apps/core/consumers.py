@@ -272,12 +272,16 @@ class _ClusterTopic(_Topic):
 
 
 class _LogsTopic(_Topic):
-    def __init__(self, name: str, workload_id: int, replica: int, attempt: int):
-        from apps.workloads.api.logtail import LogTail
-
+    def __init__(self, name: str, reader):
         super().__init__(name)
-        self.tail = LogTail(workload_id=workload_id, replica=replica, attempt=attempt,
-                            tail_lines=LIVE_LOG_TAIL_LINES)
+        self.tail = reader  # a LogReader from the workload's backend (apps.backends.base)
+
+
+@database_sync_to_async
+def _open_log_reader(workload_id: int, replica: int, attempt: int):
+    from apps.workloads.api.logtail import open_log_reader
+
+    return open_log_reader(workload_id=workload_id, replica=replica, attempt=attempt, tail=LIVE_LOG_TAIL_LINES)
 
 
 class ProjectLiveConsumer(ProjectSocket, AsyncJsonWebsocketConsumer):
@@ -363,7 +367,11 @@ class ProjectLiveConsumer(ProjectSocket, AsyncJsonWebsocketConsumer):
                 if replica >= row["replicas"]:
                     await self._error(name, f"Replica {replica} does not exist; this workload has {row['replicas']}.")
                     return
-                topic = _LogsTopic(name, workload_id, replica, row["attempt"])
+                reader = await _open_log_reader(workload_id, replica, row["attempt"])
+                if reader is None:
+                    await self._error(name, f"Workload {workload_id} not found in project '{self.slug}'.")
+                    return
+                topic = _LogsTopic(name, reader)
         self.topics[name] = topic
         for group in topic.groups:
             self.group_refs[group] = self.group_refs.get(group, 0) + 1
@@ -462,9 +470,10 @@ class ProjectLiveConsumer(ProjectSocket, AsyncJsonWebsocketConsumer):
                 pass
 
     async def _follow_logs(self, topic: _LogsTopic) -> None:
-        """tail -f of one replica: read in a worker thread, at most LIVE_STREAM_FPS frames a
-        second; after a restart carry on with the new attempt; end once the workload has finished
-        and its log is drained."""
+        """tail -f of one replica through its backend's LogReader: read in a worker thread, at
+        most LIVE_STREAM_FPS frames a second; after a restart carry on with the new attempt; end
+        once the workload has finished and its log is drained (those last reads are `final`: a
+        reader that polls a remote log looks again instead of waiting for its next poll)."""
         from apps.workloads.choices import TERMINAL
 
         tail = topic.tail
@@ -473,7 +482,7 @@ class ProjectLiveConsumer(ProjectSocket, AsyncJsonWebsocketConsumer):
         switch_to: int | None = None
         finished: str | None = None
         while not self._gone:
-            text = await asyncio.to_thread(tail.read)
+            text = await asyncio.to_thread(tail.read, final=switch_to is not None or finished is not None)
             if text:
                 await self._send(topic, {"type": "logs", "attempt": tail.attempt, "text": text})
             elif switch_to is not None:  # the old attempt is drained

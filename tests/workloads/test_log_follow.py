@@ -55,6 +55,14 @@ async def test_follow_log_carries_on_across_a_restart_and_ends_when_terminal():
     assert [t async for t in follow_log(workload_id=workload.pk + 999, replica=0, attempt=None, tail=None)] == []
 
 
+async def test_follow_of_a_finished_workload_returns_its_log_and_ends():
+    workload = await sync_to_async(WorkloadFactory)(status=S.FAILED, attempt=1)
+    _write(workload.pk, 1, "only\n")
+    assert "".join([t async for t in follow_log(workload_id=workload.pk, replica=0, attempt=None, tail=None)]) == (
+        "only\n")
+    assert [t async for t in follow_log(workload_id=workload.pk, replica=0, attempt=3, tail=None)] == []
+
+
 async def test_over_asgi_lines_leave_as_written_and_a_disconnect_ends_the_follow_at_once(bob, project, pool):
     workload = await sync_to_async(WorkloadFactory)(project=project, pool=pool, status=S.RUNNING, attempt=1)
     token = await sync_to_async(make_token)(bob)

@@ -11,22 +11,29 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import math
+import re
+import time
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.utils import timezone
 
-from apps.backends.base import Backend, LaunchError, ReplicaState
+from apps.backends.base import LOG_FRAME_CHARS, Backend, LaunchError, LogReader, ReplicaState
 from apps.tracking import services as tracking_services
 from apps.workloads.deadlines import seconds_left
 
 from . import manifests as m
-from .client import ApiError, Clients, ConnectionNotConfigured, clients_for, kube_settings
+from .client import ApiError, Clients, ConnectionNotConfigured, TransientError, clients_for, kube_settings
 from .status import pod_view
 
 if TYPE_CHECKING:
     from apps.clusters.models import Cluster
     from apps.workloads.models import Workload
+
+logger = logging.getLogger(__name__)
 
 PODGROUPS = ("scheduling.volcano.sh", "v1beta1", "podgroups")
 
@@ -243,25 +250,151 @@ class KubernetesBackend(Backend):
         return [pod_view(p).state for p in sorted(pods, key=lambda p: p["metadata"]["name"])]
 
     def logs(self, workload: Workload, *, replica: int, attempt: int, tail: int | None = None) -> str:
+        """The log of the replica's pod (its `main` container). Raises TransientError when the API
+        keeps failing; '' when there is no such pod or no connection."""
         try:
             clients = clients_for(workload.pool.cluster)
         except ConnectionNotConfigured:
             return ""
-        pods = current_pods(pods_of(clients, workload), workload, attempt)
-        pods = sorted(pods, key=lambda p: p["metadata"]["name"])
-        chosen = [p for p in pods if pod_view(p).replica == replica] if workload.kind != "deployment" else pods[
-            replica:replica + 1]
-        if not chosen:
+        namespace = namespace_of(workload)
+        pod = replica_pod(clients, namespace, workload_id=workload.pk, kind=workload.kind, replica=replica,
+                          attempt=attempt)
+        if pod is None:
             return ""
         kwargs = {"container": m.CONTAINER}
-        if tail:
+        if tail is not None:
             kwargs["tail_lines"] = tail
         try:
-            text = clients.call(clients.core.read_namespaced_pod_log, chosen[0]["metadata"]["name"],
-                                namespace_of(workload), **kwargs)
+            return clients.call(clients.core.read_namespaced_pod_log, pod, namespace, text=True, **kwargs)
         except ApiError:
+            return ""  # the pod went away in between, or its container has not started yet
+
+    def log_reader(self, workload: Workload, *, replica: int, attempt: int, tail: int | None) -> PodLogReader:
+        try:
+            clients = clients_for(workload.pool.cluster)
+        except ConnectionNotConfigured:
+            clients = None
+        return PodLogReader(clients=clients, namespace=namespace_of(workload), workload_id=workload.pk,
+                            kind=workload.kind, replica=replica, attempt=attempt, tail_lines=tail)
+
+
+def replica_pod(clients: Clients, namespace: str, *, workload_id: int, kind: str, replica: int,
+                attempt: int) -> str | None:
+    """The name of the pod of replica `replica` of `attempt` (training; the other kinds have one
+    set of pods whatever the attempt), found by the labels the manifests put on pods."""
+    data = clients.call(clients.core.list_namespaced_pod, namespace, label_selector=f"{m.LABEL_WORKLOAD}={workload_id}")
+    pods = data.get("items") or []
+    if kind == "training":
+        pods = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(m.LABEL_ATTEMPT) == str(attempt)]
+    pods = sorted(pods, key=lambda p: p["metadata"]["name"])
+    # Job pods carry their completion index and StatefulSet pods their ordinal; a Deployment's
+    # pods have neither, so its replicas are its pods in name order.
+    chosen = pods[replica:replica + 1] if kind == "deployment" else [p for p in pods if pod_view(p).replica == replica]
+    return chosen[0]["metadata"]["name"] if chosen else None
+
+
+LOG_POLL_SECONDS = 1.0  # a followed pod log is asked for at most this often (plus final reads)
+_LOG_OVERLAP_SECONDS = 2  # each poll asks for a little more than the time since the last one
+_STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)")
+
+
+def _stamp_key(stamp: str) -> tuple[int, int] | None:
+    """(epoch seconds, nanoseconds) of an RFC3339(Nano) timestamp as `timestamps=true` prefixes
+    each log line with; None when it is not one."""
+    match = _STAMP.fullmatch(stamp)
+    if match is None:
+        return None
+    base, fraction, zone = match.groups()
+    when = datetime.fromisoformat(base + ("+00:00" if zone == "Z" else zone))
+    return int(when.timestamp()), int((fraction or "").ljust(9, "0"))
+
+
+class PodLogReader(LogReader):
+    """Follows a pod's log by polling the API (the official client's read_namespaced_pod_log):
+    first the last `tail_lines` lines, then, at most every LOG_POLL_SECONDS, the lines of the last
+    few seconds (`since_seconds`, measured from the previous successful poll with a monotonic
+    clock, so the node's clock need not agree with Cairn's) with `timestamps=true`; lines up to
+    the last one handed out are dropped by their timestamps, so none comes twice or is lost
+    between polls. A pod that is gone (404) is looked up again by its labels: a replaced pod's
+    output carries on. API failures read as "nothing new" and the next poll asks again."""
+
+    def __init__(self, *, clients: Clients | None, namespace: str, workload_id: int, kind: str, replica: int,
+                 attempt: int, tail_lines: int | None, poll_seconds: float = LOG_POLL_SECONDS):
+        super().__init__(workload_id=workload_id, replica=replica, attempt=attempt, tail_lines=tail_lines)
+        self._clients, self._namespace, self._kind, self._poll = clients, namespace, kind, poll_seconds
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pod: str | None = None
+        self._polled_at: float | None = None  # monotonic start of the last successful poll
+        self._looked_at = float("-inf")
+        self._last: tuple[int, int] | None = None  # timestamp of the last line handed out
+        self._at_last = 0  # how many lines with exactly that timestamp were handed out
+        self._pending = ""
+
+    def read(self, *, final: bool = False) -> str:
+        """Blocking HTTP: call it from a worker thread."""
+        if not self._pending:
+            if not final and time.monotonic() - self._looked_at < self._poll:
+                return ""
+            self._looked_at = time.monotonic()
+            self._pending = self._poll_once()
+        chunk, self._pending = self._pending[:LOG_FRAME_CHARS], self._pending[LOG_FRAME_CHARS:]
+        return chunk
+
+    def switch(self, attempt: int) -> str:
+        self.attempt, self.tail_lines = attempt, None
+        self._reset()
+        return ""
+
+    def _poll_once(self) -> str:
+        if self._clients is None or self.attempt < 1:
             return ""
-        return text if isinstance(text, str) else ""
+        clients, started = self._clients, time.monotonic()
+        try:
+            if self._pod is None:
+                self._pod = replica_pod(clients, self._namespace, workload_id=self.workload_id, kind=self._kind,
+                                        replica=self.replica, attempt=self.attempt)
+                if self._pod is None:
+                    return ""
+            kwargs: dict = {"container": m.CONTAINER, "timestamps": True}
+            if self._polled_at is not None:
+                kwargs["since_seconds"] = math.ceil(started - self._polled_at) + _LOG_OVERLAP_SECONDS
+            elif self.tail_lines is not None:
+                kwargs["tail_lines"] = self.tail_lines
+            text = clients.call(clients.core.read_namespaced_pod_log, self._pod, self._namespace, text=True, **kwargs)
+        except ApiError as exc:
+            if exc.status == 404:
+                self._pod = None  # gone or replaced: find the replica's pod again next time
+            return ""  # 400 while the container is still being created, ...: ask again later
+        except TransientError as exc:
+            logger.info("kubernetes: reading the log of %s/%s failed: %s", self._namespace, self._pod, exc)
+            return ""
+        self._polled_at = started
+        return self._new_lines(text)
+
+    def _new_lines(self, text: str) -> str:
+        out = []
+        old_last, old_count, repeats = self._last, self._at_last, 0
+        for line in text.splitlines(keepends=True):
+            stamp, _, rest = line.partition(" ")
+            key = _stamp_key(stamp)
+            if key is None:  # not stamped (should not happen): hand it out as it is
+                out.append(line)
+                continue
+            if old_last is not None:
+                if key < old_last:
+                    continue
+                if key == old_last:
+                    repeats += 1
+                    if repeats <= old_count:
+                        continue
+            out.append(rest)
+            if key == self._last:
+                self._at_last += 1
+            else:
+                self._last, self._at_last = key, 1
+        return "".join(out)
 
 
 def _scale_up(clients: Clients, manifest: dict) -> None:

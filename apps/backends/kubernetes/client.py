@@ -106,8 +106,11 @@ class Clients:
         self.custom = k8s.CustomObjectsApi(self.api)
         self.version = k8s.VersionApi(self.api)
 
-    def call(self, fn: Callable, *args, retries: int | None = None, **kwargs) -> dict | str:
-        """Call an API method; return the parsed JSON body (or text). Retries transient failures."""
+    def call(self, fn: Callable, *args, retries: int | None = None, text: bool = False, **kwargs) -> dict | str:
+        """Call an API method; return the parsed JSON body (or text). Retries transient failures.
+
+        text=True returns the body as text, never parsed: a pod log whose output happens to be
+        JSON ("42", a JSON line) is still the log."""
         retries = _opt("RETRIES") if retries is None else retries
         kwargs.setdefault("_request_timeout", (_opt("CONNECT_TIMEOUT"), _opt("REQUEST_TIMEOUT")))
         kwargs["_preload_content"] = False
@@ -118,7 +121,9 @@ class Clients:
                 time.sleep(delay * (0.5 + random.random() / 2))
             try:
                 response = fn(*args, **kwargs)
-                data = response.data.decode() if isinstance(response.data, bytes) else response.data
+                data = response.data.decode(errors="replace") if isinstance(response.data, bytes) else response.data
+                if text:
+                    return data or ""
                 try:
                     return json.loads(data) if data else {}
                 except ValueError:

@@ -29,7 +29,7 @@ from apps.workloads.workdir import WorkingDirError, resolve_working_dir
 
 from . import bridge, sandbox
 from . import env as replica_env_lib
-from .logs import read_log
+from .logs import FileLogReader, read_log
 from .paths import (
     attempt_dir,
     home_dir,
@@ -384,3 +384,6 @@ class LocalBackend(Backend):
 
     def logs(self, workload: Workload, *, replica: int, attempt: int, tail: int | None = None) -> str:
         return read_log(self.log_path(workload, replica=replica, attempt=attempt), tail=tail)
+
+    def log_reader(self, workload: Workload, *, replica: int, attempt: int, tail: int | None) -> FileLogReader:
+        return FileLogReader(workload_id=workload.pk, replica=replica, attempt=attempt, tail_lines=tail)

@@ -1,6 +1,14 @@
-"""Reading replica log files: whole, or the last N lines without reading the whole file."""
+"""Reading replica log files: whole, the last N lines without reading the whole file, or
+followed step by step (FileLogReader)."""
+import codecs
 import os
 from pathlib import Path
+
+from apps.backends.base import LOG_FRAME_CHARS, LogReader
+
+from .paths import replica_log_path
+
+INITIAL_BYTES = 1024 * 1024  # the first read of an attempt hands out at most this much of its tail
 
 _BLOCK = 64 * 1024
 
@@ -33,3 +41,50 @@ def read_log(path: Path, *, tail: int | None = None) -> str:
     except (FileNotFoundError, NotADirectoryError):
         return ""
     return data.decode("utf-8", errors="replace")
+
+
+class FileLogReader(LogReader):
+    """Follows a replica's log file: each read() is one bounded, non-blocking look at the file
+    (at most LOG_FRAME_CHARS bytes), decoded as UTF-8 across reads."""
+
+    def __init__(self, *, workload_id: int, replica: int, attempt: int, tail_lines: int | None = 500):
+        super().__init__(workload_id=workload_id, replica=replica, attempt=attempt, tail_lines=tail_lines)
+        self._position: int | None = None  # bytes of the file consumed; None = not opened yet
+        self._pending = b""  # read from the file but not yet handed out (the initial tail)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def read(self, *, final: bool = False) -> str:
+        """Blocking file I/O: call it from a worker thread. A local file is always looked at."""
+        if not self._pending:
+            self._pending = self._read_file()
+        chunk, self._pending = self._pending[:LOG_FRAME_CHARS], self._pending[LOG_FRAME_CHARS:]
+        return self._decoder.decode(chunk) if chunk else ""
+
+    def _read_file(self) -> bytes:
+        if self.attempt < 1:
+            return b""
+        try:
+            with open(replica_log_path(self.workload_id, self.attempt, self.replica), "rb") as f:
+                if self._position is None:
+                    end = os.fstat(f.fileno()).st_size
+                    if self.tail_lines is not None:
+                        data = tail_bytes(f, end=end, lines=self.tail_lines)[-INITIAL_BYTES:]
+                        self._position = end
+                        return data
+                    self._position = 0
+                f.seek(self._position)
+                data = f.read(LOG_FRAME_CHARS)
+                self._position += len(data)
+                return data
+        except (FileNotFoundError, NotADirectoryError):
+            return b""
+
+    def switch(self, attempt: int) -> str:
+        rest = self.finish()
+        self.attempt, self._position, self._pending, self.tail_lines = attempt, None, b"", None
+        self._decoder.reset()
+        return rest
+
+    def finish(self) -> str:
+        """The end of an incomplete UTF-8 sequence still held by the decoder, if any."""
+        return self._decoder.decode(b"", final=True)

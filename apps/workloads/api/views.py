@@ -102,11 +102,14 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
             OpenApiParameter("tail", int, description="Only the last N lines."),
             OpenApiParameter("follow", bool, description="Stream new output until the workload finishes."),
         ],
-        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR), **ERRORS},
+        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR), **ERRORS,
+                   503: OpenApiResponse(DetailSerializer, description="The backend's control plane (the Kubernetes "
+                                        "API) kept failing; try again.")},
         summary="Logs of one replica",
     )
     @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, PlainTextRenderer])
     def logs(self, request, project=None, pk=None):
+        from apps.backends.base import TransientBackendError
         from apps.backends.selectors import workload_log_read
 
         from .logtail import follow_log
@@ -128,4 +131,8 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
             response["X-Accel-Buffering"] = "no"
             response["Cache-Control"] = "no-cache"
             return response
-        return HttpResponse(workload_log_read(workload=workload, **kwargs), content_type="text/plain; charset=utf-8")
+        try:
+            text = workload_log_read(workload=workload, **kwargs)
+        except TransientBackendError as exc:
+            raise ServiceError(f"The log could not be read just now: {exc}", status_code=503) from None
+        return HttpResponse(text, content_type="text/plain; charset=utf-8")

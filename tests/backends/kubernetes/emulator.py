@@ -11,7 +11,12 @@ What it does like a real API server:
   that version was compacted away (`compact()`); `timeoutSeconds` ends a watch;
 - label selectors (=, ==, !=, in, notin, exists, !exists) and simple field selectors;
 - delete cascades to objects whose ownerReferences point at the deleted one (unless Orphan);
-- bearer-token authentication when a token is set.
+- bearer-token authentication when a token is set;
+- pod logs (`GET .../pods/<name>/log`): 404 for a missing pod; `tailLines`, `sinceTime`,
+  `sinceSeconds` and `timestamps` (each line prefixed with its RFC3339Nano time, trailing zeros
+  trimmed as Go does). Lines are written with `write_log()` (stamped when written) or set
+  whole in `logs[(namespace, pod)]` (all stamped 2026-01-01T00:00:00Z). `follow` is not
+  emulated: a follow request is answered like a plain read.
 
 Fault injection: `fail(method, path_contains, status, times)` answers the next matching requests
 with that status; `stall(method, path_contains, seconds, times)` delays them (client timeouts).
@@ -61,6 +66,20 @@ BY_PLURAL = {r.plural: r for r in RESOURCES}
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _nano_stamp(ns: int) -> str:
+    """RFC3339Nano as Go's time.Format writes it: the fraction's trailing zeros trimmed."""
+    seconds, nanos = divmod(ns, 1_000_000_000)
+    base = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = f"{nanos:09d}".rstrip("0")
+    return f"{base}.{fraction}Z" if fraction else f"{base}Z"
+
+
+def _stamp_seconds(stamp: str) -> float:
+    base, _, fraction = stamp.rstrip("Z").partition(".")
+    whole = datetime.strptime(base, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
+    return whole + (int(fraction.ljust(9, "0")) / 1e9 if fraction else 0.0)
 
 
 def merge_patch(target, patch):
@@ -154,7 +173,9 @@ class KubeEmulator:
         self.faults: list[dict] = []
         self.requests: list[tuple[str, str]] = []
         self.verbs: set[tuple[str, str, str]] = set()  # (api group, resource[/subresource], RBAC verb)
-        self.logs: dict[tuple[str, str], str] = {}
+        self.logs: dict[tuple[str, str], str] = {}  # whole text, every line stamped at one fixed time
+        self.log_lines: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (stamp, line) by write_log
+        self._last_log_ns = 0
         self.stopping = False
         self.server: ThreadingHTTPServer | None = None
 
@@ -333,6 +354,34 @@ class KubeEmulator:
                         self.delete(p, ns, n, propagation=propagation)
             return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200, "metadata": {}}
 
+    def write_log(self, namespace: str, pod: str, text: str, *, stamp_ns: int | None = None) -> None:
+        """Append output to a pod's log, each line stamped with the time it is written (as the
+        kubelet does; stamps then strictly increase), or all with `stamp_ns` (epoch nanoseconds:
+        lines that share one stamp, as a fast writer's may on a coarse clock)."""
+        with self.lock:
+            lines = self.log_lines.setdefault((namespace, pod), [])
+            for line in text.splitlines(keepends=True):
+                if stamp_ns is None:
+                    self._last_log_ns = max(time.time_ns(), self._last_log_ns + 1)
+                lines.append((_nano_stamp(self._last_log_ns if stamp_ns is None else stamp_ns), line))
+
+    def read_log(self, namespace: str, pod: str, query: dict) -> str:
+        with self.lock:
+            lines = list(self.log_lines.get((namespace, pod)) or [
+                ("2026-01-01T00:00:00Z", line) for line in self.logs.get((namespace, pod), "").splitlines(keepends=True)])
+        since = None
+        if query.get("sinceTime"):
+            since = _stamp_seconds(query["sinceTime"])
+        elif query.get("sinceSeconds"):
+            since = time.time() - int(query["sinceSeconds"])
+        if since is not None:
+            lines = [(stamp, line) for stamp, line in lines if _stamp_seconds(stamp) >= since]
+        if query.get("tailLines") is not None:
+            tail = int(query["tailLines"])
+            lines = lines[len(lines) - tail:] if tail > 0 else []
+        stamped = query.get("timestamps") in ("true", "1")
+        return "".join(f"{stamp} {line}" if stamped else line for stamp, line in lines)
+
     def events_since(self, rv: int) -> list[tuple[int, str, str, dict]]:
         return [h for h in self.history if h[0] > rv]
 
@@ -416,7 +465,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, {"kind": f"{resource.kind}List", "apiVersion": resource.group_version,
                                  "metadata": {"resourceVersion": str(em.current_rv)}, "items": items})
         elif method == "GET" and sub == "log":
-            self._send(200, em.logs.get((namespace, name), ""), "text/plain")
+            if em.get(plural, namespace, name) is None:
+                self._send(404, _status(404, "NotFound", f'pods "{name}" not found'))
+            else:
+                self._send(200, em.read_log(namespace, name, query), "text/plain")
         elif method == "GET":
             obj = em.get(plural, namespace, name)
             if obj is None:
