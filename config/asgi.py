@@ -20,9 +20,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from apps.core import logsafe  # noqa: E402
-from apps.core.routing import websocket_urlpatterns  # noqa: E402
 from apps.core.wsauth import OriginGate  # noqa: E402
 from apps.deployments.gateway import with_gateway  # noqa: E402
+from apps.portal.routing import websocket_urlpatterns  # noqa: E402
 from apps.tracking.asgi import with_ingest_fast_path  # noqa: E402
 
 logsafe.install()

@@ -12,7 +12,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", ApiRedocView.as_view(url_name="schema"), name="api-redoc"),
-    path("api/v1/", include("apps.core.api.urls")),
+    path("api/v1/", include("apps.portal.api.urls")),
     path("metrics", MetricsView.as_view(), name="metrics"),
     # Browsers ask for /favicon.ico on pages that do not link an icon (admin, API docs).
     path("favicon.ico", lambda request: HttpResponsePermanentRedirect(static("cairn/favicon.svg")), name="favicon"),

@@ -1,4 +1,4 @@
-"""Page routes (the API lives under /api/v1/, see apps/core/api/urls.py)."""
+"""Page routes (the API lives under /api/v1/, see apps/portal/api/urls.py)."""
 from django.urls import path, re_path
 
 from . import views

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "apps.tracking",
     "apps.telemetry",
     "apps.audit",
+    "apps.portal",  # the composition root: API root, websocket hub, run_embedded, seed_demo
 ]
 
 MIDDLEWARE = [

@@ -1,4 +1,4 @@
-"""Audit routes, included from apps/core/api/urls.py."""
+"""Audit routes, included from apps/portal/api/urls.py."""
 from django.urls import path
 
 from .views import AuditEventViewSet, ProjectAuditEventViewSet

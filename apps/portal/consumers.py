@@ -17,8 +17,8 @@ from collections import deque
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from .realtime import project_group
-from .wsauth import ProjectSocket
+from apps.core.realtime import project_group
+from apps.core.wsauth import ProjectSocket
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-import apps.core.consumers as consumers
+import apps.portal.consumers as consumers
 from apps.backends.local.paths import replica_log_path
 from apps.clusters.services import node_cordon
 from apps.projects.models import Membership
