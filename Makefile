@@ -69,6 +69,7 @@ run: venv frontend sandbox
 
 test: venv frontend chromium sandbox
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 	cd frontend && npm test
 	scripts/with-test-services.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -79,6 +80,7 @@ api-types: venv
 
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 
 bench: venv
 	@echo "See docs/benchmarks.md for the benchmark commands."

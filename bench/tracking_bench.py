@@ -473,7 +473,7 @@ def _channel_layer() -> str:
 def _entry_note(args) -> str:
     if args.asgi == "config.asgi:application":
         return ""
-    return " (with the ingestion entry)" if args.asgi == "apps.tracking.asgi:application" else f" ({args.asgi})"
+    return " (with the ingestion entry)" if args.asgi in ("config.asgi:application", "apps.tracking.asgi:application") else f" ({args.asgi})"
 
 
 # ---- docs -----------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 """Admin for projects and their members."""
+from django.apps import apps as django_apps
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
@@ -10,7 +11,6 @@ from apps.accounts.models import User
 from apps.audit.choices import AuditAction
 from apps.audit.services import audit_record
 from apps.core.admin import ServiceDeleteMixin
-from apps.workloads.models import Workload
 
 from .choices import Role
 from .models import Membership, Project
@@ -91,7 +91,8 @@ class ProjectAdmin(MembershipAuditMixin, ServiceDeleteMixin, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:
         return super().get_queryset(request).annotate(
-            member_total=_count(Membership), workload_total=_count(Workload)
+            # By name: projects sits below workloads and does not import it.
+            member_total=_count(Membership), workload_total=_count(django_apps.get_model("workloads", "Workload"))
         )
 
     @admin.display(description="members", ordering="member_total")

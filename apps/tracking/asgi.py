@@ -125,13 +125,3 @@ def with_ingest_fast_path(app):
 
     return application
 
-
-def __getattr__(name: str):
-    """`apps.tracking.asgi:application` is kept as an alias of config.asgi's application, which
-    now includes this entry (the benchmarks of docs/benchmarks.md name it)."""
-    if name == "application":
-        from config.asgi import application
-
-        globals()["application"] = application
-        return application
-    raise AttributeError(name)

@@ -322,3 +322,9 @@ def workload_validate_pool(*, project: Project, pool_name: str | None) -> Resour
     if not pools:
         raise ServiceError(f"Project '{project.slug}' has no quota on any pool; ask an admin for one, or name a pool.")
     raise ServiceError("This project has quota on several pools: say which one with 'pool'.")
+
+
+def project_has_no_unfinished_workloads(project) -> None:
+    """Registered with projects' delete checks: a project with unfinished workloads stays."""
+    if Workload.objects.filter(project=project).exclude(status__in=TERMINAL).exists():
+        raise ConflictError("The project still has unfinished workloads; stop them first.")
