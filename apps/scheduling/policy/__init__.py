@@ -23,7 +23,7 @@ The semantics (docs/scheduling.md has the user-facing version):
 - Backfill: the first workload of a pool blocked by capacity gets a reservation (its future
   placement is held), so later, smaller workloads fill around it without starving it.
 
-The package, one module per concept; each imports only from the ones above it in this list (a
+The package has one module per concept; each imports only from the ones above it in this list (a
 test checks it), and none imports Django, the ORM or anything that does I/O:
 
 - `snapshot`: the input and output types (`Snapshot`, `NodeState`, `QuotaState`,
