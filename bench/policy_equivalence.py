@@ -1,10 +1,11 @@
 """Same decisions from two versions of the scheduling policy, on the scenarios of benchmarks a-d.
 
-For a refactor of apps/scheduling/policy that must not change behaviour. Keep the old version
-aside first (a single file or a package directory), e.g.
-`git show main:apps/scheduling/policy.py > /tmp/policy_ref.py`, then
+For a refactor of apps/scheduling/policy that must not change behaviour. Put the old version
+aside first, a package directory (`mkdir /tmp/ref && git archive REV apps/scheduling/policy | tar
+-x -C /tmp/ref`) or, from before the package, a single file (`git show
+REV:apps/scheduling/policy.py > /tmp/policy_ref.py`), then
 
-    python bench/policy_equivalence.py --reference /tmp/policy_ref.py [--only a b c d]
+    python bench/policy_equivalence.py --reference /tmp/ref/apps/scheduling/policy [--only a b c d]
 
 runs every scenario once with the policy in the checkout and once with the reference, each in a
 process of its own (the reference is loaded as `apps.scheduling.policy`, so the simulator and
