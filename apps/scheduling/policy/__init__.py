@@ -1,0 +1,73 @@
+"""The scheduling policy: a pure function over plain data (no ORM, no I/O).
+
+`schedule(snapshot)` takes nodes, quotas, running and pending workloads and returns one decision
+per pending workload (`Admit` with a placement, or `Wait` with a reason, an optional estimated
+start and its queue position) plus `Preempt` decisions for running workloads that must make
+room. The same function runs in the service, in the unit tests and in the trace simulator.
+
+The semantics (docs/scheduling.md has the user-facing version):
+
+- Order: work within its project's nominal before work that would borrow, then priority class
+  (P0 first), then fair share (the project's dominant share of its nominal quota in the pool,
+  updated as the cycle admits), then submit time.
+- Quota per project and pool: `nominal` is guaranteed; projects of a pool form a cohort and may
+  borrow each other's unused nominal up to their `borrowing_limit`, while a `lending_limit`
+  keeps the rest of a lender's nominal private. GPU-hour budgets are checked at admission.
+- Gang: all replicas are placed at once or none is.
+- Placement: per-GPU accounting in milli-GPU; candidates come from best-fit buckets (fewest
+  whole free GPUs first) and the one that adds the least fragmentation for the current task mix
+  wins (the FGD idea); multi-replica workloads stay in the fewest topology domains.
+- Preemption: a higher priority preempts lower priorities of its own project; a project within
+  its nominal reclaims from borrowers; the victim set is minimal; non-preemptible workloads are
+  never chosen. Victims are stopped gracefully by the service and requeued.
+- Backfill: the first workload of a pool blocked by capacity gets a reservation (its future
+  placement is held), so later, smaller workloads fill around it without starving it.
+
+The package has one module per concept; each imports only from the ones above it in this list (a
+test checks it), and none imports Django, the ORM or anything that does I/O:
+
+- `snapshot`: the input and output types (`Snapshot`, `NodeState`, `QuotaState`,
+  `PendingWorkload`, `RunningWorkload`, `Admit`, `Wait`, `WaitKind`, `Preempt`) and the defaults;
+- `quota`: quota, borrowing, lending, claims and GPU-hour budgets per pool (`_Cohort`);
+- `placement`: per-GPU free capacity, best-fit candidates, fragmentation and stranded GPUs, the
+  GPU-node reserve, topology domains (`_Pool`);
+- `state`: a cycle's working state over the pools and cohorts, and the moves all parts share;
+- `ordering`: the order of pending work, fair share, bounded wait;
+- `preemption`: victims, minimal victim sets, anti-thrash protection, preemptors' claims;
+- `backfill`: the reservation for a pool's first capacity-blocked workload;
+- `reasons`: capacity reasons and memoised waits;
+- `cycle`: `_Cycle` (the parts above combined) and `schedule(snapshot)`, the entry point.
+
+Import from the package (`from apps.scheduling.policy import schedule, Snapshot, ...`), not from
+its modules: the names below are the package's interface. The underscored ones are the policy's
+insides that the simulator (`_Cycle`), the tests (`_Cycle`, `_Cohort`) and the placement
+benchmarks (`_Pool`) drive directly.
+"""
+from .cycle import _Cycle, schedule
+from .placement import _Pool, kept_for_gpus
+from .quota import QuotaBlock, _Cohort
+from .snapshot import (
+    DEFAULT_GPU_NODE_RESERVE,
+    DEFAULT_REPREEMPT_MIN_RUNTIME,
+    DEFAULT_STARVATION_SECONDS,
+    GPU,
+    WAIT_KIND_LABELS,
+    Admit,
+    Decision,
+    NodeState,
+    PendingWorkload,
+    Preempt,
+    QuotaState,
+    Resources,
+    RunningWorkload,
+    Snapshot,
+    Wait,
+    WaitKind,
+)
+
+__all__ = [
+    "DEFAULT_GPU_NODE_RESERVE", "DEFAULT_REPREEMPT_MIN_RUNTIME", "DEFAULT_STARVATION_SECONDS", "GPU", "WAIT_KIND_LABELS",
+    "Admit", "Decision", "NodeState", "PendingWorkload", "Preempt", "QuotaBlock", "QuotaState", "Resources",
+    "RunningWorkload", "Snapshot", "Wait", "WaitKind", "kept_for_gpus", "schedule",
+    "_Cohort", "_Cycle", "_Pool",
+]

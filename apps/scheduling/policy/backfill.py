@@ -1,0 +1,64 @@
+"""Backfill and reservations: the first capacity-blocked workload of a pool gets the resources it
+will have as running work ends (with the estimated start), and smaller work fills around it."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from .placement import _Pool
+from .snapshot import RunningWorkload, Wait, WaitKind, _fmt
+from .state import _CycleState, _usage
+
+
+class _Backfill(_CycleState):
+    def _reserve(self, w, pool: _Pool, shape, models) -> Wait | None:
+        """Hold, for the first capacity-blocked workload of the pool, the resources it will get
+        when running workloads end (earliest expected end first); smaller work backfills around."""
+        cohort = self.cohorts[w.pool]
+        need = tuple(x * w.replicas for x in shape)
+        pending_release = sorted(
+            (r for r in self.running.values() if r.pool == w.pool and r.id not in self.victims),
+            key=lambda r: (r.expected_end is None, r.expected_end or datetime.max, r.id),
+        )
+        released: list[RunningWorkload] = []
+        found = False
+        step = 1
+        i = 0
+        while i < len(pending_release):
+            batch = pending_release[i:i + step]
+            i += len(batch)
+            for r in batch:
+                self._release_running(r)
+            released.extend(batch)
+            trial = pool.place_gang(shape, w.replicas, models)
+            if trial is not None:
+                self._undo(pool, trial, shape)
+                found = True
+                break
+            step = min(step * 2, 64)
+        for r in reversed(released):
+            self._release_running(r, sign=1)
+        if not found:
+            return None
+        # Shrink the last batch to the exact workload whose end makes it fit.
+        while len(released) > 1:
+            last = released.pop()
+            for r in released:
+                self._release_running(r)
+            trial = pool.place_gang(shape, w.replicas, models)
+            if trial is not None:
+                self._undo(pool, trial, shape)
+            for r in reversed(released):
+                self._release_running(r, sign=1)
+            if trial is None:
+                released.append(last)
+                break
+        if not self._plan_and_hold(w, pool, shape, models, released):
+            return None
+        self.reserved_pools.add(w.pool)
+        cohort.claim(w.project, need, freed=[(r.project, _usage(r)) for r in released])
+        ends = [r.expected_end for r in released]
+        eta = max(ends) if ends and all(e is not None for e in ends) else None
+        when = f" (expected at {eta.isoformat(timespec='seconds')})" if eta else ""
+        return Wait(w.id, f"reserved: pool '{w.pool}' is full for {w.replicas} replica(s) of {_fmt(shape)}; "
+                          f"capacity is reserved for it as {len(released)} running workload(s) end{when}, "
+                          f"and smaller work backfills around it", eta, kind=WaitKind.RESERVED)

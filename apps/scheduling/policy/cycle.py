@@ -1,0 +1,81 @@
+"""The cycle: `schedule(snapshot)`, the package's entry point. One pass over the pending work in
+order, a decision for each (constraint, budget, quota, placement, preemption, reservation),
+queue positions for those that wait."""
+from __future__ import annotations
+
+from .backfill import _Backfill
+from .ordering import _Ordering
+from .placement import _models, _placement
+from .preemption import _Preemption
+from .reasons import _Reasons
+from .snapshot import Admit, Decision, PendingWorkload, Preempt, Snapshot, Wait, WaitKind
+
+
+class _Cycle(_Ordering, _Preemption, _Backfill, _Reasons):
+    def run(self) -> list[Decision]:
+        decisions: list[Decision] = []
+        positions: dict[str, int] = {}
+        memo: dict[tuple, tuple[tuple, str, str]] = {}
+        for w in self._order():
+            key = self._class_key(w)
+            state = self._state(w.pool)
+            hit = memo.get(key) if key is not None else None
+            if hit is not None and hit[0] == state:
+                reason, eta, kind = hit[1], None, hit[2]
+            else:
+                decision, preempts = self._decide(w)
+                decisions.extend(preempts)
+                if isinstance(decision, Admit):
+                    decisions.append(decision)
+                    continue
+                reason, eta, kind = decision.reason, decision.estimated_start, decision.kind
+                if key is not None and not preempts and eta is None and self._state(w.pool) == state:
+                    memo[key] = (state, reason, kind)
+            positions[w.pool] = position = positions.get(w.pool, 0) + 1
+            decisions.append(Wait(w.id, reason, eta, position, kind))
+        return decisions
+
+    def _decide(self, w: PendingWorkload) -> tuple[Admit | Wait, list[Preempt]]:
+        cohort = self.cohorts[w.pool]
+        pool = self.pools[w.pool]
+        shape = w.per_replica.as_tuple()
+        need = tuple(x * w.replicas for x in shape)
+        models = _models(w)
+        if models is not None and not (models & pool.models):
+            return Wait(w.id, f"constraint: pool '{w.pool}' has no schedulable node with GPU model "
+                              f"{' or '.join(sorted(models))}", kind=WaitKind.CONSTRAINT), []
+        if not pool.nodes:
+            return Wait(w.id, f"capacity: pool '{w.pool}' has no schedulable node", kind=WaitKind.CAPACITY), []
+        budget = cohort.budget_check(w.project, w, need[0])
+        if budget:
+            return Wait(w.id, budget, kind=WaitKind.BUDGET), []
+        quota = cohort.check(w.project, need)
+        if quota is None:
+            done = self._try_place(pool, shape, w.replicas, models)
+            if done is not None:
+                cohort.add(w.project, need)
+                cohort.charge_budget(w.project, w, need[0])
+                return Admit(w.id, _placement(done)), []
+        if w.id in self.awaiting:
+            self._keep_claim(w, cohort, pool, shape, need, models)
+            ids = ", ".join(str(i) for i in sorted(self.awaiting[w.id]))
+            eta = max((r.expected_end for i in self.awaiting[w.id] if (r := self.running.get(i)) is not None
+                       and r.expected_end is not None), default=None)
+            return Wait(w.id, f"preempting: waiting for {len(self.awaiting[w.id])} preempted workload(s) ({ids}) "
+                              f"to exit", eta, kind=WaitKind.PREEMPTING), []
+        if self.snap.preemption:
+            found = self._preempt(w, cohort, pool, shape, need, models)
+            if found is not None:
+                return found
+        if quota is None and self.snap.reservations and w.pool not in self.reserved_pools:
+            reserved = self._reserve(w, pool, shape, models)
+            if reserved is not None:
+                return reserved, []
+        if quota is not None:
+            return Wait(w.id, quota.reason, kind=quota.kind), []
+        return Wait(w.id, self._capacity_reason(w, pool, models, shape), kind=WaitKind.CAPACITY), []
+
+
+def schedule(snapshot: Snapshot) -> list[Decision]:
+    """One scheduling cycle: a decision for every pending workload, plus preemptions."""
+    return _Cycle(snapshot).run()

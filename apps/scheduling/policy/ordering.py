@@ -1,0 +1,75 @@
+"""Ordering and fair share: the order in which a cycle considers pending work (within nominal
+before borrowing, bounded wait, priority, dominant share, submit time; requeued victims after
+their preemptor)."""
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable
+
+from .snapshot import PendingWorkload
+from .state import _CycleState
+
+
+class _Ordering(_CycleState):
+    # Ordering. Work that fits in its project's nominal comes before work that would borrow (as
+    # in Kueue: nominal is guaranteed, so a reclaim is not undone by a borrower taking the freed
+    # resources back); then priority, then fair share, then submit time. Within a project, a
+    # higher priority always goes first. Dynamic: shares change as the cycle admits.
+    #
+    # A workload requeued after a preemption is not considered before its preemptor while that
+    # one is pending: otherwise a borrower could take back the very resources it was preempted
+    # to free (ordered first because its project's head differs), and the preemptor would
+    # preempt again, and again (preemption ping-pong). Its project's queue waits meanwhile.
+    def _order(self) -> Iterable[PendingWorkload]:
+        queues: dict[tuple[str, str], list[PendingWorkload]] = {}
+        for w in self.snap.pending:
+            queues.setdefault((w.pool, w.project), []).append(w)
+        pending = {w.id for w in self.snap.pending}
+        decided: set[int] = set()
+        held: dict[int, list[tuple[str, str]]] = {}  # preemptor id -> queues waiting for it
+        heap = []
+        for key, items in queues.items():
+            items.sort(key=lambda w: (w.priority, w.submitted_at, w.id), reverse=True)
+            heap.append(self._entry(key, items[-1]))
+        heapq.heapify(heap)
+        while heap or held:
+            if not heap:  # only holds left (preemptors waiting on each other): release them all
+                for keys in held.values():
+                    heap.extend(self._entry(k, queues[k][-1]) for k in keys)
+                held.clear()
+                pending = set()
+                heapq.heapify(heap)
+                continue
+            key = heapq.heappop(heap)[-1]
+            items = queues[key]
+            by = items[-1].preempted_by
+            if by is not None and by in pending and by not in decided and by != items[-1].id:
+                held.setdefault(by, []).append(key)
+                continue
+            w = items.pop()
+            yield w
+            decided.add(w.id)
+            if items:
+                heapq.heappush(heap, self._entry(key, items[-1]))
+            for k in held.pop(w.id, ()):
+                heapq.heappush(heap, self._entry(k, queues[k][-1]))
+
+    def _entry(self, key, w: PendingWorkload):
+        cohort = self.cohorts.get(w.pool)
+        q = cohort.quotas.get(w.project) if cohort is not None else None
+        fresh = not self._starving(w)
+        if q is None:
+            return (True, fresh, w.priority, math.inf, w.submitted_at, w.id, key)
+        share = self._shares.get(key)
+        if share is None or share[0] != cohort.version:  # recomputed only when usage changed
+            share = self._shares[key] = (cohort.version, q.share())
+        r, used, nominal = w.per_replica, q.used, q.nominal
+        borrows = (used[0] + r.gpu_milli * w.replicas > nominal[0] or used[1] + r.cpu_milli * w.replicas > nominal[1]
+                   or used[2] + r.memory_mb * w.replicas > nominal[2])
+        return (borrows, fresh, w.priority, share[1], w.submitted_at, w.id, key)
+
+    def _starving(self, w: PendingWorkload) -> bool:
+        limit = self.snap.starvation_seconds
+        return (bool(limit) and self.now is not None and w.submitted_at is not None
+                and w.preempted_by is None and (self.now - w.submitted_at).total_seconds() >= limit)

@@ -1,0 +1,145 @@
+"""Preemption: victims for a pending workload (its own project's lower priorities, other
+projects' borrowed work when it reclaims its nominal or takes lent quota), minimal victim sets,
+anti-thrash protection, and the claim a preemptor keeps while its victims exit."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from .placement import _Pool
+from .quota import _Cohort
+from .snapshot import Preempt, RunningWorkload, Wait, WaitKind
+from .state import _CycleState, _usage
+
+
+class _Preemption(_CycleState):
+    def _fits(self, w, cohort: _Cohort, pool: _Pool, shape, need, models) -> bool:
+        if cohort.check(w.project, need) is not None:
+            return False
+        trial = pool.place_gang(shape, w.replicas, models)
+        if trial is None:
+            return False
+        self._undo(pool, trial, shape)
+        return True
+
+    def _preempt(self, w, cohort: _Cohort, pool: _Pool, shape, need, models):
+        in_nominal = cohort.within_nominal(w.project, need)
+        # Victim sets only shrink and claims only grow during a cycle: a failed search stays failed.
+        key = (w.pool, w.project, w.priority, shape, w.replicas, models, in_nominal)
+        if key in self.preempt_failed:
+            return None
+        own = [(1, -r.priority, -_ts(r.admitted_at), -r.id, r) for r in self.candidates.get((w.pool, w.project), ())
+               if r.priority > w.priority and r.id not in self.victims]
+        if in_nominal:
+            # Reclaim: other projects' borrowed work, whatever its priority.
+            chosen = self._victims(w, cohort, pool, shape, need, models, own + self._borrowed(w, cohort, need))
+        else:
+            # Beyond its nominal a workload preempts its own project's lower priority work. Where it
+            # would, it takes instead, if that is enough, lower priority work that other projects
+            # run on borrowed quota (as Kueue's borrowWithinCohort): that quota is lent, not owned,
+            # and the project keeps what it runs within its own. Only as a substitute: where its
+            # own work would not do, it preempts nothing (and the search stays as cheap as that).
+            chosen = self._victims(w, cohort, pool, shape, need, models, own)
+            if chosen is not None:
+                lent = self._borrowed(w, cohort, need, below=w.priority)
+                if lent:
+                    chosen = self._victims(w, cohort, pool, shape, need, models, own + lent) or chosen
+        if chosen is None:
+            self.preempt_failed.add(key)
+            return None
+        self._plan_and_hold(w, pool, shape, models, chosen)
+        # Later workloads cannot take its quota (beyond what the victims give back).
+        cohort.claim(w.project, need, freed=[(r.project, _usage(r)) for r in chosen])
+        for r in chosen:
+            self.victims.add(r.id)
+        names = ", ".join(str(r.id) for r in chosen)
+        if not any(r.project != w.project for r in chosen):
+            why = "higher priority"
+        else:
+            why = "quota reclaim" if in_nominal else "higher priority, on borrowed quota"
+        preempts = [Preempt(r.id, w.id, f"Preempted by workload {w.id} ({why}, P{w.priority}).") for r in chosen]
+        eta = self.now + timedelta(seconds=self.snap.grace_seconds) if self.now else None
+        return Wait(w.id, f"preempting: waiting for {len(chosen)} preempted workload(s) ({names}) to exit",
+                    eta, kind=WaitKind.PREEMPTING), preempts
+
+    def _borrowed(self, w, cohort: _Cohort, need, below: int | None = None) -> list[tuple]:
+        """Preemption candidates among other projects' work while those projects borrow what w
+        needs (of lower priority than `below` if given); recently re-admitted victims are spared
+        (anti-thrash)."""
+        protected_since = self._protected_since()
+        out = []
+        for project in sorted(cohort.borrowers):
+            if project == w.project:
+                continue
+            for r in self.candidates.get((w.pool, project), ()):
+                if r.id in self.victims or (below is not None and r.priority <= below):
+                    continue
+                if not cohort.runs_borrowed(project, r.per_replica.as_tuple(), need):
+                    continue
+                if (protected_since is not None and r.preemptions and r.admitted_at is not None
+                        and r.admitted_at > protected_since):
+                    continue  # preempted before and re-admitted too recently: not again yet
+                out.append((0, -r.priority, -_ts(r.admitted_at), -r.id, r))
+        return out
+
+    def _victims(self, w, cohort: _Cohort, pool: _Pool, shape, need, models, candidates) -> list | None:
+        """The minimal set of candidates whose exit lets w fit (quota and placement), or None.
+        Leaves the cycle's state as it found it."""
+        if not candidates:
+            return None
+        # Cheap bound first: even all candidates together may not free enough GPUs.
+        releasable = sum(c[4].per_replica.gpu_milli * len(c[4].placement) for c in candidates)
+        if pool.free_gpu + releasable < need[0]:
+            return None
+        # Borrowers first, then the lowest priority, then the most recently admitted (then submitted).
+        candidates = sorted(candidates, key=lambda c: c[:4])
+        chosen: list[RunningWorkload] = []
+        fits = False
+        for *_, r in candidates:
+            if r.project != w.project and not cohort.runs_borrowed(r.project, r.per_replica.as_tuple(), need):
+                continue  # no longer borrowing after earlier victims: reclaim stops at its nominal
+            self._release_running(r)
+            chosen.append(r)
+            if (pool.free_gpu >= need[0] and cohort.check(w.project, need) is None
+                    and self._fits(w, cohort, pool, shape, need, models)):
+                fits = True
+                break
+        if not fits:
+            for r in reversed(chosen):
+                self._release_running(r, sign=1)
+            return None
+        # Minimal set: give back every victim that turns out not to be needed.
+        for r in list(reversed(chosen)):
+            self._release_running(r, sign=1)
+            if self._fits(w, cohort, pool, shape, need, models):
+                chosen.remove(r)
+            else:
+                self._release_running(r)
+        for r in chosen:
+            self._release_running(r, sign=1)
+        return chosen
+
+    def _keep_claim(self, w, cohort: _Cohort, pool: _Pool, shape, need, models) -> bool:
+        """A preemptor whose victims are still exiting keeps, for the rest of the cycle, the quota
+        and the placement it will get once they are gone (as on the cycle it preempted them), so
+        work ordered after it cannot take them in the meantime (and force another preemption)."""
+        victims = [r for i in self.awaiting[w.id] if (r := self.running.get(i)) is not None]
+        for r in victims:
+            self._release_running(r)
+        fits = cohort.check(w.project, need) is None
+        for r in reversed(victims):
+            self._release_running(r, sign=1)
+        if not fits or not self._plan_and_hold(w, pool, shape, models, victims):
+            return False
+        cohort.claim(w.project, need, freed=[(r.project, _usage(r)) for r in victims])
+        return True
+
+    def _protected_since(self) -> datetime | None:
+        """Workloads preempted before and re-admitted after this time are not reclaimed (None: no
+        protection)."""
+        if not self.snap.repreempt_min_runtime_seconds or self.now is None:
+            return None
+        return self.now - timedelta(seconds=self.snap.repreempt_min_runtime_seconds)
+
+
+def _ts(t: datetime | None) -> float:
+    return t.timestamp() if t is not None else 0.0

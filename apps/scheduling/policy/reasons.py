@@ -1,0 +1,50 @@
+"""Pending reasons: why a workload waits on capacity (and whether the GPU-node reserve is why),
+and the memoised waits that give the next workload of the same class the same reason while
+nothing changed. (Estimated starts come with the decisions that know them: reservations in
+backfill.py, preemptions in preemption.py and cycle.py; queue positions in cycle.py.)"""
+from __future__ import annotations
+
+from .placement import _Pool
+from .snapshot import PendingWorkload, _fmt
+from .state import _CycleState
+
+
+class _Reasons(_CycleState):
+    MEMO_WAITS = True  # memoised waits (see _Cycle.run); off only to test that they change nothing
+
+    # Memoised waits. A decision that changed nothing (a Wait with no preemption, claim or
+    # reservation) is a pure function of the workload's class and of the pool's state; until that
+    # state changes, the next workload of the same class gets the same reason without the work
+    # (a long queue is mostly the same few shapes per project waiting for the same thing).
+    def _class_key(self, w: PendingWorkload) -> tuple | None:
+        if w.id in self.awaiting or not self.MEMO_WAITS:
+            return None
+        q = self.cohorts[w.pool].quotas.get(w.project) if w.pool in self.cohorts else None
+        budget = w.expected_seconds if q is not None and q.hours_left is not None else None
+        return (w.pool, w.project, w.priority, w.per_replica, w.replicas, w.gpu_model, budget)
+
+    def _state(self, pool: str) -> tuple:
+        return (self.cohorts[pool].version, self.pools[pool].changes, len(self.reserved_pools), len(self.victims))
+
+    def _capacity_reason(self, w, pool: _Pool, models, shape) -> str:
+        count, most = pool.free_summary(models)
+        where = f" with GPU model {' or '.join(sorted(models))}" if models else ""
+        reason = (f"capacity: pool '{w.pool}' cannot fit {w.replicas} replica(s) of {_fmt(shape)} at once"
+                  f"{where}; the most free on one node is {_fmt(most)}")
+        if shape[0] == 0 and pool.reserve and self._fits_without_reserve(w, pool, shape, models):
+            reason += (f" (GPU nodes keep {pool.reserve:.0%} of their free GPUs' share of CPU and memory for GPU "
+                       "work, which work without a GPU may not take)")
+        return reason
+
+    def _fits_without_reserve(self, w, pool: _Pool, shape, models) -> bool:
+        """Whether CPU-only w would fit now if GPU nodes kept nothing for their free GPUs (the
+        trial leaves the pool as it was, its change counter included: nothing changed)."""
+        kept, changes = pool.reserve, pool.changes
+        pool.reserve = 0.0
+        try:
+            trial = pool.place_gang(shape, w.replicas, models)
+            if trial is not None:
+                self._undo(pool, trial, shape)
+        finally:
+            pool.reserve, pool.changes = kept, changes
+        return trial is not None

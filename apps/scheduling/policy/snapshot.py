@@ -1,0 +1,190 @@
+"""Snapshot types: what the policy is given (nodes, quotas, pending and running workloads) and
+what it returns (`Admit`, `Wait` with a `WaitKind`, `Preempt`), plus the defaults the service and
+the simulator use. Plain data; every other module of the package builds on these."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+GPU = 1000  # milli-GPU in one GPU
+# Anti-thrash: once preempted, a workload may not be reclaimed again before it has run this long
+# since its re-admission (the service's and the simulator's default; Snapshot's is 0 = off). An hour
+# lets a job that checkpoints hourly save its work first. Measured in benchmark d (8 nodes, hourly
+# checkpoints): against 600 s, a third of the preemptions and of the work redone and shorter waits;
+# against none, a fifth of the preemptions and shorter waits for a fifth more work redone.
+DEFAULT_REPREEMPT_MIN_RUNTIME = 3600.0
+DEFAULT_STARVATION_SECONDS = 3600.0
+# GPU nodes keep this share of each free GPU's part of their CPU and memory for GPU work: work that
+# asks for no GPU may not take it (the service's and the simulator's default; Snapshot's is 0 = off).
+DEFAULT_GPU_NODE_RESERVE = 0.5
+
+
+@dataclass(frozen=True)
+class Resources:
+    gpu_milli: int = 0
+    cpu_milli: int = 0
+    memory_mb: int = 0
+
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(self.gpu_milli + other.gpu_milli, self.cpu_milli + other.cpu_milli,
+                         self.memory_mb + other.memory_mb)
+
+    def __sub__(self, other: Resources) -> Resources:
+        return Resources(self.gpu_milli - other.gpu_milli, self.cpu_milli - other.cpu_milli,
+                         self.memory_mb - other.memory_mb)
+
+    def times(self, n: int) -> Resources:
+        return Resources(self.gpu_milli * n, self.cpu_milli * n, self.memory_mb * n)
+
+    def fits_in(self, other: Resources) -> bool:
+        return (self.gpu_milli <= other.gpu_milli and self.cpu_milli <= other.cpu_milli
+                and self.memory_mb <= other.memory_mb)
+
+    def as_tuple(self) -> tuple[int, int, int]:
+        return (self.gpu_milli, self.cpu_milli, self.memory_mb)
+
+
+@dataclass
+class NodeState:
+    """A node's allocatable resources (what running workloads use is subtracted by the policy)."""
+
+    name: str
+    pool: str
+    allocatable: Resources  # gpu_milli = number of GPUs x 1000
+    gpu_model: str = ""
+    schedulable: bool = True
+    domains: tuple[str, ...] = ()  # topology domains, finest first (e.g. NVLink block, then rack)
+
+
+@dataclass
+class QuotaState:
+    project: str
+    pool: str
+    nominal: Resources
+    borrowing_limit_gpu_milli: int | None = None  # None: may borrow any unused nominal of the pool
+    lending_limit_gpu_milli: int | None = None  # None: all of its unused nominal may be lent
+    gpu_hour_budget: float | None = None  # per budget period; None: no budget
+    gpu_hours_used: float = 0.0  # this period, including running workloads up to now
+    budget_period: str = "month"
+
+
+@dataclass(frozen=True)
+class PendingWorkload:
+    id: int
+    project: str
+    pool: str
+    priority: int  # 0 (P0) is the highest
+    submitted_at: datetime
+    replicas: int
+    per_replica: Resources
+    gpu_model: str = ""  # allowed models, "|"-separated ("A100|H100"); empty: any
+    expected_seconds: float | None = None  # how long it will hold its resources, when known
+    name: str = ""
+    # Requeued after a preemption: the workload that preempted it. While that one is still
+    # pending, this one is not considered before it (it must not take back what it gave up).
+    preempted_by: int | None = None
+
+
+@dataclass(frozen=True)
+class RunningWorkload:
+    """A workload holding resources: admitted, running, or stopping (still holding until it exits)."""
+
+    id: int
+    project: str
+    pool: str
+    priority: int
+    per_replica: Resources
+    placement: tuple[dict, ...]  # {"replica", "node", "gpus": [indices]} per replica
+    preemptible: bool = True
+    admitted_at: datetime | None = None
+    expected_end: datetime | None = None  # when it is expected to release its resources
+    stopping: bool = False  # already stopping (or being preempted): not a victim candidate
+    preempted_for: int | None = None  # the pending workload this one is being preempted for
+    preemptions: int = 0  # how often it has been preempted before
+
+
+@dataclass(frozen=True)
+class Admit:
+    workload_id: int
+    placement: list[dict]  # one {"replica": i, "node": name, "gpus": [...]} per replica
+
+
+class WaitKind:
+    """What a pending workload waits on, for code (a Wait's `reason` is for people). The values
+    are the API's `waiting_on` (apps/workloads/choices.py WaitingOn has the same, with labels)."""
+
+    CONSTRAINT = "constraint"  # no schedulable node has an allowed GPU model
+    CAPACITY = "capacity"  # no place fits it now
+    BUDGET = "budget"  # its project's GPU-hour budget
+    RESERVED = "reserved"  # capacity is reserved for it as running work ends
+    PREEMPTING = "preempting"  # waiting for the workloads it preempted to exit
+    QUOTA_LIMIT = "quota_limit"  # its project's nominal + borrowing limit
+    QUOTA_LENT = "quota_lent"  # within its nominal, which other projects borrow
+    QUOTA_LENDABLE = "quota_lendable"  # beyond its nominal; the pool has too little unused quota to lend
+    QUOTA_NONE = "quota_none"  # its project has no quota on the pool
+
+
+WAIT_KIND_LABELS = {
+    WaitKind.CONSTRAINT: "constraint", WaitKind.CAPACITY: "capacity", WaitKind.BUDGET: "budget",
+    WaitKind.RESERVED: "reserved", WaitKind.PREEMPTING: "preempting",
+    WaitKind.QUOTA_LIMIT: "quota: at its limit", WaitKind.QUOTA_LENT: "quota: nominal lent out",
+    WaitKind.QUOTA_LENDABLE: "quota: nothing left to borrow", WaitKind.QUOTA_NONE: "quota: none on the pool",
+}
+
+
+@dataclass(frozen=True)
+class Wait:
+    workload_id: int
+    reason: str
+    estimated_start: datetime | None = None
+    queue_position: int | None = None  # 1-based, within the pool, in the order the policy considers
+    kind: str = ""  # a WaitKind (or a baseline's own, e.g. the simulator's FIFO)
+
+
+
+@dataclass(frozen=True)
+class Preempt:
+    workload_id: int  # the victim (a running workload)
+    preemptor_id: int
+    reason: str
+
+
+Decision = Admit | Wait | Preempt
+
+
+@dataclass
+class Snapshot:
+    nodes: list[NodeState]
+    quotas: list[QuotaState]
+    pending: list[PendingWorkload]
+    running: list[RunningWorkload] = field(default_factory=list)
+    now: datetime | None = None
+    # Shapes the placement keeps room for: (weight, per-replica resources[, allowed GPU models as in
+    # PendingWorkload.gpu_model]). Default: the pending ones.
+    task_mix: list[tuple] | None = None
+    reservations: bool = True  # backfill with a reservation for the head of each pool
+    preemption: bool = True
+    grace_seconds: float = 30.0  # how long a preempted workload takes to exit (for estimates)
+    # Anti-thrash: a workload that has been preempted before is not reclaimed by another project
+    # again until it has run this long since its last admission (0: no protection).
+    repreempt_min_runtime_seconds: float = 0.0
+    # Bounded wait: a workload pending this long (since submission; never a requeued victim) is
+    # ordered before newer work of any priority, so it takes the capacity it fits or the pool's
+    # reservation and newer work backfills around it. Its priority for preemption is unchanged.
+    # None or 0: strict priority order.
+    starvation_seconds: float | None = None
+    # On a node with free GPUs, work that asks for no GPU may not bring the node's free CPU or
+    # memory below this share of what the free GPUs' part of the node is (a node with 8 GPUs and
+    # 96 CPUs, 3 GPUs free and 0.5: 18 CPUs stay for GPU work), so CPU-only work does not strand
+    # GPUs for lack of CPU or memory. 0: off; 1: CPU-only work only where every GPU is taken.
+    gpu_node_reserve: float = 0.0
+
+
+# -- formatting ----------------------------------------------------------------------------------
+
+def _fmt(r: tuple[int, int, int] | Resources) -> str:
+    g, c, m = r.as_tuple() if isinstance(r, Resources) else r
+    return f"{g / 1000:g} GPU, {c / 1000:g} CPU, {m / 1024:g} GiB"
+
+
+_UNITS = (("GPU", 1000), ("CPU", 1000), ("GiB of memory", 1024))

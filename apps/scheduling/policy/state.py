@@ -1,0 +1,149 @@
+"""The cycle's working state, shared by the ordering, preemption, backfill and reasons parts: the
+pools' free capacity and the cohorts' usage with running work applied, and the moves they all make
+on it (release or retake a running workload, try, undo and hold placements)."""
+from __future__ import annotations
+
+from .placement import _Node, _Pool
+from .quota import _Cohort
+from .snapshot import NodeState, QuotaState, RunningWorkload, Snapshot
+
+
+class _CycleState:
+    """One scheduling cycle's mutable view of the snapshot (`_Cycle` in cycle.py adds the rest)."""
+
+    def __init__(self, snapshot: Snapshot):
+        self.snap = snapshot
+        self.now = snapshot.now
+        nodes_by_pool: dict[str, list[NodeState]] = {}
+        for node in snapshot.nodes:
+            if node.schedulable:
+                nodes_by_pool.setdefault(node.pool, []).append(node)
+        mix = self._mix(snapshot)
+        pools = {w.pool for w in snapshot.pending} | set(nodes_by_pool)
+        self.pools = {p: _Pool(p, nodes_by_pool.get(p, []), mix.get(p, []), snapshot.gpu_node_reserve)
+                      for p in pools}
+        quotas_by_pool: dict[str, list[QuotaState]] = {}
+        for q in snapshot.quotas:
+            quotas_by_pool.setdefault(q.pool, []).append(q)
+        self.cohorts = {p: _Cohort(p, quotas_by_pool.get(p, [])) for p in pools | set(quotas_by_pool)}
+        self.running = {r.id: r for r in snapshot.running}
+        self.candidates: dict[tuple[str, str], list[RunningWorkload]] = {}
+        for r in snapshot.running:
+            if r.preemptible and not r.stopping:
+                self.candidates.setdefault((r.pool, r.project), []).append(r)
+        self.preempt_failed: set[tuple] = set()
+        self.allocs: dict[int, list[tuple[_Node, list[int]]]] = {}
+        for r in snapshot.running:
+            self._occupy_running(r)
+        self.victims: set[int] = set()
+        # Pending workloads whose victims are still exiting: they wait for those, and preempt no more.
+        self.awaiting: dict[int, list[int]] = {}
+        for r in snapshot.running:
+            if r.stopping and r.preempted_for is not None:
+                self.awaiting.setdefault(r.preempted_for, []).append(r.id)
+        self.reserved_pools: set[str] = set()
+        self.failed: set[tuple] = set()
+        self._shares: dict[tuple[str, str], tuple[int, float]] = {}
+
+    @staticmethod
+    def _mix(snapshot: Snapshot) -> dict[str, list[tuple]]:
+        """Per pool, the 8 most frequent (shape, allowed GPU models) of the task mix, with weights."""
+        counts: dict[str, dict[tuple, float]] = {}
+        if snapshot.task_mix is not None:
+            shapes: dict[tuple, float] = {}
+            for weight, r, *model in snapshot.task_mix:
+                kind = (r.as_tuple(), model[0] if model else "")
+                shapes[kind] = shapes.get(kind, 0) + weight
+            pools = {n.pool for n in snapshot.nodes}
+            for p in pools:
+                counts[p] = shapes
+        else:
+            for w in snapshot.pending:
+                shape = w.per_replica.as_tuple()
+                if shape[0]:
+                    pool = counts.setdefault(w.pool, {})
+                    kind = (shape, w.gpu_model)
+                    pool[kind] = pool.get(kind, 0) + w.replicas
+        out = {}
+        for p, shapes in counts.items():
+            top = sorted(shapes.items(), key=lambda kv: -kv[1])[:8]
+            total = sum(v for _, v in top) or 1
+            out[p] = [(v / total, shape, frozenset(m for m in model.split("|") if m) or None)
+                      for (shape, model), v in top]
+        return out
+
+    def _occupy_running(self, r: RunningWorkload) -> None:
+        cohort = self.cohorts.setdefault(r.pool, _Cohort(r.pool, []))
+        shape = r.per_replica.as_tuple()
+        cohort.add(r.project, _usage(r))
+        pool = self.pools.get(r.pool)
+        if pool is None:
+            return
+        g, c, m = shape
+        done = []
+        for entry in r.placement:
+            n = pool.by_name.get(entry.get("node"))
+            if n is None:
+                continue
+            gpus = entry.get("gpus")
+            if gpus is None or any(not isinstance(i, int) or i >= n.ngpu or i < 0 for i in gpus):
+                gpus = pool._gpus_for(n, g) if g else []
+                if gpus is None:  # over-committed already (capacity shrank): take what is left
+                    gpus = []
+            pool.take(n, list(gpus), g, c, m)
+            done.append((n, list(gpus)))
+        self.allocs[r.id] = done
+
+    def _release_running(self, r: RunningWorkload, sign: int = -1) -> None:
+        """Give back (sign=-1) or take again (sign=1) what a running workload holds."""
+        shape = r.per_replica.as_tuple()
+        self.cohorts[r.pool].add(r.project, _usage(r), sign=sign)
+        pool = self.pools.get(r.pool)
+        if pool is None:
+            return
+        for n, gpus in self.allocs.get(r.id, []):
+            pool.take(n, gpus, *shape, sign=sign)
+
+    def _try_place(self, pool: _Pool, shape, replicas, models):
+        # Capacity only shrinks during a cycle (victims keep theirs until they exit, holds only
+        # take), so a shape that failed once fails again: remember it.
+        key = (pool.name, shape, replicas, models)
+        if key in self.failed:
+            return None
+        done = pool.place_gang(shape, replicas, models)
+        if done is None:
+            self.failed.add(key)
+        return done
+
+    def _undo(self, pool: _Pool, done, shape) -> None:
+        for n, gpus in done:
+            pool.take(n, gpus, *shape, sign=-1)
+
+    def _plan_and_hold(self, w, pool: _Pool, shape, models, released: list[RunningWorkload]) -> bool:
+        """Plan w's placement on the state where `released` have left, then keep free only what is
+        free both now and after that plan (per GPU, CPU and memory): the plan's share is held."""
+        for r in released:
+            self._release_running(r)
+        plan = pool.place_gang(shape, w.replicas, models)
+        touched = {n.idx: n for n, _ in plan or []}
+        for r in released:
+            touched.update((n.idx, n) for n, _ in self.allocs.get(r.id, []))
+        after = {i: (list(n.gpus), n.cpu, n.mem) for i, n in touched.items()}
+        if plan is not None:
+            self._undo(pool, plan, shape)
+        for r in reversed(released):
+            self._release_running(r, sign=1)
+        if plan is None:
+            return False
+        for i, n in touched.items():
+            gpus, cpu, mem = after[i]
+            n.gpus = [min(a, b) for a, b in zip(n.gpus, gpus, strict=True)]
+            n.cpu = min(n.cpu, cpu)
+            n.mem = min(n.mem, mem)
+            pool._reindex(n)
+            pool.changes += 1
+        return True
+
+
+def _usage(r: RunningWorkload) -> tuple[int, int, int]:
+    return tuple(x * len(r.placement) for x in r.per_replica.as_tuple())
