@@ -21,7 +21,7 @@ class WorkloadStatus(models.TextChoices):
 
 class WaitingOn(models.TextChoices):
     """What a queued workload waits on, as the scheduler last decided (its pending_reason says it
-    for people). The same values as apps/scheduling/policy.py WaitKind."""
+    for people). The same values as apps/scheduling/policy/ WaitKind."""
 
     CONSTRAINT = "constraint", "No node with an allowed GPU model"
     CAPACITY = "capacity", "Capacity: no place fits it now"
