@@ -3,11 +3,13 @@
 from django.contrib import admin
 from django.http import HttpRequest
 
+from apps.core.admin import ReadOnlyAdmin
+
 from .models import AuditEvent
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     list_display = ["time", "actor_username", "action", "project_slug", "target_repr", "source_ip"]
     list_filter = ["action", "time"]
     search_fields = ["actor_username", "project_slug", "target_repr", "source_ip"]
@@ -17,15 +19,6 @@ class AuditEventAdmin(admin.ModelAdmin):
     readonly_fields = fields
     list_select_related = False  # every column is text stored on the row
     show_full_result_count = False  # a long log: no second COUNT(*) per page
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
     def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
         return bool(request.user.is_active and request.user.is_staff)

@@ -1,32 +1,14 @@
 """Fixtures for the gateway tests: a real uvicorn server (in a thread of the test process, so it
 shares the test database and settings) and replica scripts in the pool's allowed folder."""
 import socket
-import textwrap
 import threading
 import time
 
 import pytest
 import uvicorn
 
-from tests.backends.helpers import kill_processes_mentioning
-
-
-@pytest.fixture(autouse=True)
-def _kill_replicas(_isolated_data_dir, settings):
-    yield
-    kill_processes_mentioning(str(settings.CAIRN_DATA_DIR))
-
-
-@pytest.fixture
-def script(shared_dir):
-    counter = iter(range(1000))
-
-    def write(source: str) -> str:
-        path = shared_dir / f"script_{next(counter)}.py"
-        path.write_text(textwrap.dedent(source))
-        return str(path)
-
-    return write
+# The local-backend fixtures: replicas killed after each test, scripts in the allowed folder.
+from tests.backends.conftest import _kill_replicas, script  # noqa: E402, F401
 
 
 class LiveServer:
