@@ -12,6 +12,12 @@ def project_group(project_id: int) -> str:
     return f"project.{project_id}"
 
 
+def workload_telemetry_group(workload_id: int) -> str:
+    """Samples attributed to one workload (its pods' GPUs): the dashboard's workload page. Named
+    here, below both, so that telemetry publishes to it and the workload:<id> topic listens."""
+    return f"telemetry.workload.{workload_id}"
+
+
 def publish(group: str, event: dict) -> None:
     """Send `event` to `group` once the current transaction commits (never before)."""
 

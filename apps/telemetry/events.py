@@ -1,12 +1,9 @@
 """Realtime payloads and groups of telemetry (sent after commit through apps.core.realtime)."""
 from __future__ import annotations
 
+from apps.core.realtime import workload_telemetry_group  # noqa: F401 (named in the kernel; published here)
+
 NODES_GROUP = "telemetry.nodes"  # every node's samples: the dashboard's cluster view
-
-
-def workload_telemetry_group(workload_id: int) -> str:
-    """Samples attributed to one workload (its pods' GPUs): the dashboard's workload page."""
-    return f"telemetry.workload.{workload_id}"
 
 
 def _rows(samples) -> list[dict]:

@@ -11,3 +11,7 @@ class WorkloadsConfig(AppConfig):
         from .services import project_has_no_unfinished_workloads
 
         project_delete_checks.append(project_has_no_unfinished_workloads)
+
+        from .topics import register_topics  # the live topics workloads owns (apps.core.live)
+
+        register_topics()

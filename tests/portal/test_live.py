@@ -11,6 +11,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 import apps.portal.consumers as consumers
+import apps.workloads.topics as workload_topics
 from apps.backends.local.paths import replica_log_path
 from apps.clusters.services import node_cordon
 from apps.projects.models import Membership
@@ -200,7 +201,7 @@ async def test_workloads_topic_sees_creation_status_changes_and_deletion(bob, pr
 
 
 async def test_workload_topic_state_status_events_pending_and_telemetry(vera, project, pool, monkeypatch):
-    monkeypatch.setattr(consumers, "LIVE_STATE_POLL_SECONDS", 0.2)
+    monkeypatch.setattr(workload_topics, "LIVE_STATE_POLL_SECONDS", 0.2)  # the topic lives in workloads
     workload = await sync_to_async(WorkloadFactory)(project=project, pool=pool, status="queued",
                                                     pending_reason="Waiting for quota.", queue_position=3)
     other = await sync_to_async(WorkloadFactory)(project=project, pool=pool, status="running")

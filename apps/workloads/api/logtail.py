@@ -1,5 +1,5 @@
 """Following one replica's log, for `GET .../logs/?follow=1` (`follow_log`) and for the live
-websocket topic `logs:<id>:<r>` (apps/portal/consumers.py), through the backend of the workload's
+websocket topic `logs:<id>:<r>` (apps/backends/topics.py), through the backend of the workload's
 cluster: `open_log_reader` asks `backend_for(workload).log_reader(...)` for a LogReader (a local
 log file, a pod's log over the Kubernetes API, ...).
 
