@@ -330,6 +330,13 @@ def workload_validate_pool(*, project: Project, pool_name: str | None) -> Resour
     raise ServiceError("This project has quota on several pools: say which one with 'pool'.")
 
 
+def quota_has_no_unfinished_workloads(quota) -> None:
+    """Registered with quotas' delete checks: a quota its project's unfinished workloads hold stays."""
+    if Workload.objects.filter(project_id=quota.project_id, pool_id=quota.pool_id).exclude(
+            status__in=TERMINAL).exists():
+        raise ConflictError("Workloads of this project are still queued or running on this pool; stop them first.")
+
+
 def project_has_no_unfinished_workloads(project) -> None:
     """Registered with projects' delete checks: a project with unfinished workloads stays."""
     if Workload.objects.filter(project=project).exclude(status__in=TERMINAL).exists():
