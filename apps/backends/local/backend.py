@@ -24,8 +24,8 @@ import psutil
 from django.conf import settings
 
 from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, ReplicaState
+from apps.clusters.workdir import WorkingDirError, resolve_working_dir
 from apps.tracking import services as tracking_services
-from apps.workloads.workdir import WorkingDirError, resolve_working_dir
 
 from . import bridge, sandbox
 from . import env as replica_env_lib
