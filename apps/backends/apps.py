@@ -13,7 +13,13 @@ class BackendsConfig(AppConfig):
     label = "backends"
 
     def ready(self) -> None:
+        # The seams the apps below offer (clusters and workloads may not import backends).
         from apps.clusters.choices import Backend
-        from apps.clusters.services import credential_probes  # the seam clusters offers
+        from apps.clusters.services import credential_probes
+        from apps.workloads.logs import log_access
+
+        from .selectors import workload_log_reader, workload_log_text
 
         credential_probes[Backend.KUBERNETES] = _kubernetes_credentials_probe
+        log_access["read"] = workload_log_text
+        log_access["reader"] = workload_log_reader
