@@ -6,8 +6,11 @@ class TrackingConfig(AppConfig):
     label = "tracking"
 
     def ready(self) -> None:
-        from apps.workloads.services import attempt_ended_handlers  # the seam workloads offers
+        # The seams the apps below offer (workloads and backends may not import tracking).
+        from apps.backends.launch_env import attempt_env_providers
+        from apps.workloads.services import attempt_ended_handlers
 
-        from .services import runs_close_for_workload
+        from .services import run_env_for_attempt, runs_close_for_workload
 
         attempt_ended_handlers.append(runs_close_for_workload)
+        attempt_env_providers.append(run_env_for_attempt)
