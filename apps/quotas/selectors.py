@@ -122,12 +122,12 @@ def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None, queued:
 
 
 RESOURCES = ("gpu", "cpu", "memory")
+_QUOTA_WAITS = {"quota_limit", "quota_lent", "quota_lendable", "quota_none"}
 
 # What a workload's waiting_on means, in words (the admin's "queued, waiting on" column): the
 # scheduler, which decides the waits, fills it at AppConfig.ready() (quotas sits below scheduling
 # and may not import it). A kind missing here shows as it is stored.
 wait_kind_labels: dict[str, str] = {}
-_QUOTA_WAITS = {"quota_limit", "quota_lent", "quota_lendable", "quota_none"}
 
 
 def _waits(rows: list[dict], *, free: dict[str, int]) -> list[dict]:
