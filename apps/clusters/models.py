@@ -2,9 +2,9 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from apps.projects.models import slug_validator
-from apps.workloads.workdir import WorkingDirError, allowed_paths_clean
 
 from .choices import Backend, CredentialKind, NodeHealth
+from .workdir import WorkingDirError, allowed_paths_clean
 
 
 class Cluster(models.Model):
@@ -31,7 +31,7 @@ class ResourcePool(models.Model):
     node_selector = models.JSONField(default=dict, blank=True)
     topology_keys = models.JSONField(default=list, blank=True)
     # Local clusters only: absolute directories (a shared dataset mount, say) that a workload of this
-    # pool may name as its working_dir, besides its own folder (apps/workloads/workdir.py).
+    # pool may name as its working_dir, besides its own folder (apps/clusters/workdir.py).
     allowed_paths = models.JSONField(
         default=list, blank=True,
         help_text="Absolute directories a workload on this pool may use as its working_dir, besides its own "

@@ -2,6 +2,7 @@
 import logging
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import psutil
@@ -21,6 +22,11 @@ from .events import NODE_CHANGES_GROUP, node_changed_event
 from .models import Cluster, ClusterCredential, Node, ResourcePool
 
 logger = logging.getLogger(__name__)
+
+# The backend that drives a kind of cluster registers how to check its credentials, at
+# AppConfig.ready(): credential_probes[backend](connection, timeout=) -> {"ok", "version", "detail"}
+# (connection as cluster_connection gives it). clusters sits below backends and may not import it.
+credential_probes: dict[str, Callable[..., dict]] = {}
 
 
 @dataclass(frozen=True)
@@ -248,8 +254,6 @@ def kubernetes_cluster_register(
 
 def kubernetes_cluster_check(*, cluster: Cluster, timeout: float = 10.0) -> ClusterCredential:
     """Ask the cluster's API server for its version with the stored credentials; record the answer."""
-    from apps.backends.kubernetes.client import check_connectivity
-
     from .selectors import cluster_connection
 
     if cluster.backend != Backend.KUBERNETES:
@@ -258,7 +262,7 @@ def kubernetes_cluster_check(*, cluster: Cluster, timeout: float = 10.0) -> Clus
     if credential is None:
         raise ServiceError(f"Cluster '{cluster.name}' has no registered credentials.")
     try:
-        result = check_connectivity(cluster_connection(cluster=cluster), timeout=timeout)
+        result = credential_probes[Backend.KUBERNETES](cluster_connection(cluster=cluster), timeout=timeout)
     except CredentialsUnreadable as exc:
         result = {"ok": False, "version": "", "detail": str(exc)}
     detail = result["detail"] + (f" Kubernetes {result['version']}." if result.get("version") else "")

@@ -1,5 +1,11 @@
-"""Gateway limits. Override any of them in settings.CAIRN (e.g. CAIRN["SERVE_TIMEOUT_SECONDS"])."""
+"""Gateway limits (override any of them in settings.CAIRN, e.g. CAIRN["SERVE_TIMEOUT_SECONDS"]), and the
+default container port of a deployment."""
 from django.conf import settings
+
+# A deployment's container port when its spec names none (never Cairn's own 8000). The process
+# gets it as $PORT; the local backend instead picks a free port and passes that as $PORT.
+# Here, not in the Kubernetes backend that uses it, because the deployments API states it too.
+DEPLOYMENT_PORT = 8080
 
 DEFAULTS = {
     # A replica must start answering (status line and headers) within this many seconds, else 504.

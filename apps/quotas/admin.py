@@ -7,10 +7,9 @@ from django.contrib.admin.views.main import ChangeList
 from django.http import HttpRequest
 
 from apps.core.admin import ReadOnlyAdmin, ServiceDeleteMixin, cores, gpus, memory
-from apps.scheduling.policy import WAIT_KIND_LABELS
 
 from .models import Quota, UsageRecord
-from .selectors import quota_usage
+from .selectors import quota_usage, wait_kind_labels
 from .services import quota_create, quota_delete, quota_update
 
 MILLI = Decimal(1000)
@@ -158,7 +157,7 @@ class QuotaAdmin(ServiceDeleteMixin, admin.ModelAdmin):
             return "—"
         asked = _asks(usage["queued_gpu_milli"], usage["queued_cpu_milli"], usage["queued_memory_mb"])
         waits = "; ".join(
-            f"{w['workloads']} on {WAIT_KIND_LABELS.get(w['waiting_on'], w['waiting_on'])}"
+            f"{w['workloads']} on {wait_kind_labels.get(w['waiting_on'], w['waiting_on'])}"
             + (f" ({', '.join(w['resources'])})" if w["resources"] else "")
             for w in usage["waiting"])
         return f"{asked}: {waits}"

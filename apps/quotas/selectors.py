@@ -1,13 +1,19 @@
 """Reads about quotas and usage."""
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
-from django.db.models import F, Q, Sum
+from django.db.models import Q
 from django.utils import timezone
 
-from apps.workloads.choices import ACTIVE, WorkloadStatus
-
 from .models import BudgetPeriod, Quota, UsageRecord
+
+# quota_usage's view of the workloads, given by the app that owns them at AppConfig.ready()
+# (quotas sits below workloads and may not import it); each reader takes project ids:
+#   "allocated": what their active workloads hold, per (project, pool): rows {"project_id",
+#                "pool_id", "gpu", "cpu", "mem"} (summed over replicas);
+#   "queued":    their queued workloads, one row each: {"project_id", "pool_id", "waiting_on",
+#                "replicas", "gpu_milli", "cpu_milli", "memory_mb"}.
+workload_usage_readers: dict[str, Callable[[set[int]], Iterable[dict]]] = {}
 
 
 def budget_period_start(period: str, now: datetime) -> datetime:
@@ -65,32 +71,17 @@ def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None, queued:
     nominal, nominal left to lend), what its queued work asks for and waits on, and its GPU-hours
     this budget period (and what is left). `queued=False` skips the queued work (the scheduler
     reads it otherwise)."""
-    from apps.workloads.models import Workload
-
     now = now or timezone.now()
     quotas = list(quotas)
     pairs = {(q.project_id, q.pool_id) for q in quotas}
+    project_ids = {p for p, _ in pairs}
     allocated: dict[tuple[int, int], dict] = {}
     if pairs:
-        rows = (
-            Workload.objects.filter(status__in=ACTIVE, project_id__in={p for p, _ in pairs})
-            .values("project_id", "pool_id")
-            .annotate(
-                gpu=Sum(F("gpu_milli") * F("replicas")),
-                cpu=Sum(F("cpu_milli") * F("replicas")),
-                mem=Sum(F("memory_mb") * F("replicas")),
-            )
-        )
-        for row in rows:
+        for row in workload_usage_readers["allocated"](project_ids):
             allocated[(row["project_id"], row["pool_id"])] = row
     queued_rows: dict[tuple[int, int], list[dict]] = {}
     if pairs and queued:
-        rows = (
-            Workload.objects.filter(status=WorkloadStatus.QUEUED, project_id__in={p for p, _ in pairs})
-            .values("project_id", "pool_id", "waiting_on", "replicas", "gpu_milli", "cpu_milli", "memory_mb")
-            .order_by()
-        )
-        for row in rows:
+        for row in workload_usage_readers["queued"](project_ids):
             queued_rows.setdefault((row["project_id"], row["pool_id"]), []).append(row)
     starts = {q.pk: budget_period_start(q.budget_period, now) for q in quotas}
     ledger = _usage_rows(pairs, min(starts.values())) if starts else []
@@ -132,6 +123,11 @@ def quota_usage(*, quotas: Iterable[Quota], now: datetime | None = None, queued:
 
 RESOURCES = ("gpu", "cpu", "memory")
 _QUOTA_WAITS = {"quota_limit", "quota_lent", "quota_lendable", "quota_none"}
+
+# What a workload's waiting_on means, in words (the admin's "queued, waiting on" column): the
+# scheduler, which decides the waits, fills it at AppConfig.ready() (quotas sits below scheduling
+# and may not import it). A kind missing here shows as it is stored.
+wait_kind_labels: dict[str, str] = {}
 
 
 def _waits(rows: list[dict], *, free: dict[str, int]) -> list[dict]:

@@ -1,4 +1,5 @@
 """Writes to quotas and the usage ledger."""
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 
@@ -39,11 +40,15 @@ def quota_update(*, quota: Quota, **fields) -> Quota:
     return quota
 
 
-def quota_delete(*, quota: Quota) -> None:
-    from apps.workloads.choices import TERMINAL
+# Apps above quotas whose work holds a quota register a check here at AppConfig.ready():
+# check(quota) raises ConflictError while the quota's project still has unfinished work of theirs
+# on its pool. (quotas sits below workloads and may not import it.)
+quota_delete_checks: list[Callable[[Quota], None]] = []
 
-    if quota.project.workloads.filter(pool=quota.pool).exclude(status__in=TERMINAL).exists():
-        raise ConflictError("Workloads of this project are still queued or running on this pool; stop them first.")
+
+def quota_delete(*, quota: Quota) -> None:
+    for check in quota_delete_checks:
+        check(quota)
     with transaction.atomic():
         audit_record(action=AuditAction.QUOTA_DELETE, project=quota.project, target=quota,
                      details={"pool": quota.pool.name, **_settings(quota)})

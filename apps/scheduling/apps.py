@@ -6,4 +6,9 @@ class SchedulingConfig(AppConfig):
     label = "scheduling"
 
     def ready(self) -> None:
+        from apps.quotas.selectors import wait_kind_labels  # the seam quotas offers (its admin's words)
+
         from . import checks  # noqa: F401  (registers the settings checks)
+        from .policy import WAIT_KIND_LABELS
+
+        wait_kind_labels.update(WAIT_KIND_LABELS)

@@ -1,5 +1,6 @@
 """Writes to workloads. Every status change goes through `workload_transition`."""
 import logging
+from collections.abc import Callable
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
@@ -20,6 +21,12 @@ from .models import Workload, WorkloadEvent
 
 logger = logging.getLogger(__name__)
 S = WorkloadStatus
+
+# Apps above workloads that keep state per attempt register a handler here at AppConfig.ready():
+# handler(workload=, workload_status=) runs inside the transition's transaction when an attempt
+# ends (the workload leaves an active status for a terminal one or is requeued). Tracking closes
+# the attempt's open runs with it (workloads sits below tracking and may not import it).
+attempt_ended_handlers: list[Callable[..., object]] = []
 
 # Condition type set to True when entering each status (Kubernetes-style).
 _CONDITION_FOR_STATUS = {
@@ -132,10 +139,9 @@ def workload_transition(
         elif current in ACTIVE and to_status not in ACTIVE:
             usage_close(workload=workload, at=now)
         if current in ACTIVE and (to_status in TERMINAL or to_status == S.QUEUED):
-            from apps.tracking.services import runs_close_for_workload
-
-            # The attempt is over: its tracking runs stop saying "running".
-            runs_close_for_workload(workload=workload, workload_status=to_status)
+            # The attempt is over: what it left open closes (its tracking runs stop saying "running").
+            for handler in attempt_ended_handlers:
+                handler(workload=workload, workload_status=to_status)
         workload_event_record(
             workload=workload, reason=reason, message=message, type=event_type,
             from_status=current, to_status=to_status,
@@ -322,6 +328,13 @@ def workload_validate_pool(*, project: Project, pool_name: str | None) -> Resour
     if not pools:
         raise ServiceError(f"Project '{project.slug}' has no quota on any pool; ask an admin for one, or name a pool.")
     raise ServiceError("This project has quota on several pools: say which one with 'pool'.")
+
+
+def quota_has_no_unfinished_workloads(quota) -> None:
+    """Registered with quotas' delete checks: a quota its project's unfinished workloads hold stays."""
+    if Workload.objects.filter(project_id=quota.project_id, pool_id=quota.pool_id).exclude(
+            status__in=TERMINAL).exists():
+        raise ConflictError("Workloads of this project are still queued or running on this pool; stop them first.")
 
 
 def project_has_no_unfinished_workloads(project) -> None:

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.backends.base import LOG_FRAME_CHARS, Backend, LaunchError, LogReader, ReplicaState
-from apps.tracking import services as tracking_services
+from apps.backends.launch_env import attempt_env
 from apps.workloads.deadlines import seconds_left
 
 from . import manifests as m
@@ -188,8 +188,8 @@ class KubernetesBackend(Backend):
         clients = self._clients(workload)
         cluster = workload.pool.cluster
         options = options_for(cluster)
-        # Tracking: the run of this attempt and a write-only token for cairn.init() in the job.
-        run_env = tracking_services.run_env_for_attempt(workload=workload, attempt=attempt)
+        # From the apps above (launch_env.py): tracking's run of this attempt and a write-only token.
+        run_env = attempt_env(workload=workload, attempt=attempt)
         view = view_for(workload, attempt=attempt, run_env=run_env)
         namespace = m.namespace_for(view.project, options)
         ensure(clients, m.namespace_manifest(view.project, options))

@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from apps.deployments.conf import DEPLOYMENT_PORT
+
 LABEL_PROJECT = "cairn.dev/project"
 LABEL_WORKLOAD = "cairn.dev/workload"
 LABEL_KIND = "cairn.dev/kind"
@@ -34,9 +36,6 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 MASTER_PORT = 29500
 NOTEBOOK_PORT = 8888
-# A deployment's container port when its spec names none (never Cairn's own 8000). The process
-# gets it as $PORT; the local backend instead picks a free port and passes that as $PORT.
-DEPLOYMENT_PORT = 8080
 NOTEBOOK_HOME = "/home/cairn"
 CONTAINER = "main"
 RUN_AS_USER = 1000

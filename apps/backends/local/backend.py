@@ -24,8 +24,8 @@ import psutil
 from django.conf import settings
 
 from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, ReplicaState
-from apps.tracking import services as tracking_services
-from apps.workloads.workdir import WorkingDirError, resolve_working_dir
+from apps.backends.launch_env import attempt_env
+from apps.clusters.workdir import WorkingDirError, resolve_working_dir
 
 from . import bridge, sandbox
 from . import env as replica_env_lib
@@ -184,8 +184,8 @@ class LocalBackend(Backend):
             "isolation": iso.level,
         }
         endpoints = []
-        # Tracking: the run of this attempt and its write-only token, for cairn.init() in the job.
-        run_env = tracking_services.run_env_for_attempt(workload=workload, attempt=attempt)
+        # From the apps above (launch_env.py): tracking's run of this attempt and a write-only token.
+        run_env = attempt_env(workload=workload, attempt=attempt)
         try:
             for replica in range(workload.replicas):
                 port = free_port(ports) if workload.kind in ("notebook", "deployment") else None

@@ -5,17 +5,14 @@ from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from apps.core.permissions import TokenScopePermission
 from apps.core.serializers import DetailSerializer
 
 from ..models import Cluster, Node, ResourcePool
-from ..selectors import cluster_overview
 from ..services import kubernetes_cluster_check, kubernetes_cluster_register
 from .serializers import (
     ClusterCheckSerializer,
-    ClusterOverviewSerializer,
     ClusterSerializer,
     KubernetesClusterRegisterSerializer,
     KubernetesClusterSerializer,
@@ -75,13 +72,3 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = NodeSerializer
     filterset_fields = ["pool__name", "cluster__name", "health", "schedulable", "gpu_model"]
     ordering_fields = ["name", "gpu_count", "last_seen_at"]
-
-
-class ClusterOverviewView(APIView):
-    """Pools and nodes with GPU capacity, allocation and use, per GPU for the heatmap (docs/live.md).
-    Like the node inventory, readable by every signed-in user; no workload of any project is named."""
-
-    @extend_schema(responses={200: ClusterOverviewSerializer, 401: DetailSerializer},
-                   summary="Cluster overview: pools, nodes and GPUs with capacity, allocation and latest use")
-    def get(self, request):
-        return Response(ClusterOverviewSerializer(cluster_overview()).data)

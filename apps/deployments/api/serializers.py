@@ -1,11 +1,11 @@
 from rest_framework import serializers
 
-from apps.backends.kubernetes.manifests import DEPLOYMENT_PORT
 from apps.core.serializers import StrictSerializer
 from apps.workloads.api.isolation import IsolatedSpecMixin
 from apps.workloads.api.serializers import CommandField, WorkloadCreateSerializer, WorkloadSerializer
 from apps.workloads.choices import Kind
 
+from ..conf import DEPLOYMENT_PORT
 from ..models import KEY_PREFIX, DeploymentKey
 from ..selectors import deployment_gateway_url
 

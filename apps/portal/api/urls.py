@@ -3,13 +3,13 @@ from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
 from apps.accounts.api.views import ApiTokenViewSet, LoginView, MeView, SessionView
-from apps.clusters.api.views import ClusterOverviewView, ClusterViewSet, NodeViewSet, ResourcePoolViewSet
+from apps.clusters.api.views import ClusterViewSet, NodeViewSet, ResourcePoolViewSet
 from apps.deployments.api.views import DeploymentViewSet
 from apps.notebooks.api.views import NotebookViewSet
 from apps.projects.api.views import MembershipViewSet, ProjectViewSet
 from apps.quotas.api.views import QuotaViewSet
 from apps.scheduling.api.views import PoolQueueView
-from apps.telemetry.api.views import NodeTelemetryView, WorkloadTelemetryViewSet
+from apps.telemetry.api.views import ClusterOverviewView, NodeTelemetryView, WorkloadTelemetryViewSet
 from apps.tracking.api.views import RunViewSet
 from apps.training.api.views import TrainingJobViewSet
 from apps.workloads.api.views import WorkloadReadViewSet

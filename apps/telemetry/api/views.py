@@ -7,8 +7,9 @@ from apps.core.api.views import ProjectScopedViewSet
 from apps.core.serializers import DetailSerializer
 from apps.workloads.models import Workload
 
+from ..overview import cluster_overview
 from ..selectors import telemetry_metrics, telemetry_series
-from .serializers import SeriesQuerySerializer
+from .serializers import ClusterOverviewSerializer, SeriesQuerySerializer
 
 ERRORS = {400: DetailSerializer, 401: DetailSerializer, 403: DetailSerializer, 404: DetailSerializer}
 
@@ -43,3 +44,13 @@ class WorkloadTelemetryViewSet(ProjectScopedViewSet):
     def retrieve(self, request, project=None, pk=None):
         workload = self.get_object()
         return _answer(workload_id=workload.pk, query_params=request.query_params)
+
+
+class ClusterOverviewView(APIView):
+    """Pools and nodes with GPU capacity, allocation and use, per GPU for the heatmap (docs/live.md).
+    Like the node inventory, readable by every signed-in user; no workload of any project is named."""
+
+    @extend_schema(responses={200: ClusterOverviewSerializer, 401: DetailSerializer},
+                   summary="Cluster overview: pools, nodes and GPUs with capacity, allocation and latest use")
+    def get(self, request):
+        return Response(ClusterOverviewSerializer(cluster_overview()).data)

@@ -2,15 +2,15 @@ from django.conf import settings
 from rest_framework import serializers
 
 from apps.clusters.choices import Backend
-from apps.workloads.api.isolation import IsolatedSpecMixin
-from apps.workloads.api.serializers import CommandField, RunTimeLimitField, WorkloadCreateSerializer
-from apps.workloads.choices import Kind
-from apps.workloads.workdir import (
+from apps.clusters.workdir import (
     WorkingDirError,
     check_container_working_dir,
     check_working_dir,
     check_working_dir_form,
 )
+from apps.workloads.api.isolation import IsolatedSpecMixin
+from apps.workloads.api.serializers import CommandField, RunTimeLimitField, WorkloadCreateSerializer
+from apps.workloads.choices import Kind
 
 
 class TrainingJobCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):

@@ -1,7 +1,7 @@
 """Following one replica's log, for `GET .../logs/?follow=1` (`follow_log`) and for the live
 websocket topic `logs:<id>:<r>` (apps/backends/topics.py), through the backend of the workload's
-cluster: `open_log_reader` asks `backend_for(workload).log_reader(...)` for a LogReader (a local
-log file, a pod's log over the Kubernetes API, ...).
+cluster: `open_log_reader` asks the backends, through the seam of apps/workloads/logs.py, for a
+LogReader (a local log file, a pod's log over the Kubernetes API, ...).
 
 A LogReader reads one bounded step at a time and never touches the database; the callers read in
 worker threads, check the workload's status and attempt themselves, and stop by simply not
@@ -14,33 +14,19 @@ from collections.abc import AsyncIterator
 
 from asgiref.sync import sync_to_async
 
-from apps.backends.base import BackendUnavailable, LogReader, backend_for
 from apps.workloads.choices import TERMINAL
+from apps.workloads.logs import log_access
 from apps.workloads.models import Workload
 
 
-class _NoLogReader(LogReader):
-    """The reader of a workload whose backend this installation cannot drive: nothing, ever."""
-
-    def read(self, *, final: bool = False) -> str:
-        return ""
-
-    def switch(self, attempt: int) -> str:
-        self.attempt = attempt
-        return ""
-
-
-def open_log_reader(*, workload_id: int, replica: int, attempt: int, tail: int | None) -> LogReader | None:
+def open_log_reader(*, workload_id: int, replica: int, attempt: int, tail: int | None):
     """A reader of one replica's log of `attempt`, starting with its last `tail` lines (None: all),
-    from the workload's backend; None when the workload does not exist. Reads the database."""
+    from the workload's backend (apps.workloads.logs); None when the workload does not exist.
+    Reads the database."""
     workload = Workload.objects.select_related("pool__cluster", "project").filter(pk=workload_id).first()
     if workload is None:
         return None
-    try:
-        backend = backend_for(workload)
-    except BackendUnavailable:
-        return _NoLogReader(workload_id=workload_id, replica=replica, attempt=attempt, tail_lines=tail)
-    return backend.log_reader(workload, replica=replica, attempt=attempt, tail=tail)
+    return log_access["reader"](workload=workload, replica=replica, attempt=attempt, tail=tail)
 
 
 FOLLOW_POLL_SECONDS = 0.25  # how often a follow with nothing new reads again and looks at the status

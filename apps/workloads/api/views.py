@@ -12,6 +12,7 @@ from apps.core.serializers import DetailSerializer
 from apps.projects.choices import Action
 
 from ..filters import WorkloadFilter
+from ..logs import LogsUnavailable, log_access
 from ..models import Workload
 from ..services import workload_delete, workload_stop, workload_submit, workload_validate_pool
 from .serializers import EventSerializer, LogQuerySerializer, WorkloadCreateSerializer, WorkloadSerializer
@@ -109,9 +110,6 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
     )
     @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, PlainTextRenderer])
     def logs(self, request, project=None, pk=None):
-        from apps.backends.base import TransientBackendError
-        from apps.backends.selectors import workload_log_read
-
         from .logtail import follow_log
 
         workload = self.get_object()
@@ -132,7 +130,7 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
             response["Cache-Control"] = "no-cache"
             return response
         try:
-            text = workload_log_read(workload=workload, **kwargs)
-        except TransientBackendError as exc:
+            text = log_access["read"](workload=workload, **kwargs)
+        except LogsUnavailable as exc:
             raise ServiceError(f"The log could not be read just now: {exc}", status_code=503) from None
         return HttpResponse(text, content_type="text/plain; charset=utf-8")

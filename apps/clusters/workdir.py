@@ -13,6 +13,9 @@ allowing a checkout that holds `var/` does not open the database or other worklo
 
 On Kubernetes the path is inside the container and allowed roots do not apply:
 `check_container_working_dir` only insists on an absolute path without `..`.
+
+It lives with the pools whose allowed_paths it checks (ResourcePool.clean), below the workloads,
+training and backends that check working directories with it.
 """
 from __future__ import annotations
 

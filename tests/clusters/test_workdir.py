@@ -1,10 +1,10 @@
-"""apps.workloads.workdir: what a working directory may be, on the text (submit) and on disk (launch)."""
+"""apps.clusters.workdir: what a working directory may be, on the text (submit) and on disk (launch)."""
 import os
 from pathlib import Path
 
 import pytest
 
-from apps.workloads.workdir import (
+from apps.clusters.workdir import (
     WorkingDirError,
     check_container_working_dir,
     check_working_dir,
