@@ -1,7 +1,7 @@
 """What the layers above workloads need to know about each workload kind, in one place.
 
 Each kind app (training, notebooks, deployments) registers a `KindSpec` from its
-`AppConfig.ready()`; the backends and the scheduler ask `kind_spec(workload.kind)` for the
+`AppConfig.ready()`; the backends ask `kind_spec(workload.kind)` for the
 properties they act on instead of comparing kind names. Adding a kind: give it a value in
 `choices.Kind`, an app with its API, and register its spec in that app's `ready()`.
 
