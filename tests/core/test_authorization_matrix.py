@@ -63,6 +63,11 @@ for route, kind, body in [
         Case("delete", f"{P}/{route}/{{{kind}_done}}/", "member"),
         Case("get", f"{P}/{route}/{{{kind}_running}}/logs/", "viewer"),
         Case("get", f"{P}/{route}/{{{kind}_running}}/events/", "viewer"),
+        # The same workload through the kind-independent collection the dashboard reads.
+        Case("get", f"{P}/workloads/{{{kind}_running}}/", "viewer"),
+        Case("post", f"{P}/workloads/{{{kind}_running}}/stop/", "member"),
+        Case("get", f"{P}/workloads/{{{kind}_running}}/logs/", "viewer"),
+        Case("get", f"{P}/workloads/{{{kind}_running}}/events/", "viewer"),
     ]
 CASES += [  # tracking
     Case("get", f"{P}/runs/", "viewer"),
@@ -151,7 +156,8 @@ def test_outsider_sees_no_trace_of_other_projects(world, client_for, project):
     assert slugs == ["charlies"]
     job = world["training_running"]
     for path in [f"/api/v1/projects/charlies/training-jobs/{job}/", "/api/v1/projects/charlies/workloads/?name=job-0",
-                 f"/api/v1/projects/charlies/training-jobs/{job}/logs/"]:
+                 f"/api/v1/projects/charlies/training-jobs/{job}/logs/", f"/api/v1/projects/charlies/workloads/{job}/",
+                 f"/api/v1/projects/charlies/workloads/{job}/logs/", f"/api/v1/projects/charlies/workloads/{job}/events/"]:
         response = client.get(path)
         assert response.status_code in (200, 404)
         if response.status_code == 200:

@@ -13,6 +13,7 @@ import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -217,6 +218,8 @@ def test_submitted_job_goes_live_in_the_list_and_its_detail_page_draws_new_point
 
     # its detail page, opened while the job waits at the gate with 20 points and 20 lines written
     detail = listing.context.new_page()
+    asked: list[str] = []
+    detail.on("request", lambda request: asked.append(urlsplit(request.url).path))
     detail.goto(form.url)
     log = detail.get_by_test_id("log-view")
     expect(log).to_contain_text("waiting at the gate", timeout=JOB)
@@ -229,6 +232,11 @@ def test_submitted_job_goes_live_in_the_list_and_its_detail_page_draws_new_point
     expect(detail.get_by_test_id("gpu-panels")).to_be_visible()
     expect(detail.get_by_test_id("events-table")).to_contain_text("Submitted")
     expect(detail.get_by_test_id("stop-workload")).to_be_enabled()
+    # the page reads the workload through the kind-independent routes, not the kind's collection
+    here = f"/api/v1/projects/{PROJECT}/workloads/{job_id}/"
+    assert here in asked and f"{here}events/" in asked, asked
+    assert not [p for p in asked if "/training-jobs/" in p], asked
+    expect(detail.get_by_role("link", name="Full log")).to_have_attribute("href", re.compile(rf"^{here}logs/\?"))
     # the 2 h limit from the form, and, running, its deadline and what is left of it
     expect(detail.get_by_test_id("runtime-limit")).to_have_text("2 h")
     expect(detail.get_by_test_id("runtime-deadline")).to_have_text(re.compile(r"^until .+ · (1h 5\dm|2h 0m) left$"))  # of 2 h, just started

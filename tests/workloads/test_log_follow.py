@@ -63,13 +63,14 @@ async def test_follow_of_a_finished_workload_returns_its_log_and_ends():
     assert [t async for t in follow_log(workload_id=workload.pk, replica=0, attempt=3, tail=None)] == []
 
 
-async def test_over_asgi_lines_leave_as_written_and_a_disconnect_ends_the_follow_at_once(bob, project, pool):
+@pytest.mark.parametrize("collection", ["training-jobs", "workloads"])  # the kind's route and the kind-independent one
+async def test_over_asgi_lines_leave_as_written_and_a_disconnect_ends_the_follow_at_once(collection, bob, project, pool):
     workload = await sync_to_async(WorkloadFactory)(project=project, pool=pool, status=S.RUNNING, attempt=1)
     token = await sync_to_async(make_token)(bob)
     _write(workload.pk, 1, "first line\n")
     scope = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-        "path": f"/api/v1/projects/{project.slug}/training-jobs/{workload.pk}/logs/", "raw_path": b"",
+        "path": f"/api/v1/projects/{project.slug}/{collection}/{workload.pk}/logs/", "raw_path": b"",
         "query_string": b"follow=1", "root_path": "",
         "headers": [(b"host", b"testserver"), (b"authorization", f"Bearer {token}".encode())],
         "client": ("127.0.0.1", 5000), "server": ("testserver", 80),

@@ -24,6 +24,7 @@ from django.utils import timezone
 from apps.backends.base import LOG_FRAME_CHARS, Backend, LaunchError, LogReader, ReplicaState
 from apps.backends.launch_env import attempt_env
 from apps.workloads.deadlines import seconds_left
+from apps.workloads.kinds import kind_spec
 
 from . import manifests as m
 from .client import ApiError, Clients, ConnectionNotConfigured, TransientError, clients_for, kube_settings
@@ -73,7 +74,7 @@ def view_for(workload: Workload, *, attempt: int, run_env: dict | None = None) -
         memory_mb=workload.memory_mb, spec=dict(workload.spec or {}), gpu_model=workload.gpu_model,
         pool_node_selector=dict(workload.pool.node_selector or {}),
         placement_nodes=tuple(p["node"] for p in (workload.placement or []) if isinstance(p, dict) and p.get("node")),
-        notebook_token=notebook_token(workload.pk) if workload.kind == "notebook" else "",
+        notebook_token=notebook_token(workload.pk) if kind_spec(workload.kind).access_token else "",
         run_env=dict(run_env or {}),
         active_deadline_seconds=_active_deadline(workload),
     )
@@ -82,7 +83,7 @@ def view_for(workload: Workload, *, attempt: int, run_env: dict | None = None) -
 def _active_deadline(workload: Workload) -> int | None:
     """The Job's activeDeadlineSeconds: the whole limit for the first attempt of an admission,
     what is left of it for a restart (restarts count against the limit; deadlines.py)."""
-    if workload.kind != "training":
+    if not kind_spec(workload.kind).runs_to_completion:
         return None
     left = seconds_left(workload, now=timezone.now())
     if left is None:
@@ -165,8 +166,9 @@ def pods_of(clients: Clients, workload: Workload) -> list[dict]:
 
 
 def current_pods(pods: list[dict], workload: Workload, attempt: int) -> list[dict]:
-    """Pods of the given attempt (training); every pod of the workload for the other kinds."""
-    if workload.kind != "training":
+    """Pods of the given attempt (a kind that runs to completion: a Job per attempt); every pod of
+    the workload for the other kinds."""
+    if not kind_spec(workload.kind).runs_to_completion:
         return pods
     return [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(m.LABEL_ATTEMPT) == str(attempt)]
 
@@ -203,9 +205,10 @@ class KubernetesBackend(Backend):
             "backend": self.name, "attempt": attempt, "namespace": namespace, "objects": objects,
             "alive": True, "replicas": [],
         }
-        if workload.kind == "training":
+        kind = kind_spec(workload.kind)
+        if kind.kubernetes_object == "Job":
             runtime["job"] = m.job_name(workload.pk, attempt)
-        elif workload.kind == "notebook":
+        elif kind.kubernetes_object == "StatefulSet":
             runtime.update(url=f"http://{m.object_name(workload.pk)}.{namespace}.svc:{m.NOTEBOOK_PORT}"
                                f"/notebooks/{workload.pk}/", token=view.notebook_token)
         else:
@@ -225,14 +228,15 @@ class KubernetesBackend(Backend):
                                 grace_period_seconds=0)
             return len(alive)
         name = m.object_name(workload.pk)
-        if workload.kind == "training":
+        kind = kind_spec(workload.kind).kubernetes_object
+        if kind == "Job":
             job = runtime.get("job") or m.job_name(workload.pk, workload.attempt)
             _ignore_missing(clients, clients.batch.delete_namespaced_job, job, namespace,
                             propagation_policy="Background")
             if options_for(workload.pool.cluster).volcano:
                 _ignore_missing(clients, lambda n, ns, **kw: clients.custom.delete_namespaced_custom_object(
                     *PODGROUPS[:2], ns, PODGROUPS[2], n, **kw), job, namespace)
-        elif workload.kind == "notebook":
+        elif kind == "StatefulSet":
             _ignore_missing(clients, clients.apps.patch_namespaced_stateful_set, name, namespace,
                             {"spec": {"replicas": 0}})
         else:
@@ -280,16 +284,17 @@ class KubernetesBackend(Backend):
 
 def replica_pod(clients: Clients, namespace: str, *, workload_id: int, kind: str, replica: int,
                 attempt: int) -> str | None:
-    """The name of the pod of replica `replica` of `attempt` (training; the other kinds have one
-    set of pods whatever the attempt), found by the labels the manifests put on pods."""
+    """The name of the pod of replica `replica` of `attempt` (a Job per attempt; the other kinds have
+    one set of pods whatever the attempt), found by the labels the manifests put on pods."""
     data = clients.call(clients.core.list_namespaced_pod, namespace, label_selector=f"{m.LABEL_WORKLOAD}={workload_id}")
     pods = data.get("items") or []
-    if kind == "training":
+    spec = kind_spec(kind)
+    if spec.runs_to_completion:
         pods = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(m.LABEL_ATTEMPT) == str(attempt)]
     pods = sorted(pods, key=lambda p: p["metadata"]["name"])
     # Job pods carry their completion index and StatefulSet pods their ordinal; a Deployment's
     # pods have neither, so its replicas are its pods in name order.
-    chosen = pods[replica:replica + 1] if kind == "deployment" else [p for p in pods if pod_view(p).replica == replica]
+    chosen = pods[replica:replica + 1] if spec.kubernetes_object == "Deployment" else [p for p in pods if pod_view(p).replica == replica]
     return chosen[0]["metadata"]["name"] if chosen else None
 
 

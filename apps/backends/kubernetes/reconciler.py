@@ -35,6 +35,7 @@ from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Cluster, Node, ResourcePool
 from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
 from apps.workloads.deadlines import format_duration, run_deadline
+from apps.workloads.kinds import kind_spec
 from apps.workloads.models import Workload
 from apps.workloads.services import (
     workload_event_record,
@@ -61,6 +62,7 @@ logger = logging.getLogger(__name__)
 S = WorkloadStatus
 WATCHED_CONDITIONS = ("PodScheduled", "ContainersReady")
 NODE_SEEN_REFRESH_SECONDS = 30.0  # last_seen_at of an unchanged node is refreshed this often
+SERVICE_INFORMERS = {"StatefulSet": "statefulsets", "Deployment": "deployments"}  # object kind -> its informer
 
 
 def _grace_seconds() -> float:
@@ -178,7 +180,7 @@ class ClusterReconciler:
             return self._reconcile_stopping(workload, pods)
         if workload.status != S.RUNNING:
             return False
-        if workload.kind == "training":
+        if kind_spec(workload.kind).runs_to_completion:
             return self._reconcile_training(workload, pods)
         return self._reconcile_service(workload, pods)
 
@@ -225,9 +227,9 @@ class ClusterReconciler:
     def _service_object(self, workload: Workload, *, wanted_replicas: bool = False) -> dict | None:
         """The StatefulSet / Deployment of a notebook / deployment (from the cache); with
         `wanted_replicas`, only when it still asks for pods (not yet scaled to zero)."""
-        if workload.kind == "training":
+        informer = self.informers.get(SERVICE_INFORMERS.get(kind_spec(workload.kind).kubernetes_object, ""))
+        if informer is None:  # a Job: nothing kept up
             return None
-        informer = self.informers["statefulsets" if workload.kind == "notebook" else "deployments"]
         obj = informer.get(namespace_of(workload), m.object_name(workload.pk))
         if obj is not None and wanted_replicas and not (obj.get("spec") or {}).get("replicas"):
             return None
@@ -353,7 +355,7 @@ class ClusterReconciler:
     # -- notebooks and deployments --------------------------------------------------------------
 
     def _reconcile_service(self, workload: Workload, pods: list[dict]) -> bool:
-        kind = "StatefulSet" if workload.kind == "notebook" else "Deployment"
+        kind = kind_spec(workload.kind).kubernetes_object
         if self._service_object(workload) is None and self._confirmed_missing(
                 kind, namespace_of(workload), m.object_name(workload.pk)):
             runtime = self.backend.launch(workload, attempt=workload.attempt)  # ensure: creates what is missing

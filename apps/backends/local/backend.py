@@ -26,6 +26,7 @@ from django.conf import settings
 from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, ReplicaState
 from apps.backends.launch_env import attempt_env
 from apps.clusters.workdir import WorkingDirError, resolve_working_dir
+from apps.workloads.kinds import kind_spec
 
 from . import bridge, sandbox
 from . import env as replica_env_lib
@@ -167,7 +168,8 @@ class LocalBackend(Backend):
             raise LaunchError(problem)
         ports: set[int] = set()
         master_port = free_port(ports)
-        token = secrets.token_urlsafe(24) if workload.kind == "notebook" else None
+        kind = kind_spec(workload.kind)
+        token = secrets.token_urlsafe(24) if kind.access_token else None
         node_gpus = self._node_gpu_count(workload)
         base_env = replica_env_lib.inherited_env()
         base_env["HOME"] = str(home)
@@ -188,7 +190,7 @@ class LocalBackend(Backend):
         run_env = attempt_env(workload=workload, attempt=attempt)
         try:
             for replica in range(workload.replicas):
-                port = free_port(ports) if workload.kind in ("notebook", "deployment") else None
+                port = free_port(ports) if kind.serves_port else None
                 placement = self._placement(workload, replica)
                 reserved = replica_env_lib.reserved_env(
                     workload_id=wid, workload_name=workload.name, kind=workload.kind,
@@ -208,7 +210,7 @@ class LocalBackend(Backend):
                 command = self._command(workload, env=env, port=port, cwd=cwd, iso=iso)
                 sandboxed = iso.level in (sandbox.BWRAP_ROOT, sandbox.BWRAP)
                 writable, inner, serve_socket = [work_dir(wid), home], command, None
-                if workload.kind == "deployment" and sandboxed:
+                if kind.behind_gateway and sandboxed:
                     # No network of its own: reached only through the bridge's unix socket (gateway).
                     serve_socket = bridge.socket_path(directory, replica)
                     bridge.prepare_socket_dir(serve_socket.parent, uid=iso.uid, gid=iso.gid)
@@ -233,13 +235,13 @@ class LocalBackend(Backend):
                 _signal_replica(record, signals.SIGKILL)
             raise LaunchError(str(exc)) from exc
 
-        if workload.kind == "notebook":
-            runtime.update(url=endpoints[0] if endpoints else "", token=token)
-        elif workload.kind == "deployment":
-            from apps.deployments.selectors import deployment_gateway_url
-
+        if kind.behind_gateway:
             # Sandboxed replicas have no TCP endpoint: they are reached through Cairn's gateway.
-            runtime.update(url=endpoints[0] if endpoints else deployment_gateway_url(workload), endpoints=endpoints)
+            runtime.update(url=endpoints[0] if endpoints else kind.gateway_url(workload), endpoints=endpoints)
+        elif kind.serves_port:
+            runtime["url"] = endpoints[0] if endpoints else ""
+        if kind.access_token:
+            runtime["token"] = token
         return runtime
 
     def _working_dir(self, workload: Workload) -> Path:
@@ -280,16 +282,9 @@ class LocalBackend(Backend):
 
     def _command(self, workload: Workload, *, env: dict, port: int | None, cwd: Path, iso: sandbox.Isolation) -> list[str]:
         spec = workload.spec or {}
-        if workload.kind == "notebook":
-            # The token comes from JUPYTER_TOKEN in the environment, readable by the replica only.
-            argv = [
-                sys.executable, "-m", "jupyterlab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
-                "--ServerApp.port_retries=0", f"--ServerApp.root_dir={cwd}",
-                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            ]
-            if os.geteuid() == 0 and iso.uid is None:  # a replica running as root: Jupyter refuses unless told
-                argv.append("--allow-root")
-            return argv
+        local_command = kind_spec(workload.kind).local_command
+        if local_command is not None:  # the kind decides the command (a notebook: JupyterLab)
+            return local_command(workload, port=port, cwd=cwd, as_root=os.geteuid() == 0 and iso.uid is None)
         command = spec.get("command")
         if isinstance(command, str) and command.strip():
             return ["/bin/sh", "-c", command]  # a command line: let the shell expand $PORT and friends

@@ -34,52 +34,16 @@ class PlainTextRenderer(BaseRenderer):
         return str(data).encode()
 
 
-class WorkloadReadViewSet(mixins.ListModelMixin, ProjectScopedViewSet):
-    """Every workload of the project, all kinds together (read-only)."""
+class WorkloadActionsMixin:
+    """Stop, events and logs of one workload: the same actions (and answers) on the
+    kind-independent /workloads/{id}/ and on each kind's collection."""
 
-    queryset = Workload.objects.select_related("project", "pool", "created_by")
-    serializer_class = WorkloadSerializer
-    filterset_class = WorkloadFilter
-    ordering_fields = ["created_at", "name", "priority", "status", "started_at", "finished_at"]
-    ordering = ["-created_at", "-id"]
-
-
-class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ProjectScopedViewSet):
-    """Create, list, inspect, stop and delete workloads of one kind. Subclasses set the kind."""
-
-    kind: str = ""
-    create_serializer_class: type[WorkloadCreateSerializer] = WorkloadCreateSerializer
-    queryset = Workload.objects.select_related("project", "pool", "created_by")
-    serializer_class = WorkloadSerializer
-    filterset_class = WorkloadFilter
-    ordering_fields = ["created_at", "name", "priority", "status", "started_at", "finished_at"]
-    ordering = ["-created_at", "-id"]
-    required_actions = {"create": Action.SUBMIT, "stop": Action.SUBMIT, "destroy": Action.SUBMIT}
-
-    def get_queryset(self):
-        return super().get_queryset().filter(kind=self.kind)
+    required_actions = {"stop": Action.SUBMIT}
 
     def get_serializer_class(self):
-        if self.action == "create":
-            return self.create_serializer_class
         if self.action == "events":
             return EventSerializer
-        return WorkloadSerializer
-
-    def create(self, request, project=None):
-        serializer = self.create_serializer_class(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        pool = workload_validate_pool(project=self.project, pool_name=serializer.validated_data.get("pool"))
-        serializer.validate_for_pool(pool)
-        workload = workload_submit(project=self.project, pool=pool, created_by=request.user,
-                                   **serializer.to_submission())
-        return Response(WorkloadSerializer(workload, context=self.get_serializer_context()).data,
-                        status=status.HTTP_201_CREATED)
-
-    @extend_schema(responses={204: None, **ERRORS}, summary="Delete a finished workload")
-    def destroy(self, request, project=None, pk=None):
-        workload_delete(workload=self.get_object())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return super().get_serializer_class()
 
     @extend_schema(request=None, responses={202: WorkloadSerializer, **ERRORS},
                    summary="Stop: SIGTERM, then SIGKILL after the grace period")
@@ -134,3 +98,51 @@ class KindWorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Proj
         except LogsUnavailable as exc:
             raise ServiceError(f"The log could not be read just now: {exc}", status_code=503) from None
         return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+
+class WorkloadReadViewSet(WorkloadActionsMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                          ProjectScopedViewSet):
+    """Every workload of the project, all kinds together: list, inspect, stop, events and logs
+    (creating and deleting go through the kind's own collection)."""
+
+    queryset = Workload.objects.select_related("project", "pool", "created_by")
+    serializer_class = WorkloadSerializer
+    filterset_class = WorkloadFilter
+    ordering_fields = ["created_at", "name", "priority", "status", "started_at", "finished_at"]
+    ordering = ["-created_at", "-id"]
+
+
+class KindWorkloadViewSet(WorkloadActionsMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, ProjectScopedViewSet):
+    """Create, list, inspect, stop and delete workloads of one kind. Subclasses set the kind."""
+
+    kind: str = ""
+    create_serializer_class: type[WorkloadCreateSerializer] = WorkloadCreateSerializer
+    queryset = Workload.objects.select_related("project", "pool", "created_by")
+    serializer_class = WorkloadSerializer
+    filterset_class = WorkloadFilter
+    ordering_fields = ["created_at", "name", "priority", "status", "started_at", "finished_at"]
+    ordering = ["-created_at", "-id"]
+    required_actions = {**WorkloadActionsMixin.required_actions, "create": Action.SUBMIT, "destroy": Action.SUBMIT}
+
+    def get_queryset(self):
+        return super().get_queryset().filter(kind=self.kind)
+
+    def get_serializer_class(self):
+        if self.action == "create":
+            return self.create_serializer_class
+        return super().get_serializer_class()
+
+    def create(self, request, project=None):
+        serializer = self.create_serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        pool = workload_validate_pool(project=self.project, pool_name=serializer.validated_data.get("pool"))
+        serializer.validate_for_pool(pool)
+        workload = workload_submit(project=self.project, pool=pool, created_by=request.user,
+                                   **serializer.to_submission())
+        return Response(WorkloadSerializer(workload, context=self.get_serializer_context()).data,
+                        status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None, **ERRORS}, summary="Delete a finished workload")
+    def destroy(self, request, project=None, pk=None):
+        workload_delete(workload=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -33,13 +33,6 @@ export function isWorkloadKind(value: string): value is WorkloadKind {
   return (KINDS as readonly string[]).includes(value);
 }
 
-/** The API collection of each kind: /api/v1/projects/<p>/<collection>/. */
-export const KIND_COLLECTION: Record<WorkloadKind, "training-jobs" | "notebooks" | "deployments"> = {
-  training: "training-jobs",
-  notebook: "notebooks",
-  deployment: "deployments",
-};
-
 export const KIND_LABEL: Record<WorkloadKind, string> = {
   training: "Training job",
   notebook: "Notebook",

@@ -3,22 +3,22 @@ import { isWorkloadKind } from "./status";
 import { workloadPath, workloadRoute } from "./workloadPath";
 
 describe("workloadRoute", () => {
-  it("picks each kind's collection for the typed client", () => {
-    expect(workloadRoute("training")).toBe("/api/v1/projects/{project}/training-jobs/{id}/");
-    expect(workloadRoute("notebook", "events/")).toBe("/api/v1/projects/{project}/notebooks/{id}/events/");
-    expect(workloadRoute("deployment", "stop/")).toBe("/api/v1/projects/{project}/deployments/{id}/stop/");
+  it("is the kind-independent collection for the typed client", () => {
+    expect(workloadRoute()).toBe("/api/v1/projects/{project}/workloads/{id}/");
+    expect(workloadRoute("events/")).toBe("/api/v1/projects/{project}/workloads/{id}/events/");
+    expect(workloadRoute("stop/")).toBe("/api/v1/projects/{project}/workloads/{id}/stop/");
   });
 });
 
 describe("workloadPath", () => {
   it("fills in the project and the id", () => {
-    expect(workloadPath("training", "vision", 42)).toBe("/api/v1/projects/vision/training-jobs/42/");
-    expect(workloadPath("notebook", "vision", 7, "logs/")).toBe("/api/v1/projects/vision/notebooks/7/logs/");
-    expect(workloadPath("deployment", "vision", 3, "events/")).toBe("/api/v1/projects/vision/deployments/3/events/");
+    expect(workloadPath("vision", 42)).toBe("/api/v1/projects/vision/workloads/42/");
+    expect(workloadPath("vision", 7, "logs/")).toBe("/api/v1/projects/vision/workloads/7/logs/");
+    expect(workloadPath("vision", 3, "events/")).toBe("/api/v1/projects/vision/workloads/3/events/");
   });
 
   it("escapes the project slug", () => {
-    expect(workloadPath("training", "a b/c", 1, "logs/")).toBe("/api/v1/projects/a%20b%2Fc/training-jobs/1/logs/");
+    expect(workloadPath("a b/c", 1, "logs/")).toBe("/api/v1/projects/a%20b%2Fc/workloads/1/logs/");
   });
 });
 

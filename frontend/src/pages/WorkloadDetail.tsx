@@ -52,8 +52,8 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
   const runsKey = useMemo(() => ["workload-runs", project, id] as const, [project, id]);
   const [deleted, setDeleted] = useState(false);
 
-  const workload = useQuery({ queryKey: workloadKey, queryFn: () => getWorkload(project, kind, id), retry: retryTransient });
-  const events = useQuery({ queryKey: eventsKey, queryFn: () => getEvents(project, kind, id), retry: retryTransient });
+  const workload = useQuery({ queryKey: workloadKey, queryFn: () => getWorkload(project, id), retry: retryTransient });
+  const events = useQuery({ queryKey: eventsKey, queryFn: () => getEvents(project, id), retry: retryTransient });
   const status = workload.data?.status;
   const active = !!status && !isFinal(status);
   // One clock and one status history for the header's "Running for" and the timeline.
@@ -110,7 +110,7 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
   });
 
   const stop = useMutation({
-    mutationFn: () => stopWorkload(project, kind, id),
+    mutationFn: () => stopWorkload(project, id),
     onSuccess: (data) => {
       queryClient.setQueryData(workloadKey, data);
       refreshEvents();
@@ -163,7 +163,7 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
       {showMetrics && (
         <MetricsPanel project={project} workload={w} runs={runList} runsLoading={runs.isPending} runsError={runs.error} onRetry={() => runs.refetch()} />
       )}
-      <LogPanel workload={w} project={project} kind={kind} />
+      <LogPanel workload={w} project={project} />
       <EventsPanel events={events.data?.events ?? []} total={events.data?.total ?? 0} loading={events.isPending} error={events.error} onRetry={() => events.refetch()} />
     </Stack>
   );

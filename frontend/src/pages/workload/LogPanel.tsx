@@ -3,7 +3,6 @@
 import { Alert, Anchor, Badge, Box, Card, Group, Select, Switch, Text, Title } from "@mantine/core";
 import { useLayoutEffect, useMemo, useRef, useState } from "react";
 import { appendLog, appendNote, emptyLog, logText, type LogBuffer } from "../../lib/logbuffer";
-import type { WorkloadKind } from "../../lib/status";
 import { workloadPath } from "../../lib/workloadPath";
 import { useTopic } from "../../live/LiveProvider";
 import type { Workload } from "./api";
@@ -13,10 +12,9 @@ const LOG_LINES = 5000;
 export interface LogPanelProps {
   workload: Workload;
   project: string;
-  kind: WorkloadKind;
 }
 
-export function LogPanel({ workload: w, project, kind }: LogPanelProps) {
+export function LogPanel({ workload: w, project }: LogPanelProps) {
   const [replica, setReplica] = useState(0);
   const [follow, setFollow] = useState(true);
   const [buffer, setBuffer] = useState<LogBuffer>(emptyLog);
@@ -95,7 +93,7 @@ export function LogPanel({ workload: w, project, kind }: LogPanelProps) {
           </Text>
           <Anchor
             size="xs"
-            href={`${workloadPath(kind, project, w.id, "logs/")}?replica=${replica}&format=txt`}
+            href={`${workloadPath(project, w.id, "logs/")}?replica=${replica}&format=txt`}
             target="_blank"
             rel="noreferrer"
           >

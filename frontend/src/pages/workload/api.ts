@@ -1,7 +1,6 @@
-// The workload page's API calls. The kind only picks the collection (lib/workloadPath.ts);
-// the three collections answer with the same Workload and Event shapes.
+// The workload page's API calls, on the kind-independent /workloads/<id>/ routes
+// (lib/workloadPath.ts): every kind answers with the same Workload and Event shapes.
 import { api, unwrap, type Schemas } from "../../api/client";
-import type { WorkloadKind } from "../../lib/status";
 import { workloadRoute } from "../../lib/workloadPath";
 
 export type Workload = Schemas["Workload"];
@@ -10,14 +9,14 @@ export type WorkloadEvent = Schemas["Event"];
 /** Events per page read; the API's maximum. */
 const EVENTS_PAGE = 500;
 
-export function getWorkload(project: string, kind: WorkloadKind, id: number): Promise<Workload> {
-  return unwrap(api.GET(workloadRoute(kind), { params: { path: { project, id } } }));
+export function getWorkload(project: string, id: number): Promise<Workload> {
+  return unwrap(api.GET(workloadRoute(), { params: { path: { project, id } } }));
 }
 
 /** The oldest and the newest events (at most two pages), and how many there are in all. */
-export async function getEvents(project: string, kind: WorkloadKind, id: number): Promise<{ events: WorkloadEvent[]; total: number }> {
+export async function getEvents(project: string, id: number): Promise<{ events: WorkloadEvent[]; total: number }> {
   const read = (page: number) =>
-    unwrap(api.GET(workloadRoute(kind, "events/"), { params: { path: { project, id }, query: { page, page_size: EVENTS_PAGE } } }));
+    unwrap(api.GET(workloadRoute("events/"), { params: { path: { project, id }, query: { page, page_size: EVENTS_PAGE } } }));
   const first = await read(1);
   let events = first.results;
   const pages = Math.ceil(first.count / EVENTS_PAGE);
@@ -30,6 +29,6 @@ export function getRuns(project: string, id: number): Promise<Schemas["Paginated
   return unwrap(api.GET("/api/v1/projects/{project}/runs/", { params: { path: { project }, query: { workload: id, page_size: 100 } } }));
 }
 
-export function stopWorkload(project: string, kind: WorkloadKind, id: number): Promise<Workload> {
-  return unwrap(api.POST(workloadRoute(kind, "stop/"), { params: { path: { project, id } } }));
+export function stopWorkload(project: string, id: number): Promise<Workload> {
+  return unwrap(api.POST(workloadRoute("stop/"), { params: { path: { project, id } } }));
 }

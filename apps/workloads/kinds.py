@@ -1,0 +1,62 @@
+"""What the layers above workloads need to know about each workload kind, in one place.
+
+Each kind app (training, notebooks, deployments) registers a `KindSpec` from its
+`AppConfig.ready()`; the backends ask `kind_spec(workload.kind)` for the
+properties they act on instead of comparing kind names. Adding a kind: give it a value in
+`choices.Kind`, an app with its API, and register its spec in that app's `ready()`.
+
+Plain Python: no models, no Django, so any layer may import it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    kind: str  # a choices.Kind value
+    # Runs to completion: each attempt is a run that ends (success, failure, restart within
+    # max_restarts and the run-time limit); the others are services kept up until stopped.
+    runs_to_completion: bool = False
+    # Each replica listens on a port ($PORT) that Cairn hands it, and the workload has a URL.
+    serves_port: bool = False
+    # An access token is made per workload and given to replicas in JUPYTER_TOKEN (never on the
+    # command line), and shown to the creator with the URL.
+    access_token: bool = False
+    # Reached through Cairn's gateway: sandboxed local replicas get no network, only the
+    # gateway's unix socket. `gateway_url(workload)` is the address when no replica has a port.
+    gateway_url: Callable[[Any], str] | None = None
+    # The command a local replica runs when the kind decides it (not the spec's `command`):
+    # local_command(workload, port=..., cwd=..., as_root=...) -> argv.
+    local_command: Callable[..., list[str]] | None = None
+    # The Kubernetes object that runs the replicas: Job (one per attempt), StatefulSet or Deployment.
+    kubernetes_object: str = "Job"
+
+    @property
+    def behind_gateway(self) -> bool:
+        return self.gateway_url is not None
+
+
+_registry: dict[str, KindSpec] = {}
+
+
+def register_kind(spec: KindSpec) -> None:
+    """Called from the kind app's AppConfig.ready(). Registering the same kind twice replaces it
+    only with an equal spec (ready() may run again in tests); a different one is a mistake."""
+    existing = _registry.get(spec.kind)
+    if existing is not None and existing != spec:
+        raise ValueError(f"Workload kind '{spec.kind}' is already registered with a different spec.")
+    _registry[spec.kind] = spec
+
+
+def kind_spec(kind: str) -> KindSpec:
+    try:
+        return _registry[kind]
+    except KeyError:
+        raise LookupError(f"Unknown workload kind '{kind}' (no app registered it).") from None
+
+
+def registered_kinds() -> tuple[str, ...]:
+    return tuple(_registry)
