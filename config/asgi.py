@@ -5,7 +5,7 @@ Django's request cycle by apps.tracking.asgi, with the same checks and answers a
 view; deployments are called through apps.deployments.gateway (/serve/<project>/<name>/...);
 everything else goes to Django unchanged.
 
-Websockets: apps.core.wsauth.OriginGate honours the session cookie only from the site's own pages
+Websockets: apps.projects.wsauth.OriginGate honours the session cookie only from the site's own pages
 (ALLOWED_HOSTS) and lets token-signed clients in from anywhere; each consumer then signs the socket
 in and closes it with a documented code when refused (docs/live.md). The server's access log
 lines pass through apps.core.logsafe, which blanks tokens in query strings."""
@@ -20,9 +20,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from apps.core import logsafe  # noqa: E402
-from apps.core.wsauth import OriginGate  # noqa: E402
 from apps.deployments.gateway import with_gateway  # noqa: E402
 from apps.portal.routing import websocket_urlpatterns  # noqa: E402
+from apps.projects.wsauth import OriginGate  # noqa: E402
 from apps.tracking.asgi import with_ingest_fast_path  # noqa: E402
 
 logsafe.install()

@@ -3,7 +3,7 @@
   ws/projects/<project>/events/  the project's events (workload status changes, ...)
   ws/projects/<project>/live/    the dashboard's one socket per page, multiplexing topics (docs/live.md)
 
-Both sign in and keep checking access through apps.core.wsauth.ProjectSocket (session cookie
+Both sign in and keep checking access through apps.projects.wsauth.ProjectSocket (session cookie
 from the site's own pages, or an API token as the subprotocol `cairn.token.<token>` / an
 `Authorization: Bearer` header; never in the URL), and check membership before sending anything.
 
@@ -19,7 +19,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from apps.core.live import Topic, TopicRefused, find_topic, topic_labels
 from apps.core.realtime import project_group
-from apps.core.wsauth import ProjectSocket
+from apps.projects.wsauth import ProjectSocket
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
   ws/projects/<project>/runs/<run>/live/  every point of one run as it is ingested
   ws/projects/<project>/runs/live/        the latest value per key of every run of the project
 
-Signs in and keeps checking access through apps.core.wsauth.ProjectSocket (session cookie, or an
+Signs in and keeps checking access through apps.projects.wsauth.ProjectSocket (session cookie, or an
 API token as the subprotocol `cairn.token.<token>` / `Authorization: Bearer`; never in the URL):
 project membership at connect, on every message and every second. A client may also send
 {"action": "subscribe", "run": <id>} / {"action": "unsubscribe", "run": <id>}.
@@ -19,7 +19,7 @@ import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from apps.core.wsauth import NOT_FOUND, ProjectSocket
+from apps.projects.wsauth import NOT_FOUND, ProjectSocket
 
 from .conf import setting
 from .events import project_runs_group, run_group

@@ -172,7 +172,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
-        "apps.core.permissions.TokenScopePermission",
+        "apps.accounts.permissions.TokenScopePermission",
     ],
     "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": [

@@ -4,9 +4,9 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, viewsets
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 
-from apps.core.api.views import ProjectScopedViewSet
-from apps.core.permissions import TokenScopePermission
+from apps.accounts.permissions import TokenScopePermission
 from apps.core.serializers import DetailSerializer
+from apps.projects.api.base import ProjectScopedViewSet
 from apps.projects.choices import Action
 
 from ..filters import AuditEventFilter

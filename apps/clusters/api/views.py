@@ -6,7 +6,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 
-from apps.core.permissions import TokenScopePermission
+from apps.accounts.permissions import TokenScopePermission
 from apps.core.serializers import DetailSerializer
 
 from ..models import Cluster, Node, ResourcePool

@@ -3,7 +3,6 @@ from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.response import Response
 
 from apps.accounts.models import User
-from apps.core.api.views import ProjectScopedViewSet
 from apps.core.serializers import DetailSerializer
 
 from ..choices import Action, role_allows
@@ -17,6 +16,7 @@ from ..services import (
     project_delete,
     project_update,
 )
+from .base import ProjectScopedViewSet
 from .serializers import (
     MembershipCreateSerializer,
     MembershipSerializer,

@@ -2,8 +2,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, mixins, status
 from rest_framework.response import Response
 
-from apps.core.api.views import ProjectScopedViewSet
 from apps.core.serializers import DetailSerializer
+from apps.projects.api.base import ProjectScopedViewSet
 from apps.projects.choices import Action
 
 from ..models import Quota

@@ -3,8 +3,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.core.api.views import ProjectScopedViewSet
 from apps.core.serializers import DetailSerializer
+from apps.projects.api.base import ProjectScopedViewSet
 from apps.workloads.models import Workload
 
 from ..overview import cluster_overview

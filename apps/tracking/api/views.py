@@ -12,8 +12,8 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.core.api.views import ProjectScopedViewSet
 from apps.core.serializers import DetailSerializer
+from apps.projects.api.base import ProjectScopedViewSet
 from apps.projects.choices import Action
 
 from ..authentication import RunTokenAuthentication

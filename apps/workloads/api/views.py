@@ -6,9 +6,9 @@ from rest_framework.decorators import action
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
-from apps.core.api.views import ProjectScopedViewSet
 from apps.core.errors import ServiceError
 from apps.core.serializers import DetailSerializer
+from apps.projects.api.base import ProjectScopedViewSet
 from apps.projects.choices import Action
 
 from ..filters import WorkloadFilter

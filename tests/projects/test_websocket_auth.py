@@ -1,4 +1,4 @@
-"""Who may keep a project websocket open (apps/core/wsauth.py, docs/live.md "Authentication"):
+"""Who may keep a project websocket open (apps/projects/wsauth.py, docs/live.md "Authentication"):
 API tokens in the subprotocol (never the URL), the session cookie only from the site's own
 origin, and access checked again on every message and every second, so that revoking a token,
 deactivating a user, signing out or removing a member closes sockets that are already open.
@@ -155,7 +155,7 @@ async def test_revoking_a_token_closes_its_open_sockets_within_two_seconds(bob, 
 
 
 async def test_a_message_after_revocation_is_not_served(bob, project, monkeypatch):
-    import apps.core.wsauth as wsauth
+    import apps.projects.wsauth as wsauth
 
     monkeypatch.setattr(wsauth, "RECHECK_SECONDS", 60)  # only the per-message check can catch it
     token = await sync_to_async(make_token)(bob)

@@ -1,11 +1,11 @@
-"""apps/core/wsauth.py without sockets: the periodic access check of all the open sockets of a
+"""apps/projects/wsauth.py without sockets: the periodic access check of all the open sockets of a
 process is a few queries, whatever their number, and decides like the per-message check."""
 import pytest
 from django.test import Client
 from django.utils import timezone
 
 from apps.accounts.models import ApiToken
-from apps.core.wsauth import (
+from apps.projects.wsauth import (
     NOT_MEMBER,
     SESSION_ENDED,
     TOKEN_ENDED,
@@ -49,7 +49,7 @@ def test_the_periodic_check_of_many_sockets_costs_a_few_queries(project, alice, 
 
 
 def test_every_refusal_fits_a_close_frame():
-    import apps.core.wsauth as wsauth
+    import apps.projects.wsauth as wsauth
 
     refusals = [v for v in vars(wsauth).values() if isinstance(v, wsauth.Refusal)]
     assert len(refusals) >= 10
