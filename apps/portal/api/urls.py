@@ -6,6 +6,7 @@ from apps.accounts.api.views import ApiTokenViewSet, LoginView, MeView, SessionV
 from apps.clusters.api.views import ClusterViewSet, NodeViewSet, ResourcePoolViewSet
 from apps.deployments.api.views import DeploymentViewSet
 from apps.notebooks.api.views import NotebookViewSet
+from apps.projects.api.audit import ProjectAuditEventViewSet
 from apps.projects.api.views import MembershipViewSet, ProjectViewSet
 from apps.quotas.api.views import QuotaViewSet
 from apps.scheduling.api.views import PoolQueueView
@@ -39,6 +40,8 @@ urlpatterns = [
     path("pools/<str:pool>/queue/", PoolQueueView.as_view(), name="pool-queue"),
     path("telemetry/nodes/<str:node>/", NodeTelemetryView.as_view(), name="node-telemetry"),
     path("", include("apps.audit.api.urls")),
+    path("projects/<str:project>/audit/", ProjectAuditEventViewSet.as_view({"get": "list"}),
+         name="project-audit-list"),
     path("", include(router.urls)),
     path("projects/<str:project>/", include(project_router.urls)),
 ]
