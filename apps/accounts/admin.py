@@ -1,4 +1,7 @@
-"""Admin for users and API tokens. A token's secret hash is never shown or editable."""
+"""Admin for users and API tokens. A token's secret hash is never shown or editable.
+
+A user's project memberships are an inline that apps/projects/admin.py adds to this UserAdmin
+(it registers a subclass in its place): accounts sits below projects and does not import it."""
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
@@ -10,24 +13,12 @@ from django.utils import timezone
 from apps.audit.choices import AuditAction
 from apps.audit.services import audit_record
 from apps.core.errors import ServiceError
-from apps.projects.admin import MembershipAuditMixin
-from apps.projects.models import Membership
 
 from .models import TOKEN_PREFIX, ApiToken, ApiTokenScope, User
 from .services import api_token_change, api_token_revoke
 
 # Changes to these are recorded with their new value; other fields by name only.
 USER_FLAGS = ("is_active", "is_staff", "is_superuser")
-
-
-class UserMembershipInline(admin.TabularInline):
-    model = Membership
-    fk_name = "user"
-    fields = ["project", "role", "created_at"]
-    readonly_fields = ["created_at"]
-    autocomplete_fields = ["project"]
-    extra = 0
-    verbose_name = "project membership"
 
 
 def _record_user_deleted(user: User) -> None:
@@ -37,10 +28,9 @@ def _record_user_deleted(user: User) -> None:
 
 
 @admin.register(User)
-class UserAdmin(MembershipAuditMixin, DjangoUserAdmin):
+class UserAdmin(DjangoUserAdmin):
     list_display = ["username", "email", "first_name", "last_name", "is_active", "is_staff", "last_login"]
     list_filter = ["is_staff", "is_superuser", "is_active"]
-    inlines = [UserMembershipInline]
 
     def save_model(self, request: HttpRequest, obj: User, form, change: bool) -> None:
         """Creating a user and changing one (above all who is a Cairn admin) go in the audit log."""

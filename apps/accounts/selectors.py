@@ -1,4 +1,15 @@
+from collections.abc import Callable
+
 from .models import TOKEN_PREFIX, ApiToken, User
+
+# The projects a user sees in /me/ and at sign-in, as [{"slug", "name", "role"}]: read by
+# apps.projects (memberships), which fills this at AppConfig.ready; accounts sits below projects.
+user_projects_readers: list[Callable[[User], list[dict]]] = []
+
+
+def user_projects(user: User) -> list[dict]:
+    """The projects of `user` for /me/: what the readers apps.projects registers say."""
+    return [project for read in user_projects_readers for project in read(user)]
 
 
 def api_token_find(token: str) -> ApiToken | None:

@@ -1,4 +1,5 @@
-"""Admin for projects and their members."""
+"""Admin for projects and their members, and the memberships inline on a user's admin page (the
+UserAdmin of apps.accounts, registered again here with it: accounts does not import projects)."""
 from django.apps import apps as django_apps
 from django.contrib import admin
 from django.core.exceptions import ValidationError
@@ -7,6 +8,7 @@ from django.db.models.functions import Coalesce
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
+from apps.accounts.admin import UserAdmin as AccountsUserAdmin
 from apps.accounts.models import User
 from apps.audit.choices import AuditAction
 from apps.audit.services import audit_record
@@ -114,3 +116,22 @@ class ProjectAdmin(MembershipAuditMixin, ServiceDeleteMixin, admin.ModelAdmin):
             obj.save()
             audit_record(action=AuditAction.PROJECT_CREATE, project=obj, target=obj)
 
+
+class UserMembershipInline(admin.TabularInline):
+    model = Membership
+    fk_name = "user"
+    fields = ["project", "role", "created_at"]
+    readonly_fields = ["created_at"]
+    autocomplete_fields = ["project"]
+    extra = 0
+    verbose_name = "project membership"
+
+
+class UserAdmin(MembershipAuditMixin, AccountsUserAdmin):
+    """accounts' user admin, with the user's project memberships (each change audited)."""
+
+    inlines = [*AccountsUserAdmin.inlines, UserMembershipInline]
+
+
+admin.site.unregister(User)
+admin.site.register(User, UserAdmin)

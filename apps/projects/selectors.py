@@ -16,3 +16,14 @@ def projects_visible_to(*, user: User) -> QuerySet[Project]:
     if user.is_staff:
         return Project.objects.all()
     return Project.objects.filter(memberships__user=user)
+
+
+def projects_for_me(user: User) -> list[dict]:
+    """The projects `user` sees in /me/ (accounts asks through apps.accounts.selectors.user_projects):
+    staff see every project as owner, others their memberships, by slug."""
+    if user.is_staff:
+        return [{"slug": p.slug, "name": p.name, "role": "owner"} for p in Project.objects.all()]
+    return [
+        {"slug": m.project.slug, "name": m.project.name, "role": m.role}
+        for m in Membership.objects.filter(user=user).select_related("project").order_by("project__slug")
+    ]

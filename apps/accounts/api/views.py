@@ -9,9 +9,9 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from apps.core.serializers import DetailSerializer
-from apps.projects.models import Membership
 
 from ..models import ApiToken
+from ..selectors import user_projects
 from ..services import api_token_create, api_token_login, api_token_revoke
 from .serializers import (
     ApiTokenCreatedSerializer,
@@ -26,17 +26,8 @@ from .serializers import (
 
 
 def _me(user) -> dict:
-    if user.is_staff:
-        from apps.projects.models import Project
-
-        projects = [{"slug": p.slug, "name": p.name, "role": "owner"} for p in Project.objects.all()]
-    else:
-        projects = [
-            {"slug": m.project.slug, "name": m.project.name, "role": m.role}
-            for m in Membership.objects.filter(user=user).select_related("project").order_by("project__slug")
-        ]
     return {"id": user.pk, "username": user.username, "email": user.email, "is_staff": user.is_staff,
-            "projects": projects}
+            "projects": user_projects(user)}
 
 
 class MeView(APIView):
