@@ -226,6 +226,22 @@ def test_membership_edits_in_the_admin_inline_are_recorded(client, admin_user, a
     assert len(records(action__startswith="membership.")) == 3
 
 
+def test_membership_added_on_the_user_admin_page_is_recorded(client, admin_user, charlie, project):
+    """The user admin's memberships inline (added by apps/projects/admin.py) audits like the project's."""
+    client.force_login(admin_user)
+    url = reverse("admin:accounts_user_change", args=[charlie.pk])
+    data = admin_form(client, url)
+    new = int(data["memberships-TOTAL_FORMS"])
+    data |= {f"memberships-{new}-project": project.pk, f"memberships-{new}-role": "viewer",
+             "memberships-TOTAL_FORMS": str(new + 1)}
+    response = client.post(url, data, REMOTE_ADDR=IP)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert Membership.objects.get(user=charlie, project=project).role == "viewer"
+    added = only("membership.add")
+    assert added.details == {"member": "charlie", "role": "viewer"} and added.project == project
+    assert added.actor == admin_user and added.source_ip == IP
+
+
 def test_making_someone_a_cairn_admin_in_the_admin_is_recorded(client, admin_user, charlie):
     client.force_login(admin_user)
     url = reverse("admin:accounts_user_change", args=[charlie.pk])
