@@ -5,6 +5,8 @@ import time
 
 from django.db import close_old_connections, connection
 
+from apps.clusters.services import local_cluster_register
+
 logger = logging.getLogger(__name__)
 
 # Set by services that want the next pass now rather than at the next tick (in-process only).
@@ -29,7 +31,6 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
     Registers this machine as the local cluster's node first and refreshes it now and then.
     A failing pass (database down, ...) is logged and retried on the next tick.
     """
-    from apps.clusters.services import local_cluster_register
 
     from .local import sandbox
     from .services import reconcile_once

@@ -30,6 +30,10 @@ from channels.db import database_sync_to_async
 from channels.security.websocket import OriginValidator
 from django.conf import settings
 
+from apps.accounts.models import ApiToken
+from apps.accounts.selectors import api_token_find
+from apps.projects.models import Membership, Project
+
 logger = logging.getLogger(__name__)
 
 SUBPROTOCOL = "cairn.v1"
@@ -121,7 +125,6 @@ def token_in_url(scope) -> bool:
 
 def authenticate(scope) -> tuple[Credentials | None, object, Refusal | None]:
     """(credentials, user, None) for a signed-in socket, else (None, None, refusal)."""
-    from apps.accounts.selectors import api_token_find
 
     if token_in_url(scope):
         return None, None, TOKEN_IN_URL
@@ -148,7 +151,6 @@ def authenticate(scope) -> tuple[Credentials | None, object, Refusal | None]:
 
 
 def project_id_of(slug: str) -> int | None:
-    from apps.projects.models import Project
 
     return Project.objects.filter(slug=slug).values_list("pk", flat=True).first()
 
@@ -197,8 +199,6 @@ def access_refusal(credentials: Credentials, project_id: int) -> Refusal | None:
     from django.db.models import Exists, OuterRef, Q
     from django.utils import timezone
 
-    from apps.accounts.models import ApiToken
-    from apps.projects.models import Membership, Project
 
     now = timezone.now()
     checks = {
@@ -228,8 +228,6 @@ def access_refusals(sockets: list[tuple[Credentials, int]]) -> list[Refusal | No
     from django.db.models import Q
     from django.utils import timezone
 
-    from apps.accounts.models import ApiToken
-    from apps.projects.models import Membership, Project
 
     if not sockets:
         return []

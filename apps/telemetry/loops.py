@@ -8,7 +8,9 @@ import time
 
 from django.conf import settings
 
+from apps.clusters.models import Node
 from apps.core.loops import run_loop
+from apps.tracking.services import tracking_prune_batch_ids
 
 from .conf import setting
 from .services import telemetry_compact, telemetry_sample_local, telemetry_scrape
@@ -22,8 +24,6 @@ class TelemetryPass:
         self.last_compact = float("-inf")
 
     def __call__(self) -> None:
-        from apps.clusters.models import Node
-        from apps.tracking.services import tracking_prune_batch_ids
 
         nodes = Node.objects.select_related("cluster")
         local = nodes.filter(cluster__backend="local", cluster__name=settings.CAIRN["LOCAL_CLUSTER_NAME"]).first()

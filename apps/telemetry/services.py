@@ -14,6 +14,9 @@ from django.db.models import Count, Max, Min, Sum
 from django.db.models.functions import TruncHour, TruncMinute
 from django.utils import timezone
 
+from apps.clusters.choices import NodeHealth
+from apps.clusters.models import Node
+from apps.clusters.services import node_cordon
 from apps.core.realtime import project_group, publish
 from apps.workloads.models import Workload
 
@@ -95,9 +98,6 @@ def telemetry_check_health(*, samples: list[TelemetrySample]) -> list[NodeHealth
     health.py) before they are stored, and cordon the nodes they happened on (marked unhealthy,
     so the scheduler places nothing new there; running workloads keep running). Each cordon is
     published on the dashboard's cluster topic. Costs no query unless a GPU reports a fault value."""
-    from apps.clusters.choices import NodeHealth
-    from apps.clusters.models import Node
-    from apps.clusters.services import node_cordon
 
     candidates = [s for s in samples if s.metric in HEALTH_METRICS and s.gpu is not None and s.value != 0]
     if not candidates:

@@ -25,6 +25,7 @@ from django.conf import settings
 
 from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, ReplicaState
 from apps.backends.launch_env import attempt_env
+from apps.clusters.models import Node
 from apps.clusters.workdir import WorkingDirError, resolve_working_dir
 from apps.workloads.kinds import kind_spec
 
@@ -274,7 +275,6 @@ class LocalBackend(Backend):
     def _node_gpu_count(workload: Workload) -> int:
         if workload.gpu_milli <= 0:
             return 0
-        from apps.clusters.models import Node
 
         names = {e.get("node") for e in workload.placement or [] if isinstance(e, dict)}
         counts = Node.objects.filter(cluster_id=workload.pool.cluster_id, name__in=names).values_list("gpu_count", flat=True)

@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.serializers import StrictSerializer
+from apps.projects.choices import Action, role_allows
 
 from ..choices import Kind, Priority, WaitingOn, WorkloadStatus
 from ..deadlines import MAX_RUNTIME_LIMIT_SECONDS, MIN_RUNTIME_LIMIT_SECONDS
@@ -273,7 +274,6 @@ def workload_endpoint(workload: Workload, *, user, role: str | None) -> str | No
     and its token could run code in the creator's kernel. Deployments: project members and above
     (not viewers). The token itself never appears in an API answer.
     """
-    from apps.projects.choices import Action, role_allows
 
     if workload.status != WorkloadStatus.RUNNING or not isinstance(workload.runtime, dict):
         return None

@@ -10,7 +10,10 @@ import threading
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from apps.backends.local import sandbox
 from apps.backends.loops import reconciler_wakeup, run_reconciler_loop
+from apps.backends.services import reconcile_once
+from apps.clusters.services import local_cluster_register
 
 
 class Command(BaseCommand):
@@ -32,9 +35,6 @@ class Command(BaseCommand):
     def handle(self, *args, interval: float, once: bool, backend: str = "all", **options):
         if once:
             if backend in ("all", "local"):
-                from apps.backends.local import sandbox
-                from apps.backends.services import reconcile_once
-                from apps.clusters.services import local_cluster_register
 
                 local_cluster_register(isolation=sandbox.isolation().level)
                 acted = reconcile_once()

@@ -19,8 +19,13 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.backends.local import sandbox
+from apps.backends.loops import run_reconciler_loop
+from apps.backends.services import local_backend_shutdown
 from apps.core.loops import run_loop
 from apps.core.outbox import outbox_relay, outbox_wakeup
+from apps.scheduling.services import scheduling_cycle
+from apps.telemetry.loops import run_telemetry_loop
 
 logger = logging.getLogger(__name__)
 
@@ -34,17 +39,12 @@ class Command(BaseCommand):
         parser.add_argument("--no-demo", action="store_true", help="Do not create the demo project and job.")
 
     def handle(self, *args, host: str, port: int, no_demo: bool, **options):
-        from apps.backends.loops import run_reconciler_loop
-        from apps.backends.services import local_backend_shutdown
-        from apps.scheduling.services import scheduling_cycle
-        from apps.telemetry.loops import run_telemetry_loop
 
         listener = _bind(host, port)
         settings.CAIRN_DATA_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         if not no_demo:
             call_command("seed_demo", stdout=self.stdout)
-        from apps.backends.local import sandbox
 
         isolation = sandbox.isolation()
         say = self.style.SUCCESS if isolation.isolated else self.style.WARNING

@@ -12,9 +12,13 @@ from django.db import transaction
 
 from apps.accounts.models import User
 from apps.backends.local import sandbox
+from apps.clusters.models import ResourcePool
+from apps.clusters.services import local_cluster_register
 from apps.projects.choices import Role
 from apps.projects.models import Membership, Project
 from apps.quotas.models import Quota
+from apps.workloads.models import Workload
+from apps.workloads.services import workload_submit
 
 EXAMPLE = Path(settings.BASE_DIR) / "examples" / "train.py"
 
@@ -38,7 +42,6 @@ def _admin_password() -> str:
 def _allow_checkout(pool) -> None:
     """Let jobs of the local pool start in the checkout (the README tour's `working_dir: $PWD`).
     Cairn's data folder stays refused even when it lies inside (var/ by default)."""
-    from apps.clusters.models import ResourcePool
 
     checkout = str(Path(settings.BASE_DIR).resolve())
     pool = ResourcePool.objects.select_for_update().get(pk=pool.pk)
@@ -51,9 +54,6 @@ class Command(BaseCommand):
     help = "Create the demo admin, project, quota and example job (idempotent)."
 
     def handle(self, *args, **options):
-        from apps.clusters.services import local_cluster_register
-        from apps.workloads.models import Workload
-        from apps.workloads.services import workload_submit
 
         node = local_cluster_register(isolation=sandbox.isolation().level)
         password = _admin_password()

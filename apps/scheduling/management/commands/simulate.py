@@ -15,6 +15,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from apps.clusters.models import ResourcePool
 from apps.scheduling.policy import (
     DEFAULT_GPU_NODE_RESERVE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
@@ -23,6 +24,7 @@ from apps.scheduling.policy import (
     QuotaState,
     Resources,
 )
+from apps.scheduling.services import scheduling_snapshot
 from apps.scheduling.simulation import (
     ALIBABA_TRACE_DIR,
     FIFO_WAIT,
@@ -34,6 +36,7 @@ from apps.scheduling.simulation import (
     load_alibaba_tasks,
     simulate,
 )
+from apps.workloads.models import Workload
 
 DEFAULT_TRACE_DIR = ALIBABA_TRACE_DIR
 TASK_LISTS = {"default": "openb_pod_list_default.csv", "gpuspec33": "openb_pod_list_gpuspec33.csv"}
@@ -262,9 +265,6 @@ class Command(BaseCommand):
         return nodes, quotas, jobs
 
     def _from_db(self, pool_name: str, days: float):
-        from apps.clusters.models import ResourcePool
-        from apps.scheduling.services import scheduling_snapshot
-        from apps.workloads.models import Workload
 
         pool = ResourcePool.objects.filter(name=pool_name).first()
         if pool is None:
