@@ -37,6 +37,7 @@ from apps.workloads.lifecycle import (
     AllSucceeded,
     AttemptFailed,
     RestartFailed,
+    first_failure,
     workload_locked,
     workload_observe,
     workload_runtime_save,
@@ -282,7 +283,7 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
                     return True
                 return False
             # The first to fail is the cause; replicas lost or killed by us afterwards are not.
-            first = min(failed, key=lambda s: (s.phase == LOST, s.finished_at or float("inf"), s.replica))
+            first = first_failure(failed)
             failure = {"replica": first.replica, "phase": first.phase, "exit_code": first.exit_code,
                        "message": first.describe()}
         workload_runtime_save(workload, {**runtime, "failure": failure})

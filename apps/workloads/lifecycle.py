@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from django.db import connection
 from django.utils import timezone
@@ -22,11 +23,20 @@ from django.utils import timezone
 from .choices import EventType, WorkloadStatus
 from .deadlines import format_duration, run_deadline
 from .models import Workload
+from .observations import LOST, ReplicaState
 from .services import workload_event_record, workload_finish_at_deadline, workload_transition
 
 S = WorkloadStatus
+T = TypeVar("T")
 
 # -- what a backend observes -----------------------------------------------------------------------
+
+
+def first_failure(failed: list[T], state: Callable[[T], ReplicaState] = lambda item: item) -> T:
+    """The replica whose failure is the cause of the attempt's: the first to fail with an exit code
+    (replicas lost, or killed by us afterwards, are not), else the first lost."""
+    return min(failed, key=lambda item: (state(item).phase == LOST, state(item).finished_at or float("inf"),
+                                         state(item).replica))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ from apps.workloads.lifecycle import (
     AttemptFailed,
     Facts,
     decide,
+    first_failure,
 )
+from apps.workloads.observations import EXITED, LOST, ReplicaState
 
 EXIT3 = AttemptFailed(message="Replica 1 exited with code 3.", exit_code=3)
 GONE = AttemptFailed(message="Replica 0 disappeared.", lost=True)
@@ -69,3 +71,14 @@ def test_decide(facts, observation, expected):
     decision = decide(facts, observation)
     assert (decision.kind, decision.to_status, decision.reason, decision.message, decision.exit_code) == expected
     assert decision.attempt == (facts.attempt + 1 if decision.kind == RESTART else None)
+
+
+def test_the_cause_of_a_gang_failure_is_the_first_exit_not_a_later_loss_or_kill():
+    lost_first = ReplicaState(replica=0, phase=LOST, finished_at=1.0)
+    killed_later = ReplicaState(replica=1, phase=EXITED, exit_code=143, finished_at=9.0)
+    first_exit = ReplicaState(replica=2, phase=EXITED, exit_code=3, finished_at=5.0)
+    assert first_failure([lost_first, killed_later, first_exit]) == first_exit
+    assert first_failure([lost_first, ReplicaState(replica=3, phase=LOST)]) == lost_first
+    # the same rule over a backend's own view of a replica (a Kubernetes pod, say)
+    views = [("pod-b", killed_later), ("pod-c", first_exit)]
+    assert first_failure(views, lambda view: view[1]) == ("pod-c", first_exit)

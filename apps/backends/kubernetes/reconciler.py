@@ -40,6 +40,7 @@ from apps.workloads.lifecycle import (
     AllGone,
     AllSucceeded,
     AttemptFailed,
+    first_failure,
     workload_locked,
     workload_observe,
     workload_runtime_save,
@@ -238,7 +239,7 @@ class ClusterReconciler:
                 detail=f"Kubernetes had not stopped it {backstop} after the limit (the Job's activeDeadlineSeconds); "
                        "Cairn stops it.") is not None
         if failed:
-            first = min(failed, key=lambda v: (v.state.phase == LOST, v.state.finished_at or float("inf"), v.replica))
+            first = first_failure(failed, lambda view: view.state)
             return self._attempt_failed(workload, first, describe_failure(first, memory_mb=workload.memory_mb))
         job_conditions = {c.get("type"): c for c in ((job or {}).get("status") or {}).get("conditions") or []
                           if c.get("status") == "True"}

@@ -3,8 +3,9 @@ backend (real replica processes) and by the Kubernetes backend (the emulated API
 the same transitions, reasons, messages and exit code."""
 import pytest
 
-from apps.backends.services import workload_dispatch
+from apps.backends.services import workload_dispatch, workload_stop_signal
 from apps.workloads.models import Workload
+from apps.workloads.services import workload_preempt
 from tests.backends.helpers import admitted, reconcile_until
 
 from .conftest import eventually
@@ -44,3 +45,27 @@ def test_a_failing_attempt_restarts_then_fails_the_same_way_on_both_backends(
     assert story(local)[-1] == expected_end
     assert story(remote) == story(local)
     assert ("Restarting", "", "", "Replica 0 exited with code 3. Starting attempt 2 of 2.") in story(local)
+
+
+def test_a_preempted_workload_goes_back_to_the_queue_the_same_way_on_both_backends(
+        script, reconciler, make_workload, kubelet):
+    # local: a replica that exits on SIGTERM
+    path = script("import time; print('ready', flush=True); time.sleep(60)")
+    local = admitted(spec={"command": ["python", path], "env": {}})
+    workload_dispatch(workload_id=local.pk)
+    # Kubernetes: a running pod, deleted with its Job on SIGTERM
+    remote = make_workload()
+    workload_dispatch(workload_id=remote.pk)
+    [pod] = kubelet.start_job_pods(NS, f"cairn-{remote.pk}-1")
+    kubelet.running(NS, pod)
+
+    for workload in (local, remote):
+        assert workload_preempt(workload_id=workload.pk, preemptor_id=None, message="Preempted by a test.")
+        workload_stop_signal(workload_id=workload.pk)
+    reconcile_until(local, "queued", timeout=10)
+    assert eventually(lambda: Workload.objects.get(pk=remote.pk).status == "queued", step=reconciler.reconcile_pass)
+
+    expected_end = ("queued", "Requeued", "Preempted: All replicas have exited. Back in the queue after attempt 1.",
+                    None, 1)
+    assert story(local)[-1] == expected_end
+    assert story(remote) == story(local)
