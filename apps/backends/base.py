@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
+
+# What a backend observes of one replica, defined with the decisions taken from it (apps.workloads)
+from apps.workloads.observations import EXITED as EXITED
+from apps.workloads.observations import LOST as LOST
+from apps.workloads.observations import RUNNING as RUNNING
+from apps.workloads.observations import ReplicaState as ReplicaState
 
 if TYPE_CHECKING:
     from apps.workloads.models import Workload
@@ -25,39 +30,6 @@ class TransientBackendError(Exception):
 
 class LaunchError(Exception):
     """Replicas could not be started at all (bad working directory, no free port, ...)."""
-
-
-RUNNING = "running"
-EXITED = "exited"
-LOST = "lost"  # gone, and nobody recorded how it ended
-
-
-@dataclass(frozen=True)
-class ReplicaState:
-    replica: int
-    phase: str  # RUNNING | EXITED | LOST
-    exit_code: int | None = None  # 128 + N when killed by signal N
-    signal: int | None = None
-    finished_at: float | None = None  # epoch seconds, when known
-    pid: int | None = None
-
-    @property
-    def alive(self) -> bool:
-        return self.phase == RUNNING
-
-    @property
-    def failed(self) -> bool:
-        return self.phase == LOST or (self.phase == EXITED and self.exit_code != 0)
-
-    def describe(self) -> str:
-        """'Replica 1 exited with code 3.' and the like, for events and status messages."""
-        if self.phase == RUNNING:
-            return f"Replica {self.replica} is running."
-        if self.phase == LOST:
-            return f"Replica {self.replica} disappeared without an exit code (its supervisor was killed)."
-        if self.signal:
-            return f"Replica {self.replica} was killed by signal {self.signal} (exit code {self.exit_code})."
-        return f"Replica {self.replica} exited with code {self.exit_code}."
 
 
 LOG_FRAME_CHARS = 256 * 1024  # at most about this much output per LogReader.read() (one websocket frame)

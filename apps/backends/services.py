@@ -25,16 +25,26 @@ import os
 import time
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from apps.clusters.choices import Backend as BackendName
 from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
-from apps.workloads.deadlines import format_duration, run_deadline
+from apps.workloads.deadlines import run_deadline
+from apps.workloads.lifecycle import (
+    SERVER_SHUTDOWN,
+    AllGone,
+    AllSucceeded,
+    AttemptFailed,
+    RestartFailed,
+    first_failure,
+    workload_locked,
+    workload_observe,
+    workload_runtime_save,
+)
 from apps.workloads.models import Workload
 from apps.workloads.services import (
     workload_event_record,
-    workload_finish_at_deadline,
     workload_stop_at_deadline,
     workload_transition,
 )
@@ -69,26 +79,6 @@ def _is_me(identity: dict | None) -> bool:
     ) < 0.05
 
 
-def _locked(workload_id: int, *, skip_locked: bool = False) -> Workload | None:
-    """The workload with its row locked for the rest of the transaction (None: gone, or busy)."""
-    queryset = Workload.objects.select_related("pool__cluster", "project")
-    features = connection.features
-    if features.has_select_for_update:
-        queryset = queryset.select_for_update(
-            skip_locked=skip_locked and features.has_select_for_update_skip_locked,
-            of=("self",) if features.has_select_for_update_of else (),
-        )
-    return queryset.filter(pk=workload_id).first()
-
-
-def _save_runtime(workload: Workload, runtime: dict, **fields) -> None:
-    now = timezone.now()
-    Workload.objects.filter(pk=workload.pk).update(runtime=runtime, updated_at=now, **fields)
-    workload.runtime = runtime
-    for key, value in fields.items():
-        setattr(workload, key, value)
-
-
 def _escalate(workload: Workload, backend: Backend) -> None:
     """SIGTERM the live replicas once; SIGKILL them once the grace period has passed."""
     runtime = workload.runtime or {}
@@ -96,11 +86,11 @@ def _escalate(workload: Workload, backend: Backend) -> None:
     term_sent_at = runtime.get("term_sent_at")
     if term_sent_at is None:
         backend.signal(workload)
-        _save_runtime(workload, {**runtime, "term_sent_at": now})
+        workload_runtime_save(workload, {**runtime, "term_sent_at": now})
     elif now - term_sent_at >= _grace_seconds():
         backend.signal(workload, force=True)
         if runtime.get("kill_sent_at") is None:
-            _save_runtime(workload, {**runtime, "kill_sent_at": now})
+            workload_runtime_save(workload, {**runtime, "kill_sent_at": now})
 
 
 # -- dispatch ------------------------------------------------------------------------------------
@@ -113,7 +103,7 @@ def workload_dispatch(*, workload_id: int) -> Workload | None:
     is not available fails the workload with reason BackendUnavailable.
     """
     with transaction.atomic():
-        workload = _locked(workload_id)
+        workload = workload_locked(workload_id)
         if workload is None or workload.status != S.ADMITTED:
             return workload
         return _launch_admitted(workload) or workload
@@ -163,7 +153,7 @@ def _previous_replicas_gone(workload: Workload, backend: Backend) -> bool:
     if any(state.alive for state in backend.observe(workload)):
         _escalate(workload, backend)
         return False
-    _save_runtime(workload, {**(workload.runtime or {}), "alive": False})
+    workload_runtime_save(workload, {**(workload.runtime or {}), "alive": False})
     return True
 
 
@@ -174,7 +164,7 @@ def workload_stop_signal(*, workload_id: int) -> int:
     has replicas, e.g. requeued), once: redeliveries do nothing. The reconciler escalates to
     SIGKILL after the grace period and records STOPPED. Returns how many replicas were signalled."""
     with transaction.atomic():
-        workload = _locked(workload_id)
+        workload = workload_locked(workload_id)
         if workload is None:
             return 0
         runtime = workload.runtime or {}
@@ -187,7 +177,7 @@ def workload_stop_signal(*, workload_id: int) -> int:
         if runtime.get("term_sent_at") is not None:
             return 0  # already asked (a redelivery): a second SIGTERM could cut a checkpoint short
         signalled = backend.signal(workload)
-        _save_runtime(workload, {**runtime, "term_sent_at": time.time()})
+        workload_runtime_save(workload, {**runtime, "term_sent_at": time.time()})
     reconciler_wakeup.set()
     return signalled
 
@@ -219,7 +209,7 @@ def reconcile_once(*, limit: int = 200) -> int:
     ):
         try:
             with transaction.atomic():
-                workload = _locked(workload_id, skip_locked=True)
+                workload = workload_locked(workload_id, skip_locked=True)
                 if workload is not None and reconcile(workload):
                     acted += 1
         except Exception:
@@ -247,7 +237,7 @@ def _adopt_if_orphaned(workload: Workload) -> bool:
     owner = runtime.get("owner")
     if _is_me(owner) or identity_alive(owner):
         return False
-    _save_runtime(workload, {**runtime, "owner": _me()})
+    workload_runtime_save(workload, {**runtime, "owner": _me()})
     previous = f"Cairn process {owner['pid']}" if owner else "an unknown Cairn process"
     workload_event_record(
         workload=workload, reason="Adopted",
@@ -261,24 +251,8 @@ def _reconcile_stopping(workload: Workload, backend: Backend, states: list[Repli
     if any(state.alive for state in states):
         _escalate(workload, backend)
         return True
-    runtime = workload.runtime or {}
-    message = "All replicas have exited."
-    if runtime.get("kill_sent_at"):
-        message = f"Replicas were killed after the {_grace_seconds():g}s grace period."
-    if runtime.get("preempted"):  # preempted (apps.workloads.services.workload_preempt): back to the queue
-        workload_transition(
-            workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.QUEUED, reason="Requeued",
-            message=f"Preempted: {message} Back in the queue after attempt {workload.attempt}.",
-            runtime={**runtime, "alive": False, "preempted": False}, placement=[],
-        )
-        return True
-    if runtime.get("deadline_exceeded"):  # stopped at its run-time limit: that is a failure
-        workload_finish_at_deadline(workload=workload, message=message)
-        return True
-    workload_transition(
-        workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED, reason="Stopped",
-        message=message, runtime={**runtime, "alive": False},
-    )
+    workload_observe(workload=workload, observation=AllGone(
+        killed=bool((workload.runtime or {}).get("kill_sent_at")), grace_seconds=_grace_seconds()))
     return True
 
 
@@ -305,18 +279,14 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
             failed = [state for state in states if state.failed]
             if not failed:
                 if all(not state.alive for state in states):
-                    workload_transition(
-                        workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.SUCCEEDED,
-                        reason="Succeeded", message=f"All {len(states)} replica(s) exited with code 0.",
-                        exit_code=0, runtime={**runtime, "alive": False},
-                    )
+                    workload_observe(workload=workload, observation=AllSucceeded(replicas=len(states)))
                     return True
                 return False
             # The first to fail is the cause; replicas lost or killed by us afterwards are not.
-            first = min(failed, key=lambda s: (s.phase == LOST, s.finished_at or float("inf"), s.replica))
+            first = first_failure(failed)
             failure = {"replica": first.replica, "phase": first.phase, "exit_code": first.exit_code,
                        "message": first.describe()}
-        _save_runtime(workload, {**runtime, "failure": failure})
+        workload_runtime_save(workload, {**runtime, "failure": failure})
         acted = True
         logger.info("reconciler: workload %s: %s", workload.pk, failure["message"])
     if any(state.alive for state in states):
@@ -331,47 +301,15 @@ def _past_deadline(workload: Workload) -> bool:
 
 
 def _restart_or_finish(workload: Workload, backend: Backend, failure: dict) -> bool:
-    runtime = workload.runtime or {}
-    if _past_deadline(workload):  # restarts count against the limit (apps/workloads/deadlines.py)
-        if workload.attempt <= workload.max_restarts:
-            failure = {**failure, "message": f"{failure['message']} Not restarted: its run-time limit of "
-                                             f"{format_duration(workload.max_runtime_seconds)} has passed."}
-        return _finish(workload, failure, no_restarts_note=False)
-    if workload.attempt <= workload.max_restarts:
-        attempt = workload.attempt + 1
+    def relaunch(attempt: int) -> dict:
         try:
             new_runtime = backend.launch(workload, attempt=attempt)
         except LaunchError as exc:
-            workload_transition(
-                workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason="LaunchFailed",
-                message=f"{failure['message']} Could not restart it: {exc}", event_type=EventType.WARNING,
-                exit_code=failure.get("exit_code"), runtime={**runtime, "alive": False},
-            )
-            return True
-        new_runtime["owner"] = _me()
-        _save_runtime(workload, new_runtime, attempt=attempt)
-        workload_event_record(
-            workload=workload, reason="Restarting", type=EventType.WARNING,
-            message=f"{failure['message']} Starting attempt {attempt} of {workload.max_restarts + 1}.",
-        )
-        return True
-    return _finish(workload, failure)
+            raise RestartFailed(str(exc)) from exc
+        return {**new_runtime, "owner": _me()}
 
-
-def _finish(workload: Workload, failure: dict, *, no_restarts_note: bool = True) -> bool:
-    finished = {**(workload.runtime or {}), "alive": False}
-    if failure["phase"] == LOST:
-        workload_transition(
-            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.LOST, reason="ReplicaLost",
-            message=failure["message"] + (" No restarts left." if no_restarts_note else ""),
-            event_type=EventType.WARNING, runtime=finished,
-        )
-    else:
-        workload_transition(
-            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason="ReplicaFailed",
-            message=failure["message"] + (" No restarts left." if no_restarts_note and workload.max_restarts else ""),
-            event_type=EventType.WARNING, exit_code=failure["exit_code"], runtime=finished,
-        )
+    workload_observe(workload=workload, relaunch=relaunch, observation=AttemptFailed(
+        message=failure["message"], exit_code=failure.get("exit_code"), lost=failure["phase"] == LOST))
     return True
 
 
@@ -384,13 +322,12 @@ def _reconcile_leftover(workload: Workload) -> bool:
     if any(state.alive for state in backend.observe(workload)):
         _escalate(workload, backend)
     else:
-        _save_runtime(workload, {**runtime, "alive": False})
+        workload_runtime_save(workload, {**runtime, "alive": False})
     return True
 
 
 # -- shutdown ------------------------------------------------------------------------------------
 
-SERVER_SHUTDOWN = "ServerShutdown"  # the reason of work stopped by a Ctrl-C of the embedded server
 
 
 def local_backend_shutdown(*, grace_seconds: float | None = None) -> int:
@@ -436,30 +373,13 @@ def local_backend_shutdown(*, grace_seconds: float | None = None) -> int:
             time.sleep(0.05)
     for workload in owned:
         try:
-            workload.refresh_from_db(fields=["status", "runtime"])
+            workload.refresh_from_db(fields=["status", "runtime", "attempt"])
             runtime = {**(workload.runtime or {}), "alive": False}
-            if workload.status == S.STOPPING and runtime.get("preempted"):
-                workload_transition(
-                    workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.QUEUED, reason="Requeued",
-                    message="Preempted; back in the queue.", runtime={**runtime, "preempted": False}, placement=[],
-                )
-            elif workload.status == S.STOPPING and runtime.get("deadline_exceeded"):
-                workload.runtime = runtime
-                workload_finish_at_deadline(workload=workload, message="Its replicas exited while Cairn shut down.")
-            elif workload.status == S.STOPPING and runtime.get("server_shutdown"):
-                workload_transition(
-                    workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED, reason=SERVER_SHUTDOWN,
-                    message="Stopped because Cairn (embedded) was shut down; it does not start again with Cairn: "
-                            "resubmit it to run it again.",
-                    event_type=EventType.WARNING, runtime=runtime,
-                )
-            elif workload.status == S.STOPPING:
-                workload_transition(
-                    workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED, reason="Stopped",
-                    message="Stopped while Cairn shut down.", runtime=runtime,
-                )
+            if workload.status == S.STOPPING:
+                workload_observe(workload=workload, observation=AllGone(
+                    detail="Its replicas exited while Cairn shut down."))
             else:
-                _save_runtime(workload, runtime)
+                workload_runtime_save(workload, runtime)
         except Exception:
             logger.exception("shutdown: could not record workload %s", workload.pk)
     return signalled

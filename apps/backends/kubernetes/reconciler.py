@@ -36,12 +36,19 @@ from apps.clusters.models import Cluster, Node, ResourcePool
 from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
 from apps.workloads.deadlines import format_duration, run_deadline
 from apps.workloads.kinds import kind_spec
+from apps.workloads.lifecycle import (
+    AllGone,
+    AllSucceeded,
+    AttemptFailed,
+    first_failure,
+    workload_locked,
+    workload_observe,
+    workload_runtime_save,
+)
 from apps.workloads.models import Workload
 from apps.workloads.services import (
     workload_event_record,
-    workload_finish_at_deadline,
     workload_stop_at_deadline,
-    workload_transition,
 )
 
 from . import manifests as m
@@ -67,24 +74,6 @@ SERVICE_INFORMERS = {"StatefulSet": "statefulsets", "Deployment": "deployments"}
 
 def _grace_seconds() -> float:
     return float(settings.CAIRN["STOP_GRACE_SECONDS"])
-
-
-def _locked(workload_id: int) -> Workload | None:
-    queryset = Workload.objects.select_related("pool__cluster", "project")
-    features = connection.features
-    if features.has_select_for_update:
-        queryset = queryset.select_for_update(
-            skip_locked=features.has_select_for_update_skip_locked,
-            of=("self",) if features.has_select_for_update_of else (),
-        )
-    return queryset.filter(pk=workload_id).first()
-
-
-def _save_runtime(workload: Workload, runtime: dict, **fields) -> None:
-    Workload.objects.filter(pk=workload.pk).update(runtime=runtime, updated_at=timezone.now(), **fields)
-    workload.runtime = runtime
-    for key, value in fields.items():
-        setattr(workload, key, value)
 
 
 class ClusterReconciler:
@@ -166,7 +155,7 @@ class ClusterReconciler:
                     acted += 1
                     continue
                 with transaction.atomic():
-                    workload = _locked(workload_id)
+                    workload = workload_locked(workload_id, skip_locked=True)
                     if workload is not None and self._reconcile(workload, pods_by_workload.get(str(workload_id), [])):
                         acted += 1
             except TransientBackendError as exc:
@@ -191,36 +180,21 @@ class ClusterReconciler:
         now = time.time()
         if runtime.get("term_sent_at") is None:  # the stop task was lost, or this is a leftover
             self.backend.signal(workload)
-            _save_runtime(workload, {**runtime, "term_sent_at": now})
+            workload_runtime_save(workload, {**runtime, "term_sent_at": now})
             return True
         alive = [p for p in pods if is_alive(p)]
         if not alive and not self._service_object(workload, wanted_replicas=True):
             if workload.status == S.STOPPING:
-                message = "All replicas have exited."
-                if runtime.get("kill_sent_at"):
-                    message = f"Replicas were killed after the {_grace_seconds():g}s grace period."
-                if runtime.get("preempted"):
-                    # Preempted (apps.workloads.services.workload_preempt): it held its resources
-                    # until its pods were gone; now back to the queue with its attempt count.
-                    workload_transition(
-                        workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.QUEUED, reason="Requeued",
-                        message=f"Preempted: {message} Back in the queue after attempt {workload.attempt}.",
-                        runtime={**runtime, "alive": False, "preempted": False}, placement=[],
-                    )
-                    return True
-                if runtime.get("deadline_exceeded"):  # stopped at its run-time limit: a failure
-                    workload_finish_at_deadline(workload=workload, message=message)
-                    return True
-                workload_transition(workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.STOPPED,
-                                    reason="Stopped", message=message, runtime={**runtime, "alive": False})
+                workload_observe(workload=workload, observation=AllGone(
+                    killed=bool(runtime.get("kill_sent_at")), grace_seconds=_grace_seconds()))
                 return True
             if runtime.get("alive"):
-                _save_runtime(workload, {**runtime, "alive": False})
+                workload_runtime_save(workload, {**runtime, "alive": False})
                 return True
             return False
         if alive and now - runtime["term_sent_at"] >= _grace_seconds() and runtime.get("kill_sent_at") is None:
             self.backend.signal(workload, force=True)
-            _save_runtime(workload, {**runtime, "kill_sent_at": now})
+            workload_runtime_save(workload, {**runtime, "kill_sent_at": now})
             return True
         return False
 
@@ -265,7 +239,7 @@ class ClusterReconciler:
                 detail=f"Kubernetes had not stopped it {backstop} after the limit (the Job's activeDeadlineSeconds); "
                        "Cairn stops it.") is not None
         if failed:
-            first = min(failed, key=lambda v: (v.state.phase == LOST, v.state.finished_at or float("inf"), v.replica))
+            first = first_failure(failed, lambda view: view.state)
             return self._attempt_failed(workload, first, describe_failure(first, memory_mb=workload.memory_mb))
         job_conditions = {c.get("type"): c for c in ((job or {}).get("status") or {}).get("conditions") or []
                           if c.get("status") == "True"}
@@ -274,11 +248,7 @@ class ClusterReconciler:
             return self._attempt_failed(workload, None, f"The Job failed ({cond.get('reason')}): {cond.get('message')}")
         succeeded = {v.replica for v in views if v.state.phase != LOST and not v.state.alive and v.state.exit_code == 0}
         if len(succeeded) >= workload.replicas or "Complete" in job_conditions:
-            workload_transition(
-                workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.SUCCEEDED, reason="Succeeded",
-                message=f"All {workload.replicas} replica(s) exited with code 0.", exit_code=0,
-                runtime={**runtime, "alive": False},
-            )
+            workload_observe(workload=workload, observation=AllSucceeded(replicas=workload.replicas))
             return True
         if job is None and not views and self._confirmed_missing("Job", namespace, job_name):
             return self._attempt_failed(workload, None, f"Job {namespace}/{job_name} disappeared (deleted outside "
@@ -320,36 +290,14 @@ class ClusterReconciler:
         return False
 
     def _attempt_failed(self, workload: Workload, view: PodView | None, message: str, *, lost: bool = False) -> bool:
-        runtime = workload.runtime or {}
-        deadline = run_deadline(workload)
-        out_of_time = (workload.attempt <= workload.max_restarts and deadline is not None
-                       and deadline <= timezone.now())
-        if out_of_time:
-            # Restarts count against the run-time limit (apps/workloads/deadlines.py): none is left.
-            message += (f" Not restarted: its run-time limit of {format_duration(workload.max_runtime_seconds)} "
-                        "has passed.")
-        elif workload.attempt <= workload.max_restarts:
+        def relaunch(attempt: int) -> dict:
             self.backend.signal(workload)  # delete the failed attempt's Job (and what is left of its pods)
-            attempt = workload.attempt + 1
-            new_runtime = self.backend.launch(workload, attempt=attempt)
-            _save_runtime(workload, new_runtime, attempt=attempt)
-            workload_event_record(
-                workload=workload, reason="Restarting", type=EventType.WARNING,
-                message=f"{message} Starting attempt {attempt} of {workload.max_restarts + 1}.",
-            )
-            return True
-        finished = {**runtime, "alive": False}
-        if lost or (view is not None and view.state.phase == LOST):
-            workload_transition(workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.LOST,
-                                reason="ReplicaLost", message=message, event_type=EventType.WARNING, runtime=finished)
-            return True
-        reason = "OOMKilled" if view is not None and view.reason == "OOMKilled" else "ReplicaFailed"
-        workload_transition(
-            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason=reason,
-            message=message + (" No restarts left." if workload.max_restarts and not out_of_time else ""),
-            event_type=EventType.WARNING,
-            exit_code=view.state.exit_code if view is not None else None, runtime=finished,
-        )
+            return self.backend.launch(workload, attempt=attempt)
+
+        workload_observe(workload=workload, relaunch=relaunch, observation=AttemptFailed(
+            message=message, exit_code=view.state.exit_code if view is not None else None,
+            lost=lost or (view is not None and view.state.phase == LOST),
+            reason="OOMKilled" if view is not None and view.reason == "OOMKilled" else ""))
         return True
 
     # -- notebooks and deployments --------------------------------------------------------------
@@ -359,7 +307,7 @@ class ClusterReconciler:
         if self._service_object(workload) is None and self._confirmed_missing(
                 kind, namespace_of(workload), m.object_name(workload.pk)):
             runtime = self.backend.launch(workload, attempt=workload.attempt)  # ensure: creates what is missing
-            _save_runtime(workload, {**(workload.runtime or {}), **runtime})
+            workload_runtime_save(workload, {**(workload.runtime or {}), **runtime})
             workload_event_record(workload=workload, reason="Recreated", type=EventType.WARNING,
                                   message=f"The {kind} was missing (deleted outside Cairn?); created it again.")
             return True
