@@ -13,9 +13,10 @@ through `workload_transition` (compare-and-set).
 
 `workload.runtime` is this module's bookkeeping for the current attempt:
     {"backend", "attempt", "replicas": [{"replica", "pid", "create_time", ...}], "alive",
-     "owner": the Cairn process managing it, "term_sent_at"/"kill_sent_at": stop escalation,
-     "failure": the replica failure being handled, "preempted"/"deadline_exceeded": why it is
-     stopping, plus "url"/"token"/"endpoints" for users}
+     "owner": the Cairn process managing it, "failure": the replica failure being handled,
+     plus "url"/"token"/"endpoints" for users}
+Why it is stopping and the stop escalation are typed fields of the workload (`stop_cause`,
+`preempted_by`, `term_sent_at`, `kill_sent_at`), reset at each dispatch.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.clusters.choices import Backend as BackendName
-from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
+from apps.workloads.choices import ACTIVE, EventType, StopCause, WorkloadStatus
 from apps.workloads.deadlines import run_deadline
 from apps.workloads.lifecycle import (
     SERVER_SHUTDOWN,
@@ -82,18 +83,20 @@ def _is_me(identity: dict | None) -> bool:
 def _escalate(workload: Workload, backend: Backend) -> None:
     """SIGTERM the live replicas once; SIGKILL them once the grace period has passed."""
     runtime = workload.runtime or {}
-    now = time.time()
-    term_sent_at = runtime.get("term_sent_at")
-    if term_sent_at is None:
+    now = timezone.now()
+    if workload.term_sent_at is None:
         backend.signal(workload)
-        workload_runtime_save(workload, {**runtime, "term_sent_at": now})
-    elif now - term_sent_at >= _grace_seconds():
+        workload_runtime_save(workload, runtime, term_sent_at=now)
+    elif (now - workload.term_sent_at).total_seconds() >= _grace_seconds():
         backend.signal(workload, force=True)
-        if runtime.get("kill_sent_at") is None:
-            workload_runtime_save(workload, {**runtime, "kill_sent_at": now})
+        if workload.kill_sent_at is None:
+            workload_runtime_save(workload, runtime, kill_sent_at=now)
 
 
 # -- dispatch ------------------------------------------------------------------------------------
+
+# A new attempt starts with none of the last stop's facts (they were runtime keys, replaced here).
+_STOP_RESET = {"stop_cause": StopCause.NONE, "preempted_by": None, "term_sent_at": None, "kill_sent_at": None}
 
 def workload_dispatch(*, workload_id: int) -> Workload | None:
     """Start an ADMITTED workload: bump `attempt`, launch its replicas, ADMITTED -> RUNNING.
@@ -127,13 +130,13 @@ def _launch_admitted(workload: Workload) -> Workload | None:
         return workload_transition(
             workload_id=workload.pk, from_statuses={S.ADMITTED}, to_status=S.FAILED, reason="LaunchFailed",
             message=f"Could not start the replicas: {exc}", event_type=EventType.WARNING, attempt=attempt,
-            runtime={"backend": backend.name, "attempt": attempt, "replicas": [], "alive": False},
+            runtime={"backend": backend.name, "attempt": attempt, "replicas": [], "alive": False}, **_STOP_RESET,
         )
     runtime["owner"] = _me()
     done = workload_transition(
         workload_id=workload.pk, from_statuses={S.ADMITTED}, to_status=S.RUNNING, reason="Started",
         message=f"Started {workload.replicas} replica(s), attempt {attempt}.",
-        attempt=attempt, runtime=runtime, started_at=timezone.now(),
+        attempt=attempt, runtime=runtime, started_at=timezone.now(), **_STOP_RESET,
     )
     if done is None:  # cannot happen while we hold the row lock, but never leave strays behind
         workload.runtime = runtime
@@ -174,10 +177,10 @@ def workload_stop_signal(*, workload_id: int) -> int:
             backend = backend_for(workload)
         except BackendUnavailable:
             return 0
-        if runtime.get("term_sent_at") is not None:
+        if workload.term_sent_at is not None:
             return 0  # already asked (a redelivery): a second SIGTERM could cut a checkpoint short
         signalled = backend.signal(workload)
-        workload_runtime_save(workload, {**runtime, "term_sent_at": time.time()})
+        workload_runtime_save(workload, runtime, term_sent_at=timezone.now())
     reconciler_wakeup.set()
     return signalled
 
@@ -252,7 +255,7 @@ def _reconcile_stopping(workload: Workload, backend: Backend, states: list[Repli
         _escalate(workload, backend)
         return True
     workload_observe(workload=workload, observation=AllGone(
-        killed=bool((workload.runtime or {}).get("kill_sent_at")), grace_seconds=_grace_seconds()))
+        killed=workload.kill_sent_at is not None, grace_seconds=_grace_seconds()))
     return True
 
 
@@ -266,7 +269,8 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
         # after the grace period), then FAILED. A replica that failed first is handled as a
         # failure below (with no restart, the limit having passed).
         if workload_stop_at_deadline(workload_id=workload.pk) is not None:
-            workload.refresh_from_db(fields=["status", "runtime", "stop_requested_at"])
+            workload.refresh_from_db(fields=["status", "runtime", "stop_requested_at", "stop_cause", "term_sent_at",
+                                             "kill_sent_at"])
             _escalate(workload, backend)
             return True
     if failure is None:
@@ -351,7 +355,7 @@ def local_backend_shutdown(*, grace_seconds: float | None = None) -> int:
                 workload_transition(
                     workload_id=workload.pk, from_statuses={S.ADMITTED, S.RUNNING}, to_status=S.STOPPING,
                     reason=SERVER_SHUTDOWN, message="Stopping: Cairn (embedded) is shutting down.",
-                    event_type=EventType.WARNING, runtime={**(workload.runtime or {}), "server_shutdown": True},
+                    event_type=EventType.WARNING, stop_cause=StopCause.SHUTDOWN,
                 )
             except Exception:
                 logger.exception("shutdown: could not stop workload %s", workload.pk)
@@ -373,7 +377,8 @@ def local_backend_shutdown(*, grace_seconds: float | None = None) -> int:
             time.sleep(0.05)
     for workload in owned:
         try:
-            workload.refresh_from_db(fields=["status", "runtime", "attempt"])
+            workload.refresh_from_db(fields=["status", "runtime", "attempt", "stop_cause", "preempted_by",
+                                             "term_sent_at", "kill_sent_at"])
             runtime = {**(workload.runtime or {}), "alive": False}
             if workload.status == S.STOPPING:
                 workload_observe(workload=workload, observation=AllGone(

@@ -99,7 +99,7 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
     ]
     fields = ("id", "project__slug", "pool__name", "placement", "gpu_milli", "cpu_milli", "memory_mb", "replicas",
               "priority", "preemptible", "admitted_at", "started_at", "max_runtime_seconds", "status",
-              "stop_requested_at", "runtime", "preemptions")
+              "stop_requested_at", "preempted_by", "preemptions")
     running = []
     for w in Workload.objects.filter(status__in=ACTIVE).select_related("project", "pool").only(*fields):
         stopping = w.status == WorkloadStatus.STOPPING
@@ -111,13 +111,13 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
             # Stopping: gone within the grace period. Otherwise its run-time limit says when it
             # ends at the latest (what reservations' estimated starts are made of); none: unknown.
             expected_end=(w.stop_requested_at or now) + grace if stopping else expected_end(w),
-            preempted_for=(w.runtime or {}).get("preempted_by") if stopping else None, preemptions=w.preemptions,
+            preempted_for=w.preempted_by_id if stopping else None, preemptions=w.preemptions,
         ))
     pending = [
         PendingWorkload(
             id=w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority, submitted_at=w.created_at,
             replicas=w.replicas, per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), gpu_model=w.gpu_model,
-            name=w.name, preempted_by=(w.runtime or {}).get("preempted_by"),
+            name=w.name, preempted_by=w.preempted_by_id,
             # Its run-time limit bounds how long it holds its resources: GPU-hour budgets are
             # checked and charged for that long (a requeued workload gets its full limit again).
             expected_seconds=float(w.max_runtime_seconds) if w.max_runtime_seconds else None,

@@ -47,7 +47,7 @@ class WorkloadAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     editable = ["priority", "preemptible", "max_restarts"]
     status_fields = ["status", "status_reason", "status_message", "pending_reason", "waiting_on", "exit_code", "conditions",
                      "placement", "attempt", "public_runtime", "created_at", "updated_at", "admitted_at", "started_at",
-                     "finished_at", "stop_requested_at"]
+                     "finished_at", "stop_requested_at", "stop_cause", "preempted_by", "term_sent_at", "kill_sent_at"]
     fieldsets = [
         (None, {"fields": ["project", "name", "kind", "pool", "created_by"]}),
         ("Scheduling", {"fields": ["priority", "preemptible", "max_restarts", "max_runtime_seconds", "replicas",

@@ -34,6 +34,16 @@ class WaitingOn(models.TextChoices):
     QUOTA_NONE = "quota_none", "Quota: none on the pool"
 
 
+class StopCause(models.TextChoices):
+    """Why a workload is stopping (or last stopped): what its end of STOPPING means."""
+
+    NONE = "", "None"
+    USER = "user", "Stopped by a user"
+    PREEMPTED = "preempted", "Preempted by the scheduler (requeued once its replicas exit)"
+    DEADLINE = "deadline", "Reached its run-time limit (fails once its replicas exit)"
+    SHUTDOWN = "shutdown", "The embedded Cairn server is shutting down"
+
+
 S = WorkloadStatus
 
 TERMINAL = frozenset({S.SUCCEEDED, S.FAILED, S.STOPPED, S.LOST})

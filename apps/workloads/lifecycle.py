@@ -20,7 +20,7 @@ from typing import TypeVar
 from django.db import connection
 from django.utils import timezone
 
-from .choices import EventType, WorkloadStatus
+from .choices import EventType, StopCause, WorkloadStatus
 from .deadlines import format_duration, run_deadline
 from .models import Workload
 from .observations import LOST, ReplicaState
@@ -136,14 +136,14 @@ def decide(facts: Facts, observation: Observation) -> Decision:
 
 
 def facts_of(workload: Workload) -> Facts:
-    runtime = workload.runtime or {}
     deadline = run_deadline(workload)
     return Facts(
         attempt=workload.attempt, max_restarts=workload.max_restarts,
         max_runtime_seconds=workload.max_runtime_seconds,
         past_deadline=deadline is not None and deadline <= timezone.now(),
-        preempted=bool(runtime.get("preempted")), deadline_exceeded=bool(runtime.get("deadline_exceeded")),
-        server_shutdown=bool(runtime.get("server_shutdown")),
+        preempted=workload.stop_cause == StopCause.PREEMPTED,
+        deadline_exceeded=workload.stop_cause == StopCause.DEADLINE,
+        server_shutdown=workload.stop_cause == StopCause.SHUTDOWN,
     )
 
 
@@ -168,7 +168,8 @@ def workload_observe(
     if decision.kind == REQUEUE:
         workload_transition(
             workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.QUEUED, reason=decision.reason,
-            message=decision.message, runtime={**finished, "preempted": False}, placement=[],
+            message=decision.message, runtime=finished, placement=[],
+            stop_cause=StopCause.NONE,
         )
     elif decision.kind == FINISH_AT_DEADLINE:
         workload_finish_at_deadline(workload=workload, message=decision.message)

@@ -5,7 +5,7 @@ from django.db import models
 from apps.clusters.models import ResourcePool
 from apps.projects.models import Project
 
-from .choices import EventType, Kind, Priority, WaitingOn, WorkloadStatus
+from .choices import EventType, Kind, Priority, StopCause, WaitingOn, WorkloadStatus
 from .deadlines import MAX_RUNTIME_LIMIT_SECONDS, MIN_RUNTIME_LIMIT_SECONDS
 
 
@@ -54,6 +54,12 @@ class Workload(models.Model):
     placement = models.JSONField(default=list, blank=True)  # one entry per replica: {"node": ..., ...}
     attempt = models.PositiveIntegerField(default=0)  # launches so far; restarts = attempt - 1
     runtime = models.JSONField(default=dict, blank=True)  # backend bookkeeping (e.g. notebook URL)
+    # What drives the end of STOPPING (apps/workloads/lifecycle.py facts_of): why it stops, who
+    # preempted it, and the stop escalation (SIGTERM sent, SIGKILL sent). Reset at each dispatch.
+    stop_cause = models.CharField(max_length=16, choices=StopCause.choices, blank=True, default=StopCause.NONE)
+    preempted_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    term_sent_at = models.DateTimeField(null=True, blank=True)
+    kill_sent_at = models.DateTimeField(null=True, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -14,7 +14,7 @@ from apps.core.realtime import project_group, publish
 from apps.projects.models import Project
 from apps.quotas.services import usage_close, usage_open
 
-from .choices import ACTIVE, TERMINAL, EventType, WorkloadStatus, can_transition
+from .choices import ACTIVE, TERMINAL, EventType, StopCause, WorkloadStatus, can_transition
 from .deadlines import REASON as DEADLINE_REASON
 from .deadlines import format_duration, run_deadline, run_started_at
 from .models import Workload, WorkloadEvent
@@ -194,19 +194,21 @@ def workload_stop(*, workload: Workload, user: User | None = None, reason: str =
         if workload.status in TERMINAL:
             raise ConflictError(f"Workload '{workload.name}' has already finished ({workload.status}).")
         if workload.status == S.STOPPING:
-            if (workload.runtime or {}).get("preempted"):
+            if workload.stop_cause == StopCause.PREEMPTED:
                 _workload_cancel_requeue(workload=workload, who=who)
             return workload
         if workload.status == S.QUEUED:
             done = workload_transition(
                 workload_id=workload.pk, from_statuses={S.QUEUED}, to_status=S.STOPPED,
                 reason=reason, message=f"Stopped{who} before it started.", stop_requested_at=timezone.now(),
+                stop_cause=StopCause.USER,
             )
         else:
             with transaction.atomic():
                 done = workload_transition(
                     workload_id=workload.pk, from_statuses=ACTIVE - {S.STOPPING}, to_status=S.STOPPING,
                     reason=reason, message=f"Stop requested{who}.", stop_requested_at=timezone.now(),
+                    stop_cause=StopCause.USER,
                 )
                 if done is not None:
                     outbox_enqueue(topic="workload.stop", payload={"workload_id": workload.pk})
@@ -220,11 +222,10 @@ def _workload_cancel_requeue(*, workload: Workload, who: str) -> None:
     """A user stops a workload that is being preempted: it ends STOPPED instead of requeued."""
     with transaction.atomic():
         locked = Workload.objects.select_for_update().filter(pk=workload.pk, status=S.STOPPING).first()
-        if locked is None or not (locked.runtime or {}).get("preempted"):
+        if locked is None or locked.stop_cause != StopCause.PREEMPTED:
             return
-        runtime = {**locked.runtime, "preempted": False}
-        Workload.objects.filter(pk=locked.pk).update(runtime=runtime, updated_at=timezone.now())
-        workload.runtime = runtime
+        Workload.objects.filter(pk=locked.pk).update(stop_cause=StopCause.USER, updated_at=timezone.now())
+        workload.stop_cause = StopCause.USER
         workload_event_record(workload=locked, reason="StopRequested",
                               message=f"Stop requested{who} while it was being preempted; it will not be requeued.")
 
@@ -232,7 +233,7 @@ def _workload_cancel_requeue(*, workload: Workload, who: str) -> None:
 def workload_preempt(*, workload_id: int, preemptor_id: int | None, message: str) -> Workload | None:
     """Preempt an admitted or running workload: STOPPING now (SIGTERM, grace period to checkpoint),
     then back to QUEUED with its attempt count once its replicas have exited (the backend's
-    reconciler sees `runtime["preempted"]`). It keeps its resources while stopping. Returns None
+    reconciler sees its `stop_cause`). It keeps its resources while stopping. Returns None
     if it is no longer preemptible (finished, stopping, or marked non-preemptible)."""
     with transaction.atomic():
         workload = Workload.objects.select_for_update().filter(pk=workload_id).first()
@@ -241,7 +242,7 @@ def workload_preempt(*, workload_id: int, preemptor_id: int | None, message: str
         done = workload_transition(
             workload_id=workload_id, from_statuses={S.ADMITTED, S.RUNNING}, to_status=S.STOPPING,
             reason="Preempted", message=message, event_type=EventType.WARNING, stop_requested_at=timezone.now(),
-            runtime={**(workload.runtime or {}), "preempted": True, "preempted_by": preemptor_id},
+            stop_cause=StopCause.PREEMPTED, preempted_by_id=preemptor_id,
             preemptions=workload.preemptions + 1,
         )
         if done is not None:
@@ -253,7 +254,7 @@ def workload_stop_at_deadline(*, workload_id: int, now: datetime | None = None, 
                               detail: str = "") -> Workload | None:
     """A running workload has reached its run-time limit: RUNNING -> STOPPING (reason
     DeadlineExceeded), then, once its replicas have exited after SIGTERM and the grace period,
-    FAILED with the same reason (the backend's reconciler sees `runtime["deadline_exceeded"]`).
+    FAILED with the same reason (the backend's reconciler sees its `stop_cause`).
 
     The stop itself is the one users and preemption get (the `workload.stop` outbox message).
     `signalled`: the backend enforced the limit itself and has already sent SIGTERM (Kubernetes'
@@ -273,15 +274,11 @@ def workload_stop_at_deadline(*, workload_id: int, now: datetime | None = None, 
         message = (f"Reached {_limit_text(workload)}"
                    + (f" (running since {started.isoformat(timespec='seconds')})" if started else "")
                    + "; stopping its replicas." + (f" {detail}" if detail else ""))
-        runtime = {**(workload.runtime or {}), "deadline_exceeded": True}
-        runtime.pop("kill_sent_at", None)
-        if signalled:
-            runtime["term_sent_at"] = now.timestamp()
-        else:
-            runtime.pop("term_sent_at", None)  # the stop task sends SIGTERM only while this is unset
         done = workload_transition(
             workload_id=workload_id, from_statuses={S.RUNNING}, to_status=S.STOPPING, reason=DEADLINE_REASON,
-            message=message, event_type=EventType.WARNING, stop_requested_at=now, runtime=runtime,
+            message=message, event_type=EventType.WARNING, stop_requested_at=now, stop_cause=StopCause.DEADLINE,
+            # The stop task sends SIGTERM only while term_sent_at is unset.
+            term_sent_at=now if signalled else None, kill_sent_at=None,
         )
         if done is not None and not signalled:
             outbox_enqueue(topic="workload.stop", payload={"workload_id": workload_id})

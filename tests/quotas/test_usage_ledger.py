@@ -60,7 +60,7 @@ def _preempt_and_requeue(workload, clock, exit_after: float) -> None:
     clock.advance(exit_after)  # the grace period: it still holds its GPUs
     # What the reconciler writes once the replicas have exited.
     assert workload_transition(workload_id=workload.pk, from_statuses={"stopping"}, to_status="queued",
-                               reason="Requeued", runtime={"preempted": False}, placement=[]) is not None
+                               reason="Requeued", stop_cause="", placement=[]) is not None
 
 
 def test_two_preemptions_charge_every_admitted_second_exactly_once(job, clock):

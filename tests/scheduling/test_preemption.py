@@ -102,7 +102,7 @@ def test_higher_priority_preempts_lower_priority_of_its_project(cluster):
     low.refresh_from_db()
     keep.refresh_from_db()
     urgent.refresh_from_db()
-    assert low.status == S.STOPPING and low.runtime["preempted_by"] == urgent.pk
+    assert low.status == S.STOPPING and low.preempted_by_id == urgent.pk and low.stop_cause == "preempted"
     assert keep.status == S.RUNNING
     assert urgent.estimated_start is not None and urgent.queue_position == 1
 

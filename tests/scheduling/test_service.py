@@ -121,7 +121,7 @@ def test_snapshot_carries_the_preemptor_of_a_requeued_workload(setup):
 
     project, pool = setup
     preemptor = WorkloadFactory(project=project, pool=pool)
-    victim = WorkloadFactory(project=project, pool=pool, runtime={"preempted": False, "preempted_by": preemptor.pk})
+    victim = WorkloadFactory(project=project, pool=pool, preempted_by=preemptor)
     pending = {w.id: w for w in scheduling_snapshot().pending}
     assert pending[victim.pk].preempted_by == preemptor.pk and pending[preemptor.pk].preempted_by is None
 

@@ -177,24 +177,25 @@ class ClusterReconciler:
 
     def _reconcile_stopping(self, workload: Workload, pods: list[dict]) -> bool:
         runtime = workload.runtime or {}
-        now = time.time()
-        if runtime.get("term_sent_at") is None:  # the stop task was lost, or this is a leftover
+        now = timezone.now()
+        if workload.term_sent_at is None:  # the stop task was lost, or this is a leftover
             self.backend.signal(workload)
-            workload_runtime_save(workload, {**runtime, "term_sent_at": now})
+            workload_runtime_save(workload, runtime, term_sent_at=now)
             return True
         alive = [p for p in pods if is_alive(p)]
         if not alive and not self._service_object(workload, wanted_replicas=True):
             if workload.status == S.STOPPING:
                 workload_observe(workload=workload, observation=AllGone(
-                    killed=bool(runtime.get("kill_sent_at")), grace_seconds=_grace_seconds()))
+                    killed=workload.kill_sent_at is not None, grace_seconds=_grace_seconds()))
                 return True
             if runtime.get("alive"):
                 workload_runtime_save(workload, {**runtime, "alive": False})
                 return True
             return False
-        if alive and now - runtime["term_sent_at"] >= _grace_seconds() and runtime.get("kill_sent_at") is None:
+        if (alive and (now - workload.term_sent_at).total_seconds() >= _grace_seconds()
+                and workload.kill_sent_at is None):
             self.backend.signal(workload, force=True)
-            workload_runtime_save(workload, {**runtime, "kill_sent_at": now})
+            workload_runtime_save(workload, runtime, kill_sent_at=now)
             return True
         return False
 

@@ -10,7 +10,7 @@ from rest_framework import serializers
 from apps.core.serializers import StrictSerializer
 from apps.projects.choices import Action, role_allows
 
-from ..choices import Kind, Priority, WaitingOn, WorkloadStatus
+from ..choices import Kind, Priority, StopCause, WaitingOn, WorkloadStatus
 from ..deadlines import MAX_RUNTIME_LIMIT_SECONDS, MIN_RUNTIME_LIMIT_SECONDS
 from ..models import Workload, WorkloadEvent
 
@@ -241,18 +241,13 @@ class WorkloadResourcesOutSerializer(serializers.Serializer):
 # What of Workload.runtime (the backend's bookkeeping) the API shows. A list of what may be shown,
 # not of what may not: a key a backend adds later (a token, a key, pids, ports) stays out until
 # someone decides it is safe. Where a notebook or deployment listens is `endpoint`, not here.
-RUNTIME_PUBLIC_KEYS = ("backend", "attempt", "alive", "preempted", "preempted_by", "deadline_exceeded",
-                       "ignored_env", "namespace", "job")
+RUNTIME_PUBLIC_KEYS = ("backend", "attempt", "alive", "ignored_env", "namespace", "job")
 
 
 class RuntimeOutSerializer(serializers.Serializer):
     backend = serializers.CharField(required=False, help_text="The backend that runs it: local or kubernetes.")
     attempt = serializers.IntegerField(required=False, help_text="The attempt this bookkeeping is for.")
     alive = serializers.BooleanField(required=False, help_text="Whether its replicas may still be running.")
-    preempted = serializers.BooleanField(required=False)
-    preempted_by = serializers.IntegerField(required=False, allow_null=True,
-                                            help_text="The workload it was preempted for.")
-    deadline_exceeded = serializers.BooleanField(required=False)
     ignored_env = serializers.ListField(child=serializers.CharField(), required=False,
                                         help_text="env keys of the spec that Cairn sets itself and ignored.")
     namespace = serializers.CharField(required=False, help_text="Kubernetes namespace.")
@@ -308,11 +303,17 @@ class WorkloadSerializer(serializers.ModelSerializer):
     estimated_start = serializers.SerializerMethodField()
     queue_position = serializers.SerializerMethodField()
     waiting_on = WaitingOnField()
+    stop_cause = serializers.ChoiceField(
+        choices=StopCause.choices, read_only=True,
+        help_text="Why it is stopping or last stopped: user, preempted, deadline, shutdown; empty: none.")
+    preempted_by = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True, help_text="The workload it was last preempted for (until it starts again).")
 
     class Meta:
         model = Workload
         fields = ["id", "name", "kind", "project", "pool", "status", "status_reason", "status_message",
-                  "pending_reason", "waiting_on", "estimated_start", "queue_position", "preemptions", "exit_code", "priority",
+                  "pending_reason", "waiting_on", "estimated_start", "queue_position", "stop_cause", "preempted_by",
+                  "preemptions", "exit_code", "priority",
                   "preemptible", "replicas", "resources", "gpu_model", "max_restarts", "max_runtime_seconds",
                   "attempt", "restarts", "spec", "conditions", "placement", "runtime", "created_by", "created_at",
                   "updated_at", "admitted_at", "started_at", "finished_at", "url", "endpoint"]

@@ -39,7 +39,7 @@ def test_preempted_training_is_requeued_once_its_pods_are_gone_and_restarts_as_a
     requeued = status_of(workload)
     assert requeued.status_reason == "Requeued" and "after attempt 1" in requeued.status_message
     assert requeued.attempt == 1 and requeued.preemptions == 1 and requeued.placement == []
-    assert requeued.runtime["preempted"] is False and requeued.runtime["alive"] is False
+    assert requeued.stop_cause == "" and requeued.runtime["alive"] is False
     reconciler.reconcile_pass()
     assert status_of(workload).status == "queued"  # nothing left to act on
 
