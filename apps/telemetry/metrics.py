@@ -12,6 +12,11 @@ from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 from rest_framework.views import APIView
 
+from apps.clusters.models import Node
+from apps.tracking.models import Run
+from apps.workloads.choices import WorkloadStatus
+from apps.workloads.models import Workload
+
 from .conf import setting
 
 
@@ -19,10 +24,6 @@ class CairnCollector:
     """Gauges read from PostgreSQL at scrape time: the same numbers in every web process."""
 
     def collect(self):
-        from apps.clusters.models import Node
-        from apps.tracking.models import Run
-        from apps.workloads.models import Workload
-
         workloads = GaugeMetricFamily("cairn_workloads", "Workloads by kind and status", labels=["kind", "status"])
         for row in Workload.objects.values("kind", "status").annotate(n=Count("id")).order_by():
             workloads.add_metric([row["kind"], row["status"]], row["n"])
@@ -46,8 +47,6 @@ class CairnCollector:
         count = GaugeMetricFamily("cairn_queued_workloads", "Queued workloads by what they wait on", labels=labels)
         gpus = GaugeMetricFamily("cairn_queued_gpus", "GPUs asked for by queued workloads, by what they wait on",
                                  labels=labels)
-        from apps.workloads.choices import WorkloadStatus
-
         rows = (workload_model.objects.filter(status=WorkloadStatus.QUEUED)
                 .values("pool__name", "project__slug", "waiting_on")
                 .annotate(n=Count("id"), gpu_milli=Sum(F("gpu_milli") * F("replicas"))).order_by())

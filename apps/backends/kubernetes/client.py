@@ -24,6 +24,9 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.watch.watch import iter_resp_lines
 
 from apps.backends.base import TransientBackendError
+from apps.clusters.crypto import CredentialsUnreadable
+from apps.clusters.models import ClusterCredential
+from apps.clusters.selectors import cluster_connection
 
 logger = logging.getLogger(__name__)
 
@@ -188,9 +191,6 @@ def configuration_from(connection: dict) -> k8s.Configuration:
 
 def clients_for(cluster) -> Clients:
     """Clients for a registered cluster, cached until its credentials change."""
-    from apps.clusters.crypto import CredentialsUnreadable
-    from apps.clusters.models import ClusterCredential
-    from apps.clusters.selectors import cluster_connection
 
     try:
         connection = cluster_connection(cluster=cluster)

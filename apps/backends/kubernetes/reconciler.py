@@ -30,6 +30,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.backends.base import LOST, TransientBackendError
+from apps.backends.services import workload_dispatch
 from apps.clusters.choices import Backend as BackendName
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Cluster, Node, ResourcePool
@@ -149,8 +150,6 @@ class ClusterReconciler:
         for workload_id, status in ids:
             try:
                 if status == S.ADMITTED:
-                    from apps.backends.services import workload_dispatch
-
                     workload_dispatch(workload_id=workload_id)
                     acted += 1
                     continue

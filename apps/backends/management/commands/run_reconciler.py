@@ -10,6 +10,7 @@ import threading
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from apps.backends.kubernetes.reconciler import KubernetesReconciler, run_kubernetes_reconciler
 from apps.backends.local import sandbox
 from apps.backends.loops import reconciler_wakeup, run_reconciler_loop
 from apps.backends.services import reconcile_once
@@ -54,8 +55,6 @@ class Command(BaseCommand):
         kubernetes_thread = None
         if backend in ("all", "kubernetes"):
             # Picks up clusters registered later on its own; idle while there are none.
-            from apps.backends.kubernetes.reconciler import run_kubernetes_reconciler
-
             kubernetes_thread = threading.Thread(target=run_kubernetes_reconciler, args=(stop, interval),
                                                  name="kubernetes-reconciler", daemon=True)
             kubernetes_thread.start()
@@ -70,9 +69,6 @@ class Command(BaseCommand):
     def _kubernetes_once() -> int:
         """List everything once (no watch) and run one pass over every Kubernetes cluster."""
         import time
-
-        from apps.backends.kubernetes.reconciler import KubernetesReconciler
-
         reconciler = KubernetesReconciler()
         try:
             reconciler.refresh()
