@@ -7,11 +7,22 @@ from django.utils import timezone
 from apps.core.admin import ServiceDeleteMixin, cores, gpus, memory
 from apps.core.errors import ServiceError
 
-from .api.serializers import public_runtime
 from .choices import TERMINAL
 from .deadlines import format_duration
 from .models import Workload, WorkloadEvent
 from .services import workload_delete, workload_stop
+
+# What of Workload.runtime (the backend's private bookkeeping) staff see in the admin. A list of
+# what may be shown, not of what may not: a key a backend adds later (a token, a key, pids,
+# ports) stays out until someone decides it is safe. The API shows none of it.
+RUNTIME_ADMIN_KEYS = ("backend", "attempt", "alive", "ignored_env", "namespace", "job")
+
+
+def public_runtime(runtime) -> dict:
+    """The part of Workload.runtime staff may see: no credential, no address."""
+    if not isinstance(runtime, dict):
+        return {}
+    return {key: runtime[key] for key in RUNTIME_ADMIN_KEYS if key in runtime}
 
 
 class WorkloadEventInline(admin.TabularInline):

@@ -238,29 +238,6 @@ class WorkloadResourcesOutSerializer(serializers.Serializer):
     memory_mb = serializers.IntegerField()
 
 
-# What of Workload.runtime (the backend's bookkeeping) the API shows. A list of what may be shown,
-# not of what may not: a key a backend adds later (a token, a key, pids, ports) stays out until
-# someone decides it is safe. Where a notebook or deployment listens is `endpoint`, not here.
-RUNTIME_PUBLIC_KEYS = ("backend", "attempt", "alive", "ignored_env", "namespace", "job")
-
-
-class RuntimeOutSerializer(serializers.Serializer):
-    backend = serializers.CharField(required=False, help_text="The backend that runs it: local or kubernetes.")
-    attempt = serializers.IntegerField(required=False, help_text="The attempt this bookkeeping is for.")
-    alive = serializers.BooleanField(required=False, help_text="Whether its replicas may still be running.")
-    ignored_env = serializers.ListField(child=serializers.CharField(), required=False,
-                                        help_text="env keys of the spec that Cairn sets itself and ignored.")
-    namespace = serializers.CharField(required=False, help_text="Kubernetes namespace.")
-    job = serializers.CharField(required=False, help_text="Kubernetes Job of this attempt.")
-
-
-def public_runtime(runtime) -> dict:
-    """The part of Workload.runtime any reader of the workload may see: no credential, no address."""
-    if not isinstance(runtime, dict):
-        return {}
-    return {key: runtime[key] for key in RUNTIME_PUBLIC_KEYS if key in runtime}
-
-
 def workload_endpoint(workload: Workload, *, user, role: str | None) -> str | None:
     """Where a running notebook or deployment is reached, for those who may reach it, else None.
 
@@ -292,9 +269,8 @@ class WorkloadSerializer(serializers.ModelSerializer):
     resources = serializers.SerializerMethodField()
     restarts = serializers.IntegerField(read_only=True)
     url = serializers.SerializerMethodField()
-    runtime = serializers.SerializerMethodField(
-        help_text="The backend's bookkeeping of the current attempt, without addresses or credentials."
-    )
+    ignored_env = serializers.SerializerMethodField(
+        help_text="Keys of the spec's env that Cairn sets itself, ignored at the current attempt's launch.")
     endpoint = serializers.SerializerMethodField(
         help_text="Where a running notebook or deployment is reached; null for anyone who may not reach it. "
                   "Notebooks: only their creator, through Cairn's open link (GET it in the browser). "
@@ -315,12 +291,14 @@ class WorkloadSerializer(serializers.ModelSerializer):
                   "pending_reason", "waiting_on", "estimated_start", "queue_position", "stop_cause", "preempted_by",
                   "preemptions", "exit_code", "priority",
                   "preemptible", "replicas", "resources", "gpu_model", "max_restarts", "max_runtime_seconds",
-                  "attempt", "restarts", "spec", "conditions", "placement", "runtime", "created_by", "created_at",
+                  "attempt", "restarts", "spec", "conditions", "placement", "ignored_env", "created_by", "created_at",
                   "updated_at", "admitted_at", "started_at", "finished_at", "url", "endpoint"]
         read_only_fields = fields
 
-    def get_runtime(self, obj) -> RuntimeOutSerializer:
-        return public_runtime(obj.runtime)
+    def get_ignored_env(self, obj) -> list[str]:
+        # Workload.runtime is the backend's private bookkeeping: only this one fact is for users.
+        ignored = obj.runtime.get("ignored_env") if isinstance(obj.runtime, dict) else None
+        return [str(k) for k in ignored] if isinstance(ignored, list) else []
 
     def get_endpoint(self, obj) -> str | None:
         request = self.context.get("request")
