@@ -177,7 +177,7 @@ def openapi():
     return json.loads(OpenApiJsonRenderer().render(SchemaGenerator().get_schema(request=None, public=True)))
 
 
-@pytest.mark.parametrize(("component", "field"), [("Workload", "spec"), ("Workload", "runtime"),
+@pytest.mark.parametrize(("component", "field"), [("Workload", "spec"), ("Workload", "conditions"),
                                                   ("Workload", "placement"), ("Node", "labels"),
                                                   ("ApiToken", "scopes")])
 def test_json_fields_are_not_documented_as_string_or_number(openapi, component, field):
