@@ -36,6 +36,7 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
     from .services import reconcile_once
 
     logger.info("reconciler: started (interval %gs)", interval)
+    sandbox.log_start_up_warning()  # server mode's log says how replicas here are isolated
     last_heartbeat = float("-inf")
     try:
         while not stop.is_set():

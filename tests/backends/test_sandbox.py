@@ -291,3 +291,26 @@ def test_run_user_mode_refuses_a_python_the_run_user_cannot_reach(monkeypatch, t
     iso = sandbox.Isolation(sandbox.RUN_USER, uid=65534, gid=65534, user="nobody")
     problem = sandbox.unreachable_python(iso)
     assert problem and str(locked) in problem and "bubblewrap" in problem
+
+
+def test_the_reconciler_log_says_when_replicas_are_not_isolated(monkeypatch, caplog):
+    """Server mode has no `make run` banner: the reconciler's start-up log line says it."""
+    monkeypatch.setattr(sandbox, "isolation", lambda: sandbox.Isolation(sandbox.NONE, problem="bubblewrap (bwrap) is not installed"))
+    with caplog.at_level("INFO", logger="apps.backends.local.sandbox"):
+        sandbox.log_start_up_warning()
+    warning = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warning) == 1 and "NOT isolated" in warning[0].getMessage()
+    assert "bubblewrap (bwrap) is not installed" in warning[0].getMessage()
+
+
+@pytest.mark.django_db
+def test_the_reconciler_loop_logs_the_isolation_at_start(caplog):
+    import threading
+
+    from apps.backends.loops import run_reconciler_loop
+
+    stop = threading.Event()
+    stop.set()  # start, log, and leave at once
+    with caplog.at_level("INFO"):
+        run_reconciler_loop(stop, 0.1)
+    assert any(r.name == "apps.backends.local.sandbox" and "local backend:" in r.getMessage() for r in caplog.records)
