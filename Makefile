@@ -9,14 +9,16 @@ FRONTEND_SOURCES := $(shell find frontend/src -type f ! -name schema.d.ts 2>/dev
 # Parallel by default (pytest-xdist); e.g. `make test PYTEST_ARGS="-n 0 -x tests/workloads"`.
 PYTEST_ARGS ?= -n auto
 
-.PHONY: run test venv frontend chromium sandbox api-types lint clean bench
+.PHONY: run test venv frontend chromium sandbox api-types lint clean bench code-server
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt sdk/pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt requirements-torch.txt requirements-s3emu.txt sdk/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.11+ is required"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements-dev.txt
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements-torch.txt  # CPU build: examples/ddp_train.py and its tests
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps -r requirements-s3emu.txt
 	$(BIN)/pip install --disable-pip-version-check -q -e ./sdk
 	touch $@
 
@@ -41,6 +43,20 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
 	    || { echo "error: apt-get install chromium failed" >&2; exit 1; }; \
 	fi
+
+# VS Code in the browser for notebooks with `ide: vscode` (docs/notebooks.md), installed on demand
+# from the npm registry into .cache/code-server (CAIRN_CODE_SERVER points there by default).
+# code-server builds native modules (needs libkrb5-dev and a C++ toolchain) and its postinstall
+# downloads ripgrep from GitHub: where GitHub is unreachable the install fails and says so.
+CODE_SERVER_VERSION := 4.100.3  # the last release for Node.js 20
+CODE_SERVER_DIR := .cache/code-server
+
+code-server:
+	@mkdir -p $(CODE_SERVER_DIR)
+	@echo "installing code-server $(CODE_SERVER_VERSION) into $(CODE_SERVER_DIR) (npm)"
+	@npm install --prefix $(CODE_SERVER_DIR) --unsafe-perm --no-audit --no-fund code-server@$(CODE_SERVER_VERSION) \
+	  || { echo "error: code-server did not install (see above; docs/notebooks.md, 'VS Code')" >&2; exit 1; }
+	@echo "code-server: $(CODE_SERVER_DIR)/node_modules/.bin/code-server"
 
 # Local replicas run in a bubblewrap sandbox and, when Cairn runs as root, as the unprivileged
 # user $(RUN_USER) (docs/local-backend.md). As root, both are set up here when missing.

@@ -7,12 +7,21 @@ Baseline in the same run: a naive first-fit, priority-ordered policy (the founda
 fair share, borrowing, preemption, reservation or fragmentation scoring).
 
     python bench/scheduler_throughput.py [--repeat 5] [--no-record]
+
+At scale (`--scale`): 1,250 nodes x 8 GPUs (10,000 GPUs) and 50,000 pending workloads on a
+half-full cluster, Cairn's cycle and the naive first fit's alternated on the same snapshot; then
+the cycle against the pending work (10,000-100,000) and the nodes (1,000-2,500), drawn in
+docs/figures/scheduler_scale.png.
+
+    python bench/scheduler_throughput.py --scale [--repeat 5] [--nodes 1250] [--pending 50000]
 """
 import argparse
+import os
 import random
+import time
 from datetime import datetime, timedelta
 
-from scheduler_common import command_line, machine, median, record, setup_path, timed
+from scheduler_common import FIGURES, command_line, machine, median, record, setup_path, timed
 
 setup_path()
 from apps.scheduling.policy import (  # noqa: E402
@@ -123,11 +132,159 @@ def naive_first_fit(snapshot: Snapshot):
     return decisions
 
 
+def cycle_times(nodes: int, pending: int, repeat: int, running: float = 0.7, seed: int = 1) -> dict:
+    """One half-full cluster (`running` x nodes workloads of an earlier cycle hold about half its GPUs):
+    Cairn's cycle and the naive first fit's, alternated, medians of `repeat`."""
+    node_states, quotas, work, holders = build(seed=seed, nodes=nodes, pending=pending, projects=100,
+                                               running=int(running * nodes))
+    snapshot = Snapshot(node_states, quotas, work, running=holders, now=T0)
+    cairn, base, cairn_cpu, base_cpu = [], [], [], []
+    decisions = None
+    for _ in range(repeat):
+        start = time.process_time()
+        t, decisions = timed(lambda: schedule(snapshot), 1)
+        cairn_cpu.append(time.process_time() - start)
+        cairn += t
+        start = time.process_time()
+        base += timed(lambda: naive_first_fit(snapshot), 1)[0]
+        base_cpu.append(time.process_time() - start)
+    held = sum(r.per_replica.gpu_milli * len(r.placement) for r in holders) / (8000 * nodes)
+    return {"nodes": nodes, "pending": pending, "cairn_s": median(cairn), "base_s": median(base), "held": held,
+            "cairn_cpu": median(cairn_cpu), "base_cpu": median(base_cpu),
+            "admitted": sum(isinstance(d, Admit) for d in decisions),
+            "preempts": sum(isinstance(d, Preempt) for d in decisions)}
+
+
+def scale(args) -> None:
+    """Benchmark a at the scale of issue 31: one cycle at 1,250 nodes x 8 GPUs and 50,000 pending on a
+    half-full cluster, and how the cycle grows with the queue and with the cluster."""
+    main_row = cycle_times(args.nodes, args.pending, args.repeat)
+    print(f"{args.nodes} nodes, {args.pending:,} pending, {main_row['held']:.0%} of the GPUs held: Cairn "
+          f"{main_row['cairn_s']:.3f} s ({main_row['cairn_cpu']:.3f} s CPU), naive first fit {main_row['base_s']:.3f} s "
+          f"({main_row['base_cpu']:.3f} s CPU)", flush=True)
+    by_pending = [cycle_times(args.nodes, p, args.sweep_repeat) for p in args.sweep_pending]
+    for r in by_pending:
+        print(f"  {r['nodes']} nodes {r['pending']:>7,} pending: Cairn {r['cairn_s']:.3f} s ({r['cairn_cpu']:.3f} CPU), "
+              f"first fit {r['base_s']:.3f} s ({r['base_cpu']:.3f} CPU)", flush=True)
+    by_nodes = [cycle_times(n, args.pending, args.sweep_repeat) for n in args.sweep_nodes]
+    for r in by_nodes:
+        print(f"  {r['nodes']} nodes {r['pending']:>7,} pending: Cairn {r['cairn_s']:.3f} s ({r['cairn_cpu']:.3f} CPU), "
+              f"first fit {r['base_s']:.3f} s ({r['base_cpu']:.3f} CPU)", flush=True)
+    if args.no_record:
+        return
+    figure = FIGURES / "scheduler_scale.png"
+    draw_scale(by_pending, by_nodes, args, figure)
+    lines = [
+        "### a. Decision throughput at 10,000 GPUs",
+        "",
+        f"`{command_line()}` ({machine()}; median of {args.repeat} cycles, each followed by the naive first fit on the "
+        f"same snapshot, so both see the same load of the shared machine). {args.nodes:,} nodes x 8 GPUs, "
+        f"{args.pending:,} pending workloads of the mix above, 100 projects, a half-full cluster: "
+        f"{int(0.7 * args.nodes):,} workloads admitted by an earlier cycle hold {main_row['held']:.0%} of the GPUs.",
+        "",
+        "| cluster | Cairn cycle (CPU time) | decisions/s | admitted | preemptions | naive first-fit cycle (CPU time) | "
+        "Cairn / first-fit time |",
+        "|---|---|---|---|---|---|---|",
+        f"| {args.nodes:,} nodes, {args.pending:,} pending, half full | {main_row['cairn_s']:.3f} s "
+        f"({main_row['cairn_cpu']:.3f} s) | {args.pending / main_row['cairn_s']:,.0f} | {main_row['admitted']:,} | "
+        f"{main_row['preempts']:,} | {main_row['base_s']:.3f} s ({main_row['base_cpu']:.3f} s) | "
+        f"{main_row['cairn_s'] / main_row['base_s']:.2f}x |",
+        "",
+        f"Target: one cycle <= 1 s: {'met' if main_row['cairn_s'] <= 1 else 'NOT met'} in wall time in this run, "
+        f"{'met' if main_row['cairn_cpu'] <= 1 else 'NOT met'} in CPU time (the time the process ran; the wall time "
+        f"includes waiting for a CPU, and {os.getloadavg()[0]:.1f} processes on average wanted one of the 2 when "
+        "the run ended).",
+        "",
+        f"How the cycle grows (median of {args.sweep_repeat} each; half-full clusters as above):",
+        "",
+        "| nodes | pending | Cairn cycle | its CPU time | naive first-fit cycle | its CPU time |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in by_pending + by_nodes:
+        lines.append(f"| {r['nodes']:,} | {r['pending']:,} | {r['cairn_s']:.3f} s | {r['cairn_cpu']:.3f} s | "
+                     f"{r['base_s']:.3f} s | {r['base_cpu']:.3f} s |")
+    lines += ["", f"![cycle time against pending workloads and nodes](figures/{figure.name})", "", *SCALE_NOTES]
+    record("a-scale", "\n".join(lines))
+
+
+# What the profile showed and what was changed (issue 31); the figures quoted are the runs named.
+SCALE_NOTES = [
+    "Profile first (cProfile of one cycle at 1,250 nodes, 50,000 pending, half full; before the changes the "
+    "cycle took 2.14 s against the naive first fit's 1.06 s on a quiet machine). Of the cycle, 36% went to "
+    "gangs' topology-domain search (`_Pool._domain_groups`: for each trial placement of a multi-replica "
+    "workload, the capacity of every node summed per domain, 1.7 million node visits for 859 trials), most of "
+    "the rest to preemption victim searches (each releases candidates one by one and tries the placement) and "
+    "to placement scoring, which placed and removed each candidate to score it, re-filing the node in the "
+    "best-fit index twice. Building the cycle's state (pools with running work applied, quota cohorts) was "
+    "0.025 s and ordering the queue 0.14 s: the decisions are the cost, not the snapshot.",
+    "",
+    "Changed, each checked with bench/policy_equivalence.py (identical decisions and placements on a, b and "
+    "d): per-domain capacities kept per gang shape and brought up to date from a log of the nodes that changed "
+    "since the last look (a trial now costs the nodes it touched); scoring computes a candidate's waste on the "
+    "node alone and keeps the candidate order that placing and removing it gave; the most-free-node summary "
+    "behind capacity reasons kept the same way; waste memoised on the node's free capacity; other projects' "
+    "reclaimable work grouped once per cycle by the resources it uses; victims taken from a heap instead of a "
+    "full sort; quota arithmetic and the ordering key without per-call builtins. The cycle went to about the "
+    "naive first fit's time. " + (
+        "On a quiet machine (load average 0.3) after the first two of these changes the cycle took 1.12 s against the "
+        "first fit's 1.03 s; the rest were measured in CPU time under load (about 1.24 s before them, 0.97-1.02 s "
+        "after, the first fit 1.01-1.16 s in the same runs). This recording ran with 15-19 processes wanting the 2 "
+        "CPUs: its CPU times are inflated too (shared caches), so compare the two columns, not the 1 s line."),
+    "",
+    "Not done: snapshots kept between cycles. The policy's own state is rebuilt from the snapshot in 2-3% of "
+    "the cycle, so keeping it would not move this figure; what the service would gain is in reading the "
+    "snapshot from PostgreSQL, which this benchmark does not measure. And a pool kept between cycles reaches "
+    "the same free capacity by another history than a rebuilt one, and the best-fit buckets order their nodes "
+    "by history (below), so the two would not give identical decisions until that order depends on the free "
+    "capacity alone. Nor candidate sets bounded further or "
+    "victim searches cut short by a first test with every candidate released: each trial placement, "
+    "successful or not, leaves the nodes it scored last in their best-fit bucket, and later candidates are "
+    "taken in that order, so skipping trials changes placements (b and d would have to be re-recorded for a "
+    "speed-up). That is also why the cycle grows faster with nodes than the first fit: a bigger half-full "
+    "cluster admits and preempts more of the queue before it is full, and each victim search tries a "
+    "placement per released candidate (2,500 nodes: 33,000 trial placements against 10,700 at 1,250).",
+]
+
+
+def draw_scale(by_pending, by_nodes, args, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, rows, key, label in ((left, by_pending, "pending", f"pending workloads ({args.nodes:,} nodes)"),
+                                 (right, by_nodes, "nodes", f"nodes x 8 GPUs ({args.pending:,} pending)")):
+        xs = [r[key] for r in rows]
+        ax.plot(xs, [r["cairn_cpu"] for r in rows], "o-", label="Cairn")
+        ax.plot(xs, [r["base_cpu"] for r in rows], "s--", label="naive first fit")
+        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
+        ax.set_xlabel(label)
+        ax.set_ylabel("one cycle, CPU time (s)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("Scheduling cycle on a half-full cluster")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--scale", action="store_true",
+                        help="the 10,000-GPU cycle and its growth with pending work and nodes (block a-scale, figure)")
+    parser.add_argument("--nodes", type=int, default=1250, help="with --scale")
+    parser.add_argument("--pending", type=int, default=50_000, help="with --scale")
+    parser.add_argument("--sweep-pending", type=int, nargs="*", default=[10_000, 25_000, 50_000, 75_000, 100_000])
+    parser.add_argument("--sweep-nodes", type=int, nargs="*", default=[1000, 1500, 2000, 2500])
+    parser.add_argument("--sweep-repeat", type=int, default=1)
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
+    if args.scale:
+        scale(args)
+        return
     rows = []
     for label, running in (("empty cluster", 0), ("half-full cluster (running work of an earlier cycle)", 700)):
         nodes, quotas, pending, holders = build(running=running)

@@ -2,7 +2,8 @@
 
 Training jobs' metric batches (run-token POSTs to .../runs/<id>/batches/) are answered ahead of
 Django's request cycle by apps.tracking.asgi, with the same checks and answers as the Django
-view; deployments are called through apps.deployments.gateway (/serve/<project>/<name>/...);
+view; deployments are called through apps.deployments.gateway (/serve/<project>/<name>/...); notebooks
+are opened through apps.notebooks.proxy (/nb/<project>/<id>/..., HTTP and websockets);
 everything else goes to Django unchanged.
 
 Websockets: apps.projects.wsauth.OriginGate honours the session cookie only from the site's own pages
@@ -21,15 +22,16 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from apps.core import logsafe  # noqa: E402
 from apps.deployments.gateway import with_gateway  # noqa: E402
+from apps.notebooks.proxy import with_notebook_proxy  # noqa: E402
 from apps.portal.routing import websocket_urlpatterns  # noqa: E402
 from apps.projects.wsauth import OriginGate  # noqa: E402
 from apps.tracking.asgi import with_ingest_fast_path  # noqa: E402
 
 logsafe.install()
 
-application = ProtocolTypeRouter(
-    {
-        "http": with_gateway(with_ingest_fast_path(django_asgi_app)),  # /serve/...: the deployment gateway
-        "websocket": OriginGate(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
+# /nb/...: the notebook proxy (apps/notebooks/proxy.py), HTTP and websockets, with its own sign-in checks.
+http_app, websocket_app = with_notebook_proxy(
+    with_gateway(with_ingest_fast_path(django_asgi_app)),  # /serve/...: the deployment gateway
+    OriginGate(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 )
+application = ProtocolTypeRouter({"http": http_app, "websocket": websocket_app})

@@ -6,6 +6,7 @@ from apps.accounts.models import ApiToken, User
 from apps.clusters.models import Cluster, Node, ResourcePool
 from apps.projects.models import Membership, Project
 from apps.quotas.models import Quota
+from apps.sweeps.models import Sweep
 from apps.workloads.models import Workload
 
 
@@ -100,6 +101,23 @@ class WorkloadFactory(factory.django.DjangoModelFactory):
     replicas = 1
     cpu_milli = 500
     memory_mb = 256
+
+
+class SweepFactory(factory.django.DjangoModelFactory):
+    """A running random sweep of a small space (its trials come from the driver)."""
+
+    class Meta:
+        model = Sweep
+
+    project = factory.SubFactory(ProjectFactory)
+    pool = factory.SubFactory(PoolFactory)
+    name = factory.Sequence(lambda n: f"sweep-{n}")
+    template = factory.LazyFunction(lambda: {"command": "echo hi", "resources": {"cpu": 0.5}})
+    space = factory.LazyFunction(lambda: [{"name": "lr", "type": "float", "low": 0.001, "high": 0.1, "log": True,
+                                           "step": None}])
+    objective_key = "acc"
+    max_trials = 4
+    study_name = factory.Sequence(lambda n: f"cairn-sweep-test-{n}-{timezone.now().timestamp()}")
 
 
 def make_token(user: User, scopes=("read", "write"), **fields) -> str:

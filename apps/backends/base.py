@@ -72,11 +72,24 @@ class Backend(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    def launch(self, workload: Workload, *, attempt: int) -> dict:
+    def launch(self, workload: Workload, *, attempt: int, run_env: dict[str, str] | None = None) -> dict:
         """Start every replica of `attempt`; return the bookkeeping to store in workload.runtime.
+
+        `run_env`: what the apps above give the attempt's replicas (apps.backends.launch_env),
+        computed and committed by the caller; None: the backend asks for it itself.
+
+        Launching an attempt again (its first launch was interrupted) must not start a replica
+        twice: the backend adopts the replicas of the attempt that already run and starts the
+        missing ones.
 
         Raises LaunchError when nothing could be started (whatever was started is cleaned up).
         """
+
+    def started(self, workload: Workload, *, attempt: int) -> list[dict]:
+        """The replica records of `attempt` that an interrupted launch already started, so that
+        they can be stopped. Default: none (a backend whose `observe` finds replicas by their
+        labels, as Kubernetes does, sees them anyway)."""
+        return []
 
     @abstractmethod
     def signal(self, workload: Workload, *, force: bool = False) -> int:
@@ -90,6 +103,19 @@ class Backend(ABC):
     def logs(self, workload: Workload, *, replica: int, attempt: int, tail: int | None = None) -> str:
         """The captured output of one replica of one attempt ('' when there is none); tail = only
         the last N lines. Raises TransientBackendError when the control plane keeps failing."""
+
+    def checkpoint_env(self, workload: Workload) -> dict[str, str]:
+        """CAIRN_CHECKPOINT_DIR for a workload that runs to completion: a folder kept across its
+        attempts (cairn.checkpoint). Empty when the backend offers none."""
+        return {}
+
+    def last_output_at(self, workload: Workload, *, replica: int, attempt: int) -> float | None:
+        """When the replica last wrote output (epoch seconds), if the backend can tell (hang detection)."""
+        return None
+
+    def diagnose(self, workload: Workload, *, replicas: list[int]) -> str:
+        """A diagnosis of stuck replicas (their Python stacks) for an event attachment; '' if none."""
+        return ""
 
     @abstractmethod
     def log_reader(self, workload: Workload, *, replica: int, attempt: int, tail: int | None) -> LogReader:

@@ -6,6 +6,7 @@ import time
 from django.db import close_old_connections, connection
 
 from apps.clusters.services import local_cluster_register
+from apps.core.heartbeat import heartbeat
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
                     logger.info("reconciler: acted on %s workload(s)", acted)
             except Exception:
                 logger.exception("reconciler: pass failed; retrying in %gs", interval)
+            heartbeat("reconciler")
             _sleep(stop, interval)
     finally:
         connection.close()

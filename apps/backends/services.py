@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import secrets
 import time
 
 from django.conf import settings
@@ -32,6 +33,7 @@ from django.utils import timezone
 from apps.clusters.choices import Backend as BackendName
 from apps.workloads.choices import ACTIVE, EventType, StopCause, WorkloadStatus
 from apps.workloads.deadlines import run_deadline
+from apps.workloads.kinds import kind_spec
 from apps.workloads.lifecycle import (
     SERVER_SHUTDOWN,
     AllGone,
@@ -51,6 +53,8 @@ from apps.workloads.services import (
 )
 
 from .base import LOST, Backend, BackendUnavailable, LaunchError, ReplicaState, backend_for, backend_named
+from .healing import training_health_failure
+from .launch_env import attempt_env
 from .local.backend import identity_alive, process_identity
 from .loops import reconciler_wakeup
 
@@ -98,22 +102,66 @@ def _escalate(workload: Workload, backend: Backend) -> None:
 # A new attempt starts with none of the last stop's facts (they were runtime keys, replaced here).
 _STOP_RESET = {"stop_cause": StopCause.NONE, "preempted_by": None, "term_sent_at": None, "kill_sent_at": None}
 
-def workload_dispatch(*, workload_id: int) -> Workload | None:
-    """Start an ADMITTED workload: bump `attempt`, launch its replicas, ADMITTED -> RUNNING.
+def workload_dispatch(*, workload_id: int, skip_locked: bool = False) -> Workload | None:
+    """Start an ADMITTED workload: claim attempt n+1, launch its replicas, ADMITTED -> RUNNING.
 
-    Idempotent: the row stays locked while launching, so a second delivery waits, then finds
-    the workload RUNNING (or anything but ADMITTED) and does nothing. A cluster whose backend
+    Launched at most once per attempt, whatever is killed when. The claim (the attempt number,
+    the attempt's run and run token, who is launching) is committed *before* any replica starts;
+    the launch then runs under the row lock and commits RUNNING. A dispatcher killed in between
+    leaves a claim whose owner is gone: the next delivery or the reconciler resumes *the same
+    attempt*, and the backend adopts every replica of it that already started (the local backend
+    by its launch records and the processes tagged with the attempt, Kubernetes by the objects'
+    deterministic names) and starts only the missing ones. A second delivery while the first is
+    launching waits for the row lock, then finds RUNNING and does nothing. A cluster whose backend
     is not available fails the workload with reason BackendUnavailable.
+
+    `skip_locked`: the reconciler's way in, which passes over a workload someone is launching.
     """
     with transaction.atomic():
-        workload = workload_locked(workload_id)
+        workload = workload_locked(workload_id, skip_locked=skip_locked)
         if workload is None or workload.status != S.ADMITTED:
             return workload
-        return _launch_admitted(workload) or workload
+        claim = _claim_attempt(workload)
+        if not isinstance(claim, dict):
+            return claim or workload
+    # The claim is committed: from here on, a crash leaves a record of what was being started.
+    try:
+        with transaction.atomic():
+            workload = workload_locked(workload_id, skip_locked=skip_locked)
+            if workload is None:
+                return None
+            current = (workload.runtime or {}).get("launching") or {}
+            if workload.status != S.ADMITTED or current.get("token") != claim["token"]:
+                return workload  # stopped, requeued or taken over meanwhile: not ours to start any more
+            return _launch_claimed(workload, claim) or workload
+    except Exception:
+        _release_claim(workload_id, claim)  # a transient failure: the retry resumes it at once
+        raise
 
 
-def _launch_admitted(workload: Workload) -> Workload | None:
-    """Launch a locked ADMITTED workload; returns it once it changed status, else None."""
+def _release_claim(workload_id: int, claim: dict) -> None:
+    """Mark our claim as nobody's, so that the next try resumes the attempt without waiting."""
+    with transaction.atomic():
+        workload = workload_locked(workload_id)
+        runtime = (workload.runtime or {}) if workload is not None else {}
+        current = runtime.get("launching") or {}
+        if current.get("token") == claim["token"]:
+            workload_runtime_save(workload, {**runtime, "launching": {**current, "owner": None}})
+
+
+# A live dispatcher launches under the row lock, so whoever gets the lock while a claim of another
+# process is older than CLAIM_GRACE knows it is not being launched (that process lost its database
+# connection, say, and cannot finish): take it over. Within one process (embedded mode, SQLite:
+# no row locks) only after LAUNCH_CLAIM_TIMEOUT, as the claim's thread may still be launching.
+CLAIM_GRACE = 10.0
+LAUNCH_CLAIM_TIMEOUT = 300.0
+
+
+def _claim_attempt(workload: Workload) -> dict | Workload | None:
+    """Claim the attempt to launch (row locked): a fresh one, or an interrupted one to resume.
+
+    Returns the claim, or the workload once it changed status, or None to wait (its previous
+    replicas are still exiting, or someone else is launching it right now)."""
     try:
         backend = backend_for(workload)
     except BackendUnavailable as exc:
@@ -121,11 +169,49 @@ def _launch_admitted(workload: Workload) -> Workload | None:
             workload_id=workload.pk, from_statuses={S.ADMITTED}, to_status=S.FAILED,
             reason="BackendUnavailable", message=str(exc), event_type=EventType.WARNING,
         )
-    if (workload.runtime or {}).get("alive") and not _previous_replicas_gone(workload, backend):
+    runtime = workload.runtime or {}
+    previous = runtime.get("launching")
+    if previous and previous.get("placement") != workload.placement:
+        # Claimed for an earlier admission (requeued and placed again since): what that launch
+        # started belongs to the old attempt, which must be gone before a new one starts.
+        _settle_interrupted_launch(workload, backend)
+        runtime, previous = workload.runtime, None
+    if previous:
+        owner = previous.get("owner")
+        age = time.time() - float(previous.get("at") or 0)
+        if identity_alive(owner) and age < (LAUNCH_CLAIM_TIMEOUT if _is_me(owner) else CLAIM_GRACE):
+            return None  # claimed a moment ago by a live dispatcher, which is about to launch it
+        claim = {**previous, "token": secrets.token_hex(8), "owner": _me(), "at": time.time(),
+                 "resumed": int(previous.get("resumed") or 0) + 1}
+        workload_runtime_save(workload, {**runtime, "launching": claim})
+        if owner:  # released claims (a transient failure, retried) resume without a word
+            workload_event_record(
+                workload=workload, reason="LaunchResumed", type=EventType.WARNING,
+                message=f"The launch of attempt {workload.attempt} by Cairn process {owner['pid']} did not finish; "
+                "resuming it (replicas that already started are kept, not started again).",
+            )
+        return claim
+    if runtime.get("alive") and not _previous_replicas_gone(workload, backend):
         return None  # a requeued or re-placed workload: wait for its old replicas to exit first
     attempt = workload.attempt + 1
+    # The attempt's run and its write-only token are committed with the claim, so the replicas
+    # are never given a token that a rollback took away.
+    claim = {"token": secrets.token_hex(8), "owner": _me(), "at": time.time(), "placement": workload.placement,
+             "env": attempt_env(workload=workload, attempt=attempt)}
+    workload_runtime_save(
+        workload, {"backend": backend.name, "attempt": attempt, "replicas": [], "alive": True, "launching": claim},
+        attempt=attempt, **_STOP_RESET,
+    )
+    return claim
+
+
+def _launch_claimed(workload: Workload, claim: dict) -> Workload | None:
+    """Launch the claimed attempt of a locked ADMITTED workload; returns it once it changed
+    status, else None."""
+    backend = backend_for(workload)
+    attempt = workload.attempt
     try:
-        runtime = backend.launch(workload, attempt=attempt)
+        runtime = backend.launch(workload, attempt=attempt, run_env=claim.get("env") or {})
     except LaunchError as exc:
         return workload_transition(
             workload_id=workload.pk, from_statuses={S.ADMITTED}, to_status=S.FAILED, reason="LaunchFailed",
@@ -149,6 +235,18 @@ def _launch_admitted(workload: Workload) -> Workload | None:
             + ", ".join(runtime["ignored_env"]),
         )
     return done
+
+
+def _settle_interrupted_launch(workload: Workload, backend: Backend) -> bool:
+    """A workload that left ADMITTED (stopped, requeued) while a launch of it was interrupted:
+    record the replicas that launch started, so they are stopped like any others."""
+    runtime = workload.runtime or {}
+    if not runtime.get("launching"):
+        return False
+    started = backend.started(workload, attempt=workload.attempt)
+    settled = {k: v for k, v in runtime.items() if k != "launching"}
+    workload_runtime_save(workload, {**settled, "replicas": started, "alive": True})
+    return True
 
 
 def _previous_replicas_gone(workload: Workload, backend: Backend) -> bool:
@@ -207,9 +305,21 @@ def reconcile_once(*, limit: int = 200) -> int:
         _local_workloads().filter(runtime__alive=True).exclude(status__in=ACTIVE).values_list("pk", flat=True)[:limit]
     )
     acted = 0
+    admitted = set(_local_workloads().filter(pk__in=ids, status=S.ADMITTED).values_list("pk", flat=True))
     for workload_id, reconcile in itertools.chain(
         ((pk, _reconcile_active) for pk in ids), ((pk, _reconcile_leftover) for pk in leftovers)
     ):
+        if workload_id in admitted and reconcile is _reconcile_active:
+            # Normally the dispatch task launches it; if that message was lost (or the dispatcher
+            # died mid-launch), we do, through the same claim.
+            try:
+                before = Workload.objects.filter(pk=workload_id).values_list("status", "runtime").first()
+                after = workload_dispatch(workload_id=workload_id, skip_locked=True)
+                if after is not None and before != (after.status, after.runtime):
+                    acted += 1
+            except Exception:
+                logger.exception("reconciler: workload %s", workload_id)
+            continue
         try:
             with transaction.atomic():
                 workload = workload_locked(workload_id, skip_locked=True)
@@ -221,17 +331,15 @@ def reconcile_once(*, limit: int = 200) -> int:
 
 
 def _reconcile_active(workload: Workload) -> bool:
-    if workload.status not in ACTIVE:
-        return False
-    if workload.status == S.ADMITTED:
-        # Normally the dispatch task launches it; if that message was lost, we do.
-        return _launch_admitted(workload) is not None
+    if workload.status not in ACTIVE or workload.status == S.ADMITTED:
+        return False  # ADMITTED: reconcile_once dispatches it
     backend = backend_for(workload)
+    settled = _settle_interrupted_launch(workload, backend)
     adopted = _adopt_if_orphaned(workload)
     states = backend.observe(workload)
     if workload.status == S.STOPPING:
-        return _reconcile_stopping(workload, backend, states) or adopted
-    return _reconcile_running(workload, backend, states) or adopted
+        return _reconcile_stopping(workload, backend, states) or adopted or settled
+    return _reconcile_running(workload, backend, states) or adopted or settled
 
 
 def _adopt_if_orphaned(workload: Workload) -> bool:
@@ -273,6 +381,22 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
                                              "kill_sent_at"])
             _escalate(workload, backend)
             return True
+    kind = kind_spec(workload.kind)
+    if failure is None and kind.independent_replicas and hasattr(backend, "launch_replica"):
+        if _scale_replicas(workload, backend):
+            states = backend.observe(workload)
+            runtime = workload.runtime or {}
+            acted = True
+        if not states and workload.replicas == 0:
+            return acted  # scaled to zero: nothing runs, nothing to watch
+        acted = _restart_replicas_alone(workload, backend, states) or acted
+        if acted:
+            states = backend.observe(workload)
+            runtime = workload.runtime or {}
+        if kind.probe_ready is not None and _probe_readiness(workload, states, kind.probe_ready):
+            acted = True
+        if any(state.alive for state in states):
+            return acted
     if failure is None:
         if not states and workload.replicas == 0:
             return False  # nothing asked to run, nothing to watch
@@ -285,7 +409,14 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
                 if all(not state.alive for state in states):
                     workload_observe(workload=workload, observation=AllSucceeded(replicas=len(states)))
                     return True
-                return False
+                # All alive: hung, straggling, or on a bad node? (self-healing, healing.py)
+                failure = training_health_failure(workload, backend, states)
+                if failure is None:
+                    return False
+                workload_runtime_save(workload, {**(workload.runtime or {}), "failure": failure})
+                logger.warning("reconciler: workload %s: %s", workload.pk, failure["message"])
+                _escalate(workload, backend)
+                return True
             # The first to fail is the cause; replicas lost or killed by us afterwards are not.
             first = first_failure(failed)
             failure = {"replica": first.replica, "phase": first.phase, "exit_code": first.exit_code,
@@ -296,7 +427,146 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
     if any(state.alive for state in states):
         _escalate(workload, backend)  # gang: the others cannot go on without it
         return True
+    if _backing_off(workload, failure):
+        return acted
     return _restart_or_finish(workload, backend, failure) or acted
+
+
+def _scale_replicas(workload: Workload, backend: Backend) -> bool:
+    """Make a service's replicas match `workload.replicas` (changed by its autoscaler): start the
+    missing ones, and drain the ones above it: out of the gateway's targets at once, SIGTERM after
+    SERVE_DRAIN_SECONDS (requests in flight finish), SIGKILL after the stop grace period."""
+    runtime = dict(workload.runtime or {})
+    records = [r for r in runtime.get("replicas", []) if isinstance(r, dict)]
+    draining = [dict(r) for r in runtime.get("draining", []) if isinstance(r, dict)]
+    changed = False
+    now = time.time()
+    keep = [r for r in records if r.get("replica", 0) < workload.replicas]
+    for record in records:
+        if record.get("replica", 0) >= workload.replicas:
+            draining.append({**record, "ready": False, "drain_started": now})
+            changed = True
+    # A rolling update: replicas of another revision than planned are replaced, at most
+    # `max_unavailable` replicas missing or not ready at any time.
+    plan_of = kind_spec(workload.kind).revision_plan
+    max_unavailable, stable, plan = plan_of(workload) if plan_of else (1, 1, {})
+    for record in keep:
+        if "revision" not in record:  # started with the workload's own spec, its stable revision
+            record["revision"] = stable
+            changed = True
+    unavailable = workload.replicas - sum(1 for r in keep if r.get("ready"))
+    for record in sorted(keep, key=lambda r: (not r.get("ready"), r.get("replica", 0)), reverse=True):
+        wanted = plan.get(record.get("replica"), (1, None))[0]
+        if record["revision"] == wanted:
+            continue
+        if record.get("ready") and unavailable >= max_unavailable:
+            continue
+        keep.remove(record)
+        draining.append({**record, "ready": False, "drain_started": now})
+        unavailable += 1 if record.get("ready") else 0
+        changed = True
+    have = {r.get("replica") for r in keep}
+    for replica in range(workload.replicas):
+        if replica in have:
+            continue
+        revision, spec = plan.get(replica, (stable, None))
+        try:
+            keep.append({**backend.launch_replica(workload, replica=replica, spec=spec), "ready": False,
+                         "revision": revision})
+        except (OSError, LaunchError) as exc:
+            logger.warning("reconciler: workload %s could not start replica %s: %s", workload.pk, replica, exc)
+            continue
+        changed = True
+    still = []
+    drain_seconds = float(settings.CAIRN.get("SERVE_DRAIN_SECONDS", 2.0))
+    for record in draining:
+        if not backend.replica_alive(record):
+            changed = True
+            continue
+        if record.get("term_sent") is None and now - record["drain_started"] >= drain_seconds:
+            backend.stop_replica(record)
+            record["term_sent"] = now
+            changed = True
+        elif record.get("term_sent") is not None and now - record["term_sent"] >= _grace_seconds():
+            backend.stop_replica(record, force=True)
+        still.append(record)
+    if not changed:
+        return False
+    runtime["replicas"] = sorted(keep, key=lambda r: r.get("replica", 0))
+    runtime["draining"] = still
+    workload_runtime_save(workload, runtime)
+    return True
+
+
+def _restart_replicas_alone(workload: Workload, backend: Backend, states: list[ReplicaState]) -> bool:
+    """A service's replica that is gone while others still run is started again on its own (the
+    others keep serving, the gateway sends its requests elsewhere meanwhile). When none runs any
+    more, the attempt as a whole fails and restarts as for any workload."""
+    down = [state for state in states if not state.alive]
+    if not down or len(down) == len(states):
+        return False
+    runtime = dict(workload.runtime or {})
+    records = {r.get("replica"): r for r in runtime.get("replicas", []) if isinstance(r, dict)}
+    replaced = []
+    for state in down:
+        old = records.get(state.replica) or {}
+        try:
+            record = backend.launch_replica(workload, replica=state.replica)
+        except (OSError, LaunchError) as exc:
+            logger.warning("reconciler: workload %s replica %s could not restart: %s", workload.pk, state.replica, exc)
+            continue
+        record["restarts"] = int(old.get("restarts", 0)) + 1
+        records[state.replica] = record
+        replaced.append((state, record))
+    if not replaced:
+        return False
+    runtime["replicas"] = [records[key] for key in sorted(records, key=lambda r: (r is None, r))]
+    workload_runtime_save(workload, runtime)
+    for state, record in replaced:
+        workload_event_record(workload=workload, reason="ReplicaRestarted", type=EventType.WARNING,
+                              message=f"{state.describe()} Started it again (restart {record['restarts']}); "
+                                      "the other replicas kept serving.")
+    return True
+
+
+def _probe_readiness(workload: Workload, states: list[ReplicaState], probe) -> bool:
+    """Ask each live replica whether it is ready (kind's probe); record changes in runtime."""
+    alive = {state.replica for state in states if state.alive}
+    runtime = dict(workload.runtime or {})
+    changed = False
+    records = []
+    for record in runtime.get("replicas", []):
+        if isinstance(record, dict):
+            try:
+                ready = record.get("replica") in alive and bool(probe(workload, record))
+            except Exception:  # noqa: BLE001 - a probe that breaks counts as not ready
+                logger.exception("reconciler: readiness probe of workload %s", workload.pk)
+                ready = False
+            if record.get("ready") is not ready:
+                record = {**record, "ready": ready}
+                changed = True
+        records.append(record)
+    if changed:
+        runtime["replicas"] = records
+        workload_runtime_save(workload, runtime)
+    return changed
+def restart_backoff(attempt: int) -> float:
+    """Seconds between the end of attempt n (every rank gone) and attempt n+1: doubling from
+    CAIRN_RESTART_BACKOFF_SECONDS, at most CAIRN_RESTART_BACKOFF_MAX_SECONDS."""
+    base = float(settings.CAIRN.get("RESTART_BACKOFF_SECONDS", 1.0))
+    return min(base * 2 ** max(attempt - 1, 0), float(settings.CAIRN.get("RESTART_BACKOFF_MAX_SECONDS", 300.0)))
+
+
+def _backing_off(workload: Workload, failure: dict) -> bool:
+    """True while a restart waits out its backoff (counted from when the last rank was seen gone)."""
+    if workload.attempt > workload.max_restarts:
+        return False  # no restart coming: nothing to wait for
+    now = time.time()
+    gone_at = failure.get("gone_at")
+    if gone_at is None:
+        workload_runtime_save(workload, {**(workload.runtime or {}), "failure": {**failure, "gone_at": now}})
+        gone_at = now
+    return now - gone_at < restart_backoff(workload.attempt)
 
 
 def _past_deadline(workload: Workload) -> bool:
@@ -313,7 +583,8 @@ def _restart_or_finish(workload: Workload, backend: Backend, failure: dict) -> b
         return {**new_runtime, "owner": _me()}
 
     workload_observe(workload=workload, relaunch=relaunch, observation=AttemptFailed(
-        message=failure["message"], exit_code=failure.get("exit_code"), lost=failure["phase"] == LOST))
+        message=failure["message"], exit_code=failure.get("exit_code"), lost=failure["phase"] == LOST,
+        restart_reason=failure.get("restart_reason", ""), move=bool(failure.get("move"))))
     return True
 
 
@@ -323,6 +594,7 @@ def _reconcile_leftover(workload: Workload) -> bool:
     if workload.status in ACTIVE or not runtime.get("alive"):
         return False
     backend = backend_for(workload)
+    _settle_interrupted_launch(workload, backend)
     if any(state.alive for state in backend.observe(workload)):
         _escalate(workload, backend)
     else:

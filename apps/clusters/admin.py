@@ -116,9 +116,9 @@ class ResourcePoolAdmin(admin.ModelAdmin):
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["name", "cluster", "pool", "gpus", "gpu_model", "cpu", "mem", "health", "schedulable",
-                    "last_seen_at"]
-    list_filter = ["cluster", "pool", "health", "schedulable", "gpu_model"]
+    list_display = ["name", "cluster", "pool", "accelerator_type", "cpu_arch", "gpus", "gpu_model", "cpu", "mem",
+                    "health", "schedulable", "last_seen_at"]
+    list_filter = ["cluster", "pool", "health", "schedulable", "accelerator_type", "cpu_arch", "gpu_model"]
     list_select_related = ["cluster", "pool"]
     search_fields = ["name", "gpu_model", "topology_domain"]
     readonly_fields = ["created_at", "last_seen_at", "cordon_reason"]
@@ -127,6 +127,7 @@ class NodeAdmin(admin.ModelAdmin):
         (None, {"fields": ["cluster", "pool", "name", "health", "schedulable", "last_seen_at", "created_at"]}),
         ("Capacity", {"fields": [("cpu_milli_capacity", "cpu_milli_allocatable"),
                                  ("memory_mb_capacity", "memory_mb_allocatable"),
+                                 ("accelerator_type", "cpu_arch"),
                                  ("gpu_count", "gpu_model", "gpu_memory_mb")]}),
         ("Topology and labels", {"fields": ["topology_domain", "labels"]}),
     ]

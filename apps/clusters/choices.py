@@ -21,3 +21,20 @@ class CredentialKind(models.TextChoices):
 # Node label Cairn sets on local nodes: how replicas launched there are isolated
 # (apps/backends/local/sandbox.py levels; docs/local-backend.md#isolation).
 ISOLATION_LABEL = "cairn.dev/replica-isolation"
+
+
+class AcceleratorType(models.TextChoices):
+    """The vendor family of a node's accelerators (apps/clusters/accelerators.py has each one's
+    Kubernetes resource names and node labels)."""
+
+    NONE = "none", "None"
+    NVIDIA = "nvidia", "NVIDIA"
+    AMD = "amd", "AMD"
+    ASCEND = "ascend", "Ascend"
+
+
+class CpuArch(models.TextChoices):
+    """CPU architectures, by their Kubernetes names (the `kubernetes.io/arch` node label)."""
+
+    AMD64 = "amd64", "amd64 (x86-64)"
+    ARM64 = "arm64", "arm64 (AArch64)"

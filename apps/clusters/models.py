@@ -3,7 +3,7 @@ from django.db import models
 
 from apps.projects.models import slug_validator
 
-from .choices import Backend, CredentialKind, NodeHealth
+from .choices import AcceleratorType, Backend, CpuArch, CredentialKind, NodeHealth
 from .workdir import WorkingDirError, allowed_paths_clean
 
 
@@ -30,6 +30,14 @@ class ResourcePool(models.Model):
     accelerator_models = models.JSONField(default=list, blank=True)
     node_selector = models.JSONField(default=dict, blank=True)
     topology_keys = models.JSONField(default=list, blank=True)
+    # What the pool is for, when an admin splits pools by vendor or CPU architecture: workloads
+    # asking for another accelerator type or architecture are refused at submission. Empty: any
+    # (the pool is mixed; each workload lands on nodes of its own type and architecture).
+    accelerator_types = models.JSONField(default=list, blank=True,
+                                         help_text="Accelerator types (nvidia, amd, ascend, none) the pool "
+                                                   "offers; empty: any.")
+    architectures = models.JSONField(default=list, blank=True,
+                                     help_text="CPU architectures (amd64, arm64) of the pool; empty: any.")
     # Local clusters only: absolute directories (a shared dataset mount, say) that a workload of this
     # pool may name as its working_dir, besides its own folder (apps/clusters/workdir.py).
     allowed_paths = models.JSONField(
@@ -50,6 +58,10 @@ class ResourcePool(models.Model):
             self.allowed_paths = allowed_paths_clean(self.allowed_paths)
         except WorkingDirError as exc:
             raise ValidationError({"allowed_paths": str(exc)}) from exc
+        for name, allowed in (("accelerator_types", AcceleratorType.values), ("architectures", CpuArch.values)):
+            value = getattr(self, name)
+            if not isinstance(value, list) or any(v not in allowed for v in value):
+                raise ValidationError({name: f"A list of: {', '.join(allowed)}."})
 
 
 class Node(models.Model):
@@ -61,6 +73,10 @@ class Node(models.Model):
     cpu_milli_allocatable = models.PositiveIntegerField(default=0)
     memory_mb_capacity = models.PositiveBigIntegerField(default=0)
     memory_mb_allocatable = models.PositiveBigIntegerField(default=0)
+    # Accelerators: gpu_count devices of one vendor (accelerator_type; the gpu_* names predate
+    # other vendors and count NPUs too) and one model.
+    accelerator_type = models.CharField(max_length=16, choices=AcceleratorType.choices, default=AcceleratorType.NONE)
+    cpu_arch = models.CharField(max_length=16, blank=True, help_text="kubernetes.io/arch: amd64, arm64 (blank: unknown)")
     gpu_count = models.PositiveSmallIntegerField(default=0)
     gpu_model = models.CharField(max_length=100, blank=True)
     gpu_memory_mb = models.PositiveIntegerField(default=0)

@@ -1,5 +1,6 @@
 """Writes to clusters, pools and nodes."""
 import logging
+import platform
 import re
 import socket
 from collections.abc import Callable
@@ -16,10 +17,12 @@ from apps.audit.services import audit_record
 from apps.core.errors import ConflictError, ServiceError
 from apps.core.realtime import publish
 
-from .choices import ISOLATION_LABEL, Backend, CredentialKind, NodeHealth
+from .accelerators import check_accelerators_config, normalise_arch
+from .choices import ISOLATION_LABEL, AcceleratorType, Backend, CredentialKind, NodeHealth
 from .crypto import CredentialsUnreadable, encrypt
 from .events import NODE_CHANGES_GROUP, node_changed_event
 from .models import Cluster, ClusterCredential, Node, ResourcePool
+from .probes import AcceleratorInventory, probe_npu_smi, probe_rocm_smi
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +69,20 @@ def local_gpu_inventory() -> GpuInventory:
             pass
 
 
+def local_accelerator_inventory() -> AcceleratorInventory:
+    """This machine's accelerators: NVIDIA GPUs through NVML, else AMD GPUs through `rocm-smi`, else
+    Ascend NPUs through `npu-smi` (each only when present); none found: type "none"."""
+    gpus = local_gpu_inventory()
+    if gpus.count:
+        return AcceleratorInventory(type=AcceleratorType.NVIDIA, count=gpus.count, model=gpus.model,
+                                    memory_mb=gpus.memory_mb)
+    for probe in (probe_rocm_smi, probe_npu_smi):
+        found = probe()
+        if found.count:
+            return found
+    return AcceleratorInventory()
+
+
 def local_cluster_register(*, isolation: str = "") -> Node:
     """Make sure the local cluster, its pool and this machine's node exist and are current.
 
@@ -77,7 +94,7 @@ def local_cluster_register(*, isolation: str = "") -> Node:
     """
     cpu_milli = (psutil.cpu_count(logical=True) or 1) * 1000
     memory_mb = psutil.virtual_memory().total // (1024 * 1024)
-    gpus = local_gpu_inventory()
+    gpus = local_accelerator_inventory()
     now = timezone.now()
     with transaction.atomic():
         cluster, _ = Cluster.objects.get_or_create(
@@ -92,6 +109,8 @@ def local_cluster_register(*, isolation: str = "") -> Node:
             "cpu_milli_allocatable": cpu_milli,
             "memory_mb_capacity": memory_mb,
             "memory_mb_allocatable": memory_mb,
+            "accelerator_type": gpus.type,
+            "cpu_arch": normalise_arch(platform.machine()),
             "gpu_count": gpus.count,
             "gpu_model": gpus.model,
             "gpu_memory_mb": gpus.memory_mb,
@@ -160,7 +179,7 @@ def node_uncordon(*, node: Node, reason: str = "Uncordoned", message: str = "") 
 KUBERNETES_CONFIG_KEYS = frozenset({
     "namespace_prefix", "volcano", "volcano_queue", "kueue_queue", "tolerations", "gpu_resource",
     "shared_gpu_resources", "gpu_product_label", "default_image", "notebook_image", "notebook_storage",
-    "storage_class", "api_url", "image_pull_secrets",
+    "storage_class", "api_url", "image_pull_secrets", "accelerators",
 })
 
 
@@ -183,6 +202,8 @@ def _check_kubernetes_config(config: dict) -> None:
     secrets_ = config.get("image_pull_secrets", [])
     if not isinstance(secrets_, list) or not all(isinstance(n, str) and n for n in secrets_):
         raise ServiceError("config.image_pull_secrets must be a list of Secret names.")
+    if "accelerators" in config and (problem := check_accelerators_config(config["accelerators"])):
+        raise ServiceError(problem)
     shared = config.get("shared_gpu_resources", {})
     if not isinstance(shared, dict) or not all(
             isinstance(k, str) and v in ("one", "percent", "milli") for k, v in shared.items()):

@@ -4,6 +4,7 @@ import logging
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -51,7 +52,21 @@ def _summarise(data) -> str:
     return str(data)
 
 
+class DatabaseUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = ("The database did not answer (restarting?). Retry in a few seconds: a create sent with "
+                      "the same Idempotency-Key is safe to retry.")
+    default_code = "database_unavailable"
+
+
 def exception_handler(exc, context):
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # PostgreSQL restarting or unreachable: the client's retry (with its Idempotency-Key for a
+        # create) is the right answer, which a 503 says and a 500 does not.
+        logger.warning("database unavailable: %s", exc)
+        response = drf_exception_handler(DatabaseUnavailable(), context)
+        response["Retry-After"] = "2"
+        return response
     if isinstance(exc, ServiceError):
         return Response({"detail": exc.detail}, status=exc.status_code)
     if isinstance(exc, RequestDataTooBig):

@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 from django.db import close_old_connections
 
+from .heartbeat import heartbeat
+
 logger = logging.getLogger(__name__)
 
 
@@ -19,6 +21,7 @@ def run_loop(*, name: str, work: Callable[[], object], interval: float, stop: th
             work()
         except Exception:
             logger.exception("%s: pass failed; retrying in %.1fs", name, interval)
+        heartbeat(name)
         if wait is not None:
             wait(interval)
         else:

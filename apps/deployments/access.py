@@ -4,12 +4,14 @@ Three kinds of credentials, tried in this order:
 
 - a deployment key, `cairndk_<prefix>_<secret>`, in `X-Cairn-Deployment-Key` or
   `Authorization: Bearer`: it opens its own deployment only;
-- a Cairn API token (`Authorization: Bearer cairn_...`) of a user who may read the project
-  (any role; read-only tokens included: calling a deployment changes nothing in Cairn);
+- a Cairn API token (`Authorization: Bearer cairn_...`) of a member (or maintainer, owner) of the
+  project; read-only tokens included: calling a deployment changes nothing in Cairn. A viewer
+  gets 403 (unless the deployment is public);
 - the dashboard's session cookie, same rule; for unsafe methods the request must also come from
   Cairn's own origin (the `Origin` header), so another site cannot make a browser call it.
 
-No credentials, or ones that are wrong, revoked or expired: 401. Valid credentials that do not
+A deployment whose spec says `public: true` may also be called without credentials (credentials
+that are sent are still checked). No credentials, or ones that are wrong, revoked or expired: 401. Valid credentials that do not
 open this deployment, or a project or deployment that does not exist: 404, the same answer, so
 the gateway never tells anyone that another team's deployment exists.
 """
@@ -30,7 +32,7 @@ from apps.projects.selectors import membership_role
 from apps.workloads.choices import Kind
 from apps.workloads.models import Workload
 
-from .models import KEY_PREFIX, DeploymentKey
+from .models import KEY_PREFIX, DeploymentKey, DeploymentRollout
 from .selectors import Target, deployment_key_find, deployment_targets
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
@@ -58,6 +60,9 @@ class Decision:
     workload_id: int | None = None
     targets: list[Target] = field(default_factory=list)
     workload_status: str = ""
+    scales_to_zero: bool = False  # autoscaling with min_replicas 0: hold requests during a cold start
+    canary_revision: int | None = None  # during a canary: its revision gets canary_weight % of requests
+    canary_weight: int = 0
 
 
 def credentials_from(headers: dict[bytes, bytes], cookies: dict[str, str]) -> Credentials:
@@ -103,12 +108,20 @@ def _deployment(project: str, name: str) -> Workload | None:
 
 
 def _go(workload: Workload) -> Decision:
+    autoscaling = (workload.spec or {}).get("autoscaling")
+    rollout = DeploymentRollout.objects.filter(workload=workload, canary_revision__isnull=False).first()
     return Decision(200, workload_id=workload.pk, targets=deployment_targets(workload),
-                    workload_status=workload.status)
+                    workload_status=workload.status,
+                    scales_to_zero=isinstance(autoscaling, dict) and autoscaling.get("min_replicas") == 0,
+                    canary_revision=rollout.canary_revision if rollout else None,
+                    canary_weight=rollout.canary_weight if rollout else 0)
 
 
 def authorize(*, project: str, name: str, method: str, creds: Credentials) -> Decision:
     if creds.empty:
+        workload = _deployment(project, name)
+        if workload is not None and (workload.spec or {}).get("public") is True:
+            return _go(workload)  # public: true, an explicit opt-in of its maintainers
         return Decision(401, "Authentication required: a Cairn API token, a signed-in session or a deployment key "
                              "(Authorization: Bearer ..., or X-Cairn-Deployment-Key).")
     if creds.malformed:
@@ -142,11 +155,15 @@ def authorize(*, project: str, name: str, method: str, creds: Credentials) -> De
             return Decision(403, "A signed-in browser may only send this request from Cairn's own pages "
                                  "(Origin header); use an API token or a deployment key from elsewhere.")
     found = Project.objects.filter(slug=project).first()
-    if found is None or not role_allows(membership_role(user=user, project=found), Action.READ):
+    role = membership_role(user=user, project=found) if found is not None else None
+    if not role_allows(role, Action.READ):
         return Decision(404, "Deployment not found.")
     workload = _deployment(project, name)
     if workload is None:
         return Decision(404, "Deployment not found.")
+    if not role_allows(role, Action.CALL_DEPLOYMENT) and (workload.spec or {}).get("public") is not True:
+        return Decision(403, "Calling a deployment needs the member role in its project (you are a viewer); "
+                             "ask for a deployment key.")
     return _go(workload)
 
 

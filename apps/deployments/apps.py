@@ -9,7 +9,9 @@ class DeploymentsConfig(AppConfig):
         from apps.workloads.choices import Kind
         from apps.workloads.kinds import KindSpec, register_kind
 
-        from .selectors import deployment_gateway_url
+        from .readiness import replica_ready
+        from .selectors import deployment_gateway_url, deployment_revision_plan
 
         register_kind(KindSpec(kind=Kind.DEPLOYMENT, serves_port=True, gateway_url=deployment_gateway_url,
-                               kubernetes_object="Deployment"))
+                               kubernetes_object="Deployment", independent_replicas=True,
+                               probe_ready=replica_ready, revision_plan=deployment_revision_plan))

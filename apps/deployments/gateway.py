@@ -35,7 +35,15 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 
+from apps.core.proxy import upstream_client
+from apps.workloads.models import Workload
+
 from .conf import setting
+from .decisions import cached as _cached
+from .decisions import remember as _remember
+from .metrics import metrics, sink
+from .selectors import deployment_targets
+from .services import deployment_cold_start
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +93,7 @@ class _SocketClient:
             folder, name = os.path.split(path)
             self.dir_fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             uds = f"/proc/self/fd/{self.dir_fd}/{name}"
-        self.client = httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=uds), timeout=_timeout())
+        self.client = upstream_client(transport=httpx.AsyncHTTPTransport(uds=uds), timeout=_timeout())
 
     async def aclose(self) -> None:
         try:
@@ -106,17 +114,20 @@ class _Clients:
     LIMIT = 256
 
     def __init__(self):
-        self.tcp = httpx.AsyncClient(timeout=_timeout())
+        # Cookie-less clients: one serves every caller, so a cookie a replica sets must not be kept
+        # and sent on with someone else's request.
+        self.tcp = upstream_client(timeout=_timeout())
         self.sockets: OrderedDict[str, _SocketClient] = OrderedDict()
 
-    def for_socket(self, path: str) -> httpx.AsyncClient:
-        found = self.sockets.get(path)
+    def for_socket(self, key: str, path: str) -> httpx.AsyncClient:
+        """The client of one replica process (`key`) behind the socket at `path`."""
+        found = self.sockets.get(key)
         if found is None:
-            found = self.sockets[path] = _SocketClient(path)
+            found = self.sockets[key] = _SocketClient(path)
             while len(self.sockets) > self.LIMIT:
                 _, old = self.sockets.popitem(last=False)
                 asyncio.get_running_loop().create_task(old.aclose())
-        self.sockets.move_to_end(path)
+        self.sockets.move_to_end(key)
         return found.client
 
 
@@ -174,6 +185,18 @@ def _upstream_path(scope, prefix: str, rest: str) -> str:
     return path + ("?" + query.decode("latin-1") if query else "")
 
 
+def split_canary(targets, canary_revision: int | None, canary_weight: int):
+    """During a canary, the group of targets this request goes to: the canary's replicas with
+    probability canary_weight %, else the others (all of them when one group has no ready replica)."""
+    if canary_revision is None:
+        return targets
+    canary = [t for t in targets if t.revision == canary_revision]
+    stable = [t for t in targets if t.revision != canary_revision]
+    if not canary or not stable:
+        return targets
+    return canary if random.random() * 100 < canary_weight else stable
+
+
 def _pick(targets, exclude: set[str]):
     candidates = [t for t in targets if t.key not in exclude]
     if not candidates:
@@ -201,47 +224,150 @@ async def serve(scope, receive, send) -> None:
         await _answer(send, 308, "The deployment's root ends with a slash.", [(b"location", location.encode())])
         return
 
-    from .access import authorize, credentials_from
+    from .access import SAFE_METHODS, authorize, credentials_from
 
     creds = credentials_from(headers, _cookies(raw_headers))
     method = scope.get("method", "GET")
-
-    def decide():
-        close_old_connections()
-        try:
-            return authorize(project=project, name=name, method=method, creds=creds)
-        finally:
+    cache_key = (creds.key, creds.token, creds.session_key, creds.malformed, creds.origin, creds.host, project,
+                 name, method in SAFE_METHODS)
+    decision = _cached(cache_key)
+    if decision is None:
+        def decide():
             close_old_connections()
+            try:
+                return authorize(project=project, name=name, method=method, creds=creds)
+            finally:
+                close_old_connections()
 
-    decision = await sync_to_async(decide, thread_sensitive=False)()
+        decision = await sync_to_async(decide, thread_sensitive=False)()
+        _remember(cache_key, decision)
     if decision.status != 200:
         extra = [(b"www-authenticate", b'Bearer realm="cairn"')] if decision.status == 401 else []
         await _answer(send, decision.status, decision.detail, extra)
         return
-    if not decision.targets:
-        await _answer(send, 503, f"Deployment '{name}' has no running replica to answer "
-                                 f"(it is {decision.workload_status or 'not running'}).")
+    _ensure_flusher()
+    token = metrics.start(workload_id=decision.workload_id, project=project, name=name, replica=None)
+    answered = {"status": 499}  # the client went away before any answer
+
+    async def counted_send(message):
+        if message["type"] == "http.response.start":
+            answered["status"] = message["status"]
+        await send(message)
+
+    try:
+        await _serve_authorized(scope, receive, counted_send, decision, token=token, project=project, name=name,
+                                rest=rest, prefix=prefix, method=method, headers=headers, raw_headers=raw_headers)
+    finally:
+        metrics.finish(token, answered["status"])
+
+
+async def _serve_authorized(scope, receive, send, decision, *, token, project, name, rest, prefix, method, headers,
+                            raw_headers) -> None:
+    targets = decision.targets
+    if not targets and decision.workload_status == "running" and decision.scales_to_zero:
+        targets = await _hold_for_cold_start(send, decision.workload_id, name)
+        if targets is None:
+            return
+    if not targets:
+        if decision.workload_status == "running":
+            await _answer(send, 503, f"Deployment '{name}' has no ready replica: none has answered its "
+                                     "readiness check yet (starting up), or all have failed it.",
+                          [(b"retry-after", b"1")])
+        else:
+            await _answer(send, 503, f"Deployment '{name}' has no running replica to answer "
+                                     f"(it is {decision.workload_status or 'not running'}).")
         return
-    await _forward(scope, receive, send, decision.targets, name=name, prefix=prefix, method=method,
+    limit = int(setting("SERVE_MAX_BODY_BYTES"))
+    length = headers.get(b"content-length", b"")
+    if length:
+        try:
+            too_large = int(length) > limit
+        except ValueError:
+            await _answer(send, 400, "Content-Length is not a number.")
+            return
+        if too_large:
+            await _answer(send, 413, f"The request body is larger than the {limit} bytes a deployment accepts.")
+            return
+    targets = split_canary(targets, decision.canary_revision, decision.canary_weight)
+    await _forward(scope, receive, send, targets, name=name, prefix=prefix, method=method,
                    headers=_upstream_headers(scope, raw_headers, prefix),
-                   path=_upstream_path(scope, prefix, rest))
+                   path=_upstream_path(scope, prefix, rest), token=token)
 
 
-async def _forward(scope, receive, send, targets, *, name, prefix, method, headers, path) -> None:
+_held = 0  # requests of this process waiting for a cold start
+
+
+def _cold_start(workload_id: int) -> None:
+    close_old_connections()
+    try:
+        deployment_cold_start(workload_id=workload_id)
+    finally:
+        close_old_connections()
+
+
+def _ready_targets(workload_id: int):
+    close_old_connections()
+    try:
+        workload = Workload.objects.filter(pk=workload_id).first()
+        return deployment_targets(workload) if workload is not None else []
+    finally:
+        close_old_connections()
+
+
+async def _hold_for_cold_start(send, workload_id: int, name: str):
+    """A deployment scaled to zero: ask for a replica and hold the request until one is ready, at
+    most SERVE_COLD_START_SECONDS; at most SERVE_HOLD_QUEUE requests wait per process (then 503).
+    Returns the targets, [] when none came in time, None when it already answered."""
+    global _held
+    if _held >= int(setting("SERVE_HOLD_QUEUE")):
+        await _answer(send, 503, f"Deployment '{name}' is starting from zero replicas and too many requests "
+                                 "already wait for it; try again shortly.", [(b"retry-after", b"2")])
+        return None
+    _held += 1
+    try:
+        await sync_to_async(_cold_start, thread_sensitive=False)(workload_id)
+        deadline = asyncio.get_running_loop().time() + float(setting("SERVE_COLD_START_SECONDS"))
+        while asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.2)
+            targets = await sync_to_async(_ready_targets, thread_sensitive=False)(workload_id)
+            if targets:
+                return targets
+        await _answer(send, 503, f"Deployment '{name}' did not start a ready replica within "
+                                 f"{float(setting('SERVE_COLD_START_SECONDS')):g}s of a cold start.",
+                      [(b"retry-after", b"2")])
+        return None
+    finally:
+        _held -= 1
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _forward(scope, receive, send, targets, *, name, prefix, method, headers, path, token) -> None:
+    limit = int(setting("SERVE_MAX_BODY_BYTES"))
     first = await receive()
     if first["type"] == "http.disconnect":
         return
     first_body = first.get("body", b"")
+    if len(first_body) > limit:
+        await _answer(send, 413, f"The request body is larger than the {limit} bytes a deployment accepts.")
+        return
     streamed = {"started": False}
     if first.get("more_body", False):
         async def body():
             streamed["started"] = True
+            size = len(first_body)
             yield first_body
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
                     raise _ClientGone
-                yield message.get("body", b"")
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise _TooLarge
+                yield chunk
                 if not message.get("more_body", False):
                     return
 
@@ -252,6 +378,7 @@ async def _forward(scope, receive, send, targets, *, name, prefix, method, heade
     clients = _clients_here()
     tried: set[str] = set()
     timeout = float(setting("SERVE_TIMEOUT_SECONDS"))
+    tries = max(1, int(setting("SERVE_MAX_TRIES")))
     while True:
         target = _pick(targets, tried)
         if target is None:
@@ -259,8 +386,9 @@ async def _forward(scope, receive, send, targets, *, name, prefix, method, heade
                                      "(starting up, or stopping).")
             return
         tried.add(target.key)
+        metrics.assign(token, target.replica)
         if target.socket:
-            client, url = clients.for_socket(target.socket), f"http://replica{path}"
+            client, url = clients.for_socket(f"{target.key}|{target.socket}", target.socket), f"http://replica{path}"
         else:
             client, url = clients.tcp, f"{target.url}{path}"
         request = client.build_request(method, url, headers=headers, content=content)
@@ -269,18 +397,23 @@ async def _forward(scope, receive, send, targets, *, name, prefix, method, heade
             try:
                 async with asyncio.timeout(timeout):
                     response = await client.send(request, stream=True)
+                    chunks, first_chunk = await _first_chunk(response, retryable=method in IDEMPOTENT
+                                                             and not streamed["started"])
             except TimeoutError:
                 await _answer(send, 504, f"Deployment '{name}' did not answer within {timeout:g}s.")
                 return
             except _ClientGone:
                 return
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
-                # Refused, or closed before any answer. Sent once more elsewhere when that cannot do
-                # harm: nothing reached the replica (refused), or the method is idempotent; and the
-                # body is still there to send.
+            except _TooLarge:
+                await _answer(send, 413, f"The request body is larger than the {limit} bytes a deployment accepts.")
+                return
+            except httpx.TransportError as exc:
+                # No answer at all (refused, reset, closed before the status line): sent again to
+                # another replica when that cannot do harm: nothing reached the replica (refused),
+                # or the method is idempotent; and the body is still here to send.
                 logger.info("gateway: replica %s of %s failed before answering: %r", target.key, prefix, exc)
-                refused = not isinstance(exc, httpx.RemoteProtocolError)
-                if len(tried) < 2 and not streamed["started"] and (refused or method in IDEMPOTENT):
+                refused = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+                if len(tried) < tries and not streamed["started"] and (refused or method in IDEMPOTENT):
                     continue
                 if refused:
                     await _answer(send, 503, f"No replica of deployment '{name}' accepted the connection "
@@ -293,7 +426,7 @@ async def _forward(scope, receive, send, targets, *, name, prefix, method, heade
                 logger.warning("gateway: forwarding to %s failed: %r", target.key, exc)
                 await _answer(send, 502, f"Forwarding to deployment '{name}' failed: {exc.__class__.__name__}.")
                 return
-            await _relay(receive, send, response)
+            await _relay(receive, send, response, chunks, first_chunk)
             return
         finally:
             _outstanding[target.key] -= 1
@@ -301,7 +434,21 @@ async def _forward(scope, receive, send, targets, *, name, prefix, method, heade
                 del _outstanding[target.key]
 
 
-async def _relay(receive, send, response: httpx.Response) -> None:
+async def _first_chunk(response: httpx.Response, *, retryable: bool):
+    """For an answer of known length to a request that may be sent again, read its first chunk
+    before answering the client: a replica that dies between its headers and its body then costs
+    a retry elsewhere, not a broken answer. Streams (no Content-Length) start at once."""
+    chunks = response.aiter_raw()
+    if not retryable or "content-length" not in response.headers:
+        return chunks, None
+    try:
+        return chunks, await anext(chunks, b"")
+    except BaseException:
+        await response.aclose()
+        raise
+
+
+async def _relay(receive, send, response: httpx.Response, chunks, first_chunk: bytes | None) -> None:
     """Send the replica's answer on as it comes, until it ends or the client goes away."""
     out_headers = [(n.lower(), v) for n, v in response.headers.raw if n.lower() not in _RESPONSE_DROP]
     out_headers += [(b"content-security-policy", _SANDBOX), (b"x-accel-buffering", b"no")]
@@ -309,7 +456,9 @@ async def _relay(receive, send, response: httpx.Response) -> None:
         await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
 
         async def pump():
-            async for chunk in response.aiter_raw():
+            if first_chunk:
+                await send({"type": "http.response.body", "body": first_chunk, "more_body": True})
+            async for chunk in chunks:
                 if chunk:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -331,6 +480,38 @@ async def _relay(receive, send, response: httpx.Response) -> None:
             logger.info("gateway: a replica broke off its answer: %r", pumping.exception())
     finally:
         await response.aclose()
+
+
+# -- the metrics flusher: one task per process, on the loop that serves requests --------------------
+
+_flusher: asyncio.Task | None = None
+
+
+def _ensure_flusher() -> None:
+    global _flusher
+    if _flusher is None or _flusher.done() or _flusher.get_loop().is_closed():
+        _flusher = asyncio.get_running_loop().create_task(_flush_forever())
+
+
+async def _flush_forever() -> None:
+    interval = float(setting("SERVE_METRICS_INTERVAL_SECONDS"))
+    while True:
+        await asyncio.sleep(interval)
+        samples = metrics.flush()
+        store = sink()
+        if samples and store is not None:
+            try:
+                await sync_to_async(_store, thread_sensitive=False)(store, samples)
+            except Exception:  # noqa: BLE001 - metrics are best effort; serving goes on
+                logger.exception("gateway: could not store request metrics")
+
+
+def _store(store, samples) -> None:
+    close_old_connections()
+    try:
+        store(samples)
+    finally:
+        close_old_connections()
 
 
 def with_gateway(app):

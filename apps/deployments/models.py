@@ -39,3 +39,55 @@ class DeploymentKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class DeploymentScale(models.Model):
+    """The autoscaler's view of one deployment: the replicas it wants, its memory between decisions
+    (apps/deployments/autoscaler.py State) and why a scale-up waits. `Workload.replicas` stays the
+    replicas admitted (and placed) by the scheduler; a scale-up above it waits for the scheduler
+    like any admission, a scale-down lowers it at once."""
+
+    workload = models.OneToOneField(Workload, on_delete=models.CASCADE, related_name="scale", primary_key=True)
+    desired = models.PositiveIntegerField(default=0)
+    requested_at = models.DateTimeField(null=True, blank=True)  # when the pending scale-up was asked for
+    pending_reason = models.TextField(blank=True)  # why the scale-up waits (the scheduler's words)
+    panic_until = models.FloatField(null=True, blank=True)
+    panic_peak = models.PositiveIntegerField(default=0)
+    last_demand = models.FloatField(null=True, blank=True)
+    decision = models.JSONField(default=dict, blank=True)  # the last decision: concurrency, panicking, reason
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class DeploymentRevision(models.Model):
+    """One version of what a deployment runs: its command, image and env. Revision 1 is what it
+    was created with; each change makes the next one, rolled out by the reconciler."""
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    spec = models.JSONField(default=dict)  # {"command", "image", "env"}
+    strategy = models.CharField(max_length=16, default="rolling")  # rolling | canary
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [models.UniqueConstraint(fields=["workload", "number"], name="deployment_revision_unique")]
+
+
+class DeploymentRollout(models.Model):
+    """Which revision a deployment's replicas run: `stable_revision` on all of them, except during
+    a canary, when the last replica runs `canary_revision` and gets `canary_weight` percent of the
+    requests. Replicas are replaced `max_unavailable` at a time (a rolling update)."""
+
+    workload = models.OneToOneField(Workload, on_delete=models.CASCADE, related_name="rollout", primary_key=True)
+    stable_revision = models.PositiveIntegerField(default=1)
+    canary_revision = models.PositiveIntegerField(null=True, blank=True)
+    canary_weight = models.PositiveSmallIntegerField(default=0)  # percent of requests
+    max_unavailable = models.PositiveSmallIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def revision_of(self, replica: int, replicas: int) -> int:
+        """The revision replica `replica` (of `replicas`) should run."""
+        if self.canary_revision is not None and replicas >= 2 and replica == replicas - 1:
+            return self.canary_revision
+        return self.stable_revision

@@ -6,10 +6,11 @@ class NotebooksConfig(AppConfig):
     label = "notebooks"
 
     def ready(self) -> None:
+        # Django requires these imports here: the registry is filled once the apps are loaded.
         from apps.workloads.choices import Kind
         from apps.workloads.kinds import KindSpec, register_kind
 
-        from .commands import jupyterlab_command
+        from .commands import notebook_command
 
         register_kind(KindSpec(kind=Kind.NOTEBOOK, serves_port=True, access_token=True,
-                               local_command=jupyterlab_command, kubernetes_object="StatefulSet"))
+                               local_command=notebook_command, kubernetes_object="StatefulSet"))

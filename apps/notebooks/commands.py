@@ -1,18 +1,93 @@
-"""The command a notebook replica runs on the local backend (the kind decides it, not the spec)."""
+"""The command a notebook replica runs on the local backend (the kind decides it, not the spec).
+
+Every IDE is served under Cairn's proxy at `proxy_prefix(workload)` (apps/notebooks/proxy.py):
+JupyterLab is told that path as its base_url, so every page, asset and websocket URL it writes
+works behind the proxy; code-server writes relative URLs and is served with the prefix removed.
+"""
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
+from django.conf import settings
+
+from apps.workloads.kinds import LaunchRefused
+
+from .choices import IDE
+
+PREFIX = "/nb/"
+
+# The header that carries Jupyter's token from Cairn's proxy when the Authorization header cannot
+# (the Kubernetes API server's service proxy consumes Authorization for its own sign-in).
+UPSTREAM_TOKEN_HEADER = "X-Cairn-Upstream-Token"
+
+# JupyterLab as `python -c` (the same on the local backend and in a Kubernetes pod): `python -m
+# jupyterlab`, except that
+# - the page it serves does not carry the server's token in its page config (JupyterLab puts it
+#   there for the browser; behind Cairn's proxy the browser needs none, and the token must never
+#   reach a page);
+# - the token is also read from UPSTREAM_TOKEN_HEADER.
+JUPYTERLAB_LAUNCHER = f"""\
+import sys
+from jupyter_server.auth.identity import IdentityProvider
+from jupyterlab.labapp import LabApp
+_get_token = IdentityProvider.get_token
+def get_token(self, handler):
+    return handler.request.headers.get("{UPSTREAM_TOKEN_HEADER}") or _get_token(self, handler)
+IdentityProvider.get_token = get_token
+_initialize_handlers = LabApp.initialize_handlers
+def initialize_handlers(self):
+    _initialize_handlers(self)
+    self.serverapp.web_app.settings.setdefault("page_config_data", {{}})["token"] = ""
+LabApp.initialize_handlers = initialize_handlers
+sys.exit(LabApp.launch_instance())
+"""
+
+
+def proxy_prefix(workload) -> str:
+    """The path Cairn's proxy serves the notebook at: /nb/<project>/<id>/."""
+    return f"{PREFIX}{workload.project.slug}/{workload.pk}/"
+
+
+def ide_of(workload) -> str:
+    spec = workload.spec if isinstance(workload.spec, dict) else {}
+    return spec.get("ide") or IDE.JUPYTERLAB
+
+
+def code_server_path() -> str | None:
+    """The code-server executable `make code-server` installed (or one on PATH), else None."""
+    configured = Path(settings.CAIRN["CODE_SERVER"])
+    if configured.is_file():
+        return str(configured)
+    return shutil.which("code-server")
+
+
+def notebook_command(workload, *, port: int | None, cwd: Path, as_root: bool) -> list[str]:
+    if ide_of(workload) == IDE.VSCODE:
+        return code_server_command(workload, port=port, cwd=cwd)
+    return jupyterlab_command(workload, port=port, cwd=cwd, as_root=as_root)
+
 
 def jupyterlab_command(workload, *, port: int | None, cwd: Path, as_root: bool) -> list[str]:
-    """JupyterLab on 127.0.0.1:`port`, rooted at `cwd`. The token comes from JUPYTER_TOKEN in the
-    environment, readable by the replica only."""
+    """JupyterLab on 127.0.0.1:`port`, rooted at `cwd`, with base_url the proxy's prefix. The
+    token comes from JUPYTER_TOKEN in the environment, readable by the replica only."""
     argv = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
+        sys.executable, "-c", JUPYTERLAB_LAUNCHER, "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
         "--ServerApp.port_retries=0", f"--ServerApp.root_dir={cwd}",
+        f"--ServerApp.base_url={proxy_prefix(workload)}",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     if as_root:  # a replica running as root: Jupyter refuses unless told
         argv.append("--allow-root")
     return argv
+
+
+def code_server_command(workload, *, port: int | None, cwd: Path) -> list[str]:
+    """code-server on 127.0.0.1:`port` with its own sign-in off: Cairn's proxy is the door."""
+    binary = code_server_path()
+    if binary is None:
+        raise LaunchRefused("VS Code (code-server) is not installed on this server: an admin runs "
+                            "`make code-server` (docs/notebooks.md).")
+    return [binary, "--auth", "none", "--bind-addr", f"127.0.0.1:{port}", "--disable-telemetry",
+            "--disable-update-check", "--disable-workspace-trust", str(cwd)]

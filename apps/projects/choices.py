@@ -23,6 +23,10 @@ class Action:
     DELETE_PROJECT = "delete_project"
     READ_AUDIT = "read_audit"  # read the project's audit log
     MANAGE_DEPLOYMENT_KEYS = "manage_deployment_keys"  # create and revoke keys that call a deployment
+    CALL_DEPLOYMENT = "call_deployment"  # call a deployment through the gateway with a token or session
+    # open notebooks other members started, when the project turns shared_notebooks on
+    OPEN_SHARED_NOTEBOOKS = "open_shared_notebooks"
+    MANAGE_STORAGE = "manage_storage"  # delete volumes, datasets and models (their data goes with them)
 
 
 MINIMUM_ROLE = {
@@ -34,6 +38,9 @@ MINIMUM_ROLE = {
     Action.DELETE_PROJECT: Role.OWNER,
     Action.READ_AUDIT: Role.OWNER,
     Action.MANAGE_DEPLOYMENT_KEYS: Role.MAINTAINER,
+    Action.CALL_DEPLOYMENT: Role.MEMBER,
+    Action.OPEN_SHARED_NOTEBOOKS: Role.MAINTAINER,
+    Action.MANAGE_STORAGE: Role.MAINTAINER,
 }
 
 

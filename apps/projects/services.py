@@ -1,6 +1,9 @@
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from apps.accounts.models import User
 from apps.audit.choices import AuditAction
@@ -8,7 +11,7 @@ from apps.audit.services import audit_record
 from apps.core.errors import ConflictError, ServiceError
 
 from .choices import Action, Role, role_allows
-from .models import Membership, Project
+from .models import IdempotencyKey, Membership, Project
 
 
 def project_create(*, slug: str, name: str, description: str = "", owner: User) -> Project:
@@ -99,3 +102,51 @@ def membership_record(*, action: str, project: Project | None, user: User | None
     """One audit record per membership change: in the project, about the member. The services
     above call it; so does the Django admin, whose inline forms save memberships directly."""
     audit_record(action=action, project=project, target=user, details={"member": user.username if user else "", **details})
+
+
+# -- idempotent creation -------------------------------------------------------------------------
+
+IDEMPOTENCY_KEY_TTL_HOURS = 24
+
+
+@dataclass(frozen=True)
+class IdempotentReplay:
+    """The first answer to a request with the same key and the same content: send it again."""
+
+    status_code: int
+    response: object
+
+
+def idempotency_key_claim(*, project: Project, user: User, key: str, fingerprint: str) -> IdempotencyKey | IdempotentReplay:
+    """Claim `key` for this request, inside the request's transaction (the caller's `atomic`).
+
+    A concurrent request with the same key blocks on the unique index until this one commits,
+    then gets the first answer. Returns the new row (fill it with `idempotency_key_complete`),
+    or the replay of an earlier answer; raises a 422 for the same key with a different request.
+    """
+    if not key or len(key) > 255 or not key.isprintable():
+        raise ServiceError("Idempotency-Key must be 1 to 255 printable characters.")
+    try:
+        with transaction.atomic():
+            return IdempotencyKey.objects.create(project=project, user=user, key=key, fingerprint=fingerprint)
+    except IntegrityError:
+        pass
+    first = IdempotencyKey.objects.filter(project=project, key=key).first()
+    if first is None or first.status_code is None:  # pruned or rolled back meanwhile: rare; let the client retry
+        raise ConflictError("A request with this Idempotency-Key is in progress; retry it.")
+    if first.fingerprint != fingerprint or first.user_id != user.pk:
+        raise ServiceError(
+            f"Idempotency-Key {key!r} was already used in project '{project.slug}' for a different request "
+            "(another body, route or user). Use a new key for a new request.", status_code=422)
+    return IdempotentReplay(status_code=first.status_code, response=first.response)
+
+
+def idempotency_key_complete(*, claim: IdempotencyKey, status_code: int, response: object) -> None:
+    IdempotencyKey.objects.filter(pk=claim.pk).update(status_code=status_code, response=response)
+
+
+def idempotency_keys_prune(*, now=None) -> int:
+    """Forget keys older than IDEMPOTENCY_KEY_TTL_HOURS (the platform's hourly housekeeping)."""
+    cutoff = (now or timezone.now()) - timedelta(hours=IDEMPOTENCY_KEY_TTL_HOURS)
+    deleted, _ = IdempotencyKey.objects.filter(created_at__lt=cutoff).delete()
+    return deleted

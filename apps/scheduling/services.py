@@ -3,6 +3,7 @@
 Only one scheduler runs a cycle at a time: PostgreSQL elects it with a transaction-level
 advisory lock (SQLite, used in embedded mode, serialises writers by itself).
 """
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass
@@ -15,8 +16,15 @@ from django.utils import timezone
 
 from apps.clusters.models import Node
 from apps.core.outbox import outbox_enqueue
+from apps.deployments.services import (
+    deployment_autoscale,
+    deployment_scale_admit,
+    deployment_scale_wait,
+    scale_ups_pending,
+)
 from apps.quotas.models import Quota
 from apps.quotas.selectors import quota_usage
+from apps.storage.selectors import dataset_cache_view
 from apps.workloads.choices import ACTIVE, WorkloadStatus
 from apps.workloads.deadlines import expected_end
 from apps.workloads.models import Workload
@@ -26,6 +34,7 @@ from .policy import (
     DEFAULT_GPU_NODE_RESERVE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_STARVATION_SECONDS,
+    Accel,
     Admit,
     NodeState,
     PendingWorkload,
@@ -35,6 +44,9 @@ from .policy import (
     RunningWorkload,
     Snapshot,
     Wait,
+    explain,
+    fill_seconds,
+    fold,
     schedule,
 )
 
@@ -74,17 +86,26 @@ def _placement_tuple(placement) -> tuple[dict, ...]:
 
 
 def scheduling_snapshot(*, now=None) -> Snapshot:
-    """Plain-data view of nodes, quotas, active and queued workloads (a handful of queries)."""
+    """Plain-data view of nodes, quotas, active and queued workloads (a handful of queries), with
+    accelerator types and architectures folded into the model keys (policy.fold)."""
+    return scheduling_inputs(now=now)[0]
+
+
+def scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Accel], dict[int, Accel]]:
+    """The folded snapshot, each node's accelerator and each pending workload's ask (for policy.explain)."""
     now = now or timezone.now()
     grace = timedelta(seconds=float(settings.CAIRN["STOP_GRACE_SECONDS"]))
+    node_rows = list(Node.objects.filter(pool__isnull=False).select_related("pool"))
     nodes = [
         NodeState(
             name=n.name, pool=n.pool.name, gpu_model=n.gpu_model, domains=_node_domains(n),
             schedulable=n.schedulable and n.health in ("healthy", "degraded"),
             allocatable=Resources(n.gpu_count * 1000, n.cpu_milli_allocatable, n.memory_mb_allocatable),
         )
-        for n in Node.objects.filter(pool__isnull=False).select_related("pool")
+        for n in node_rows
     ]
+    accels = {(n.pool.name, n.name): Accel(type=n.accelerator_type if n.gpu_count else "none", model=n.gpu_model,
+                                           arch=n.cpu_arch) for n in node_rows}
     quota_rows = list(Quota.objects.select_related("project", "pool"))
     usage = quota_usage(quotas=quota_rows, now=now, queued=False)
     quotas = [
@@ -113,6 +134,10 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
             expected_end=(w.stop_requested_at or now) + grace if stopping else expected_end(w),
             preempted_for=w.preempted_by_id if stopping else None, preemptions=w.preemptions,
         ))
+    queued = list(Workload.objects.filter(status=WorkloadStatus.QUEUED).select_related("project", "pool"))
+    asks = {w.pk: Accel(type=(w.accelerator_type or "nvidia") if w.gpu_milli else "none", model=w.gpu_model,
+                        arch=w.arch) for w in queued}
+    caches = dataset_cache_view(workloads=queued)  # nodes holding each one's datasets (apps/storage)
     pending = [
         PendingWorkload(
             id=w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority, submitted_at=w.created_at,
@@ -121,15 +146,31 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
             # Its run-time limit bounds how long it holds its resources: GPU-hour budgets are
             # checked and charged for that long (a requeued workload gets its full limit again).
             expected_seconds=float(w.max_runtime_seconds) if w.max_runtime_seconds else None,
+            datasets_on=caches.get(w.pk, (frozenset(), 0))[0],
         )
-        for w in Workload.objects.filter(status=WorkloadStatus.QUEUED).select_related("project", "pool")
+        for w in queued
     ]
-    return Snapshot(nodes=nodes, quotas=quotas, pending=pending, running=running, now=now,
+    # A running deployment's scale-up asks for its extra replicas like any admission: a pending
+    # entry under the negated id (apps/deployments/services.py applies the answer).
+    scale_ups = list(scale_ups_pending())
+    pending += [
+        PendingWorkload(
+            id=-w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority,
+            submitted_at=row.requested_at or now, replicas=extra,
+            per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), gpu_model=w.gpu_model,
+            name=f"{w.name} (scale-up)",
+        )
+        for w, extra, row in scale_ups
+    ]
+    asks.update({-w.pk: Accel(type=(w.accelerator_type or "nvidia") if w.gpu_milli else "none", model=w.gpu_model,
+                              arch=w.arch) for w, _, _ in scale_ups})
+    snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=pending, running=running, now=now,
                     grace_seconds=grace.total_seconds(),
                     repreempt_min_runtime_seconds=float(settings.CAIRN.get("REPREEMPT_MIN_RUNTIME_SECONDS",
                                                                            DEFAULT_REPREEMPT_MIN_RUNTIME)),
                     starvation_seconds=float(settings.CAIRN.get("STARVATION_SECONDS", DEFAULT_STARVATION_SECONDS)),
                     gpu_node_reserve=gpu_node_reserve())
+    return fold(snapshot, accels, asks), accels, asks
 
 
 def gpu_node_reserve() -> float:
@@ -150,6 +191,16 @@ def _apply_wait(decision: Wait) -> None:
     )
 
 
+def _apply_scale_up(decision, result: CycleResult) -> None:
+    workload_id = -decision.workload_id
+    if isinstance(decision, Admit):
+        if deployment_scale_admit(workload_id=workload_id, placement=list(decision.placement)) is not None:
+            result.admitted += 1
+    elif isinstance(decision, Wait):
+        result.waiting += 1
+        deployment_scale_wait(workload_id=workload_id, reason=decision.reason, waiting_on=decision.kind)
+
+
 def scheduling_cycle() -> CycleResult:
     """Run one cycle: admit what fits, preempt what must make room, record why the rest waits.
 
@@ -160,11 +211,19 @@ def scheduling_cycle() -> CycleResult:
         if not _try_leader_lock():
             return CycleResult(ran=False)
         now = timezone.now()
-        snapshot = scheduling_snapshot(now=now)
-        decisions = schedule(snapshot)
+        try:  # the deployments' autoscaler runs with the scheduler's leadership, just before it
+            with transaction.atomic():
+                deployment_autoscale()
+        except Exception:
+            logger.exception("scheduler: the deployments' autoscaler failed; scheduling goes on")
+        snapshot, accels, asks = scheduling_inputs(now=now)
+        decisions = explain(schedule(snapshot), snapshot, accels, asks)
+        fills = _fill_bytes([w.id for w in snapshot.pending])
         result = CycleResult(ran=True)
         for decision in decisions:
-            if isinstance(decision, Admit):
+            if getattr(decision, "workload_id", 0) < 0:  # a deployment's scale-up
+                _apply_scale_up(decision, result)
+            elif isinstance(decision, Admit):
                 admitted = workload_transition(
                     workload_id=decision.workload_id, from_statuses={WorkloadStatus.QUEUED},
                     to_status=WorkloadStatus.ADMITTED, reason="Admitted",
@@ -175,10 +234,33 @@ def scheduling_cycle() -> CycleResult:
                     outbox_enqueue(topic="workload.dispatch", payload={"workload_id": decision.workload_id})
                     result.admitted += 1
             elif isinstance(decision, Preempt):
-                if workload_preempt(workload_id=decision.workload_id, preemptor_id=decision.preemptor_id,
+                # A scale-up preempts under its deployment's id (negated in the snapshot).
+                if workload_preempt(workload_id=decision.workload_id, preemptor_id=abs(decision.preemptor_id),
                                     message=decision.reason) is not None:
                     result.preempted += 1
             elif isinstance(decision, Wait):
                 result.waiting += 1
-                _apply_wait(decision)
+                _apply_wait(with_fill_time(decision, fills))
         return result
+
+
+def _fill_bytes(pending: list[int]) -> dict[int, int]:
+    """Queued workload id -> bytes of its datasets no node holds yet (what its start must fill first)."""
+    if not pending:
+        return {}
+    rows = Workload.objects.filter(pk__in=pending, spec__has_key="datasets").select_related("pool")
+    return {wid: missing for wid, (_holders, missing) in dataset_cache_view(workloads=rows).items() if missing}
+
+
+def with_fill_time(decision: Wait, fills: dict[int, int]) -> Wait:
+    """A pending workload whose datasets are cached on no node starts only after a cache fill:
+    say so in its reason and push its estimated start by the expected fill time
+    (CAIRN_DATASET_FILL_MBPS, an assumption: docs/data.md)."""
+    missing = fills.get(decision.workload_id)
+    if not missing:
+        return decision
+    seconds = fill_seconds(missing, float(settings.CAIRN["DATASET_FILL_MBPS"]) * 1e6)
+    reason = (f"{decision.reason}; then about {max(1, round(seconds))} s to fill a node's dataset cache "
+              f"({missing / 1e9:.2f} GB of its datasets are cached on no node)")
+    start = decision.estimated_start + timedelta(seconds=seconds) if decision.estimated_start else None
+    return dataclasses.replace(decision, reason=reason, estimated_start=start)

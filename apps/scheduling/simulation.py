@@ -12,12 +12,14 @@ work it had left (checkpoint at SIGTERM).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import heapq
 import math
 import os
+import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from .policy import (
     DEFAULT_GPU_NODE_RESERVE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_STARVATION_SECONDS,
+    Accel,
     Admit,
     NodeState,
     PendingWorkload,
@@ -35,6 +38,7 @@ from .policy import (
     Snapshot,
     Wait,
     _Cycle,
+    fold,
     schedule,
 )
 
@@ -96,11 +100,13 @@ class SimResult:
     priority_delay: dict[int, dict[str, float]] = field(default_factory=dict)
     # project -> what its pending work waited on (Wait.kind) -> GPU-hours its jobs waited so
     project_waits: dict[str, dict[str, float]] = field(default_factory=dict)
+    makespan: float = 0.0  # seconds from the first arrival to the last finish (or where it stopped)
+    finish_times: dict[int, float] = field(default_factory=dict)  # job id -> when it finished
 
     def as_dict(self) -> dict:
         out = {k: v for k, v in self.__dict__.items()
                if k not in ("series", "delays", "project_service", "project_share", "project_delay", "project_waits",
-                            "priority_delay")}
+                            "priority_delay", "finish_times")}
         out["projects"] = {
             p: {"avg_queue_delay": self.project_delay.get(p), "share": self.project_share.get(p),
                 "slowdown": self.project_service.get(p), "waiting_gpu_hours": self.project_waits.get(p, {})}
@@ -261,12 +267,13 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
              repreempt_min_runtime: float = DEFAULT_REPREEMPT_MIN_RUNTIME,
              starvation_seconds: float | None = DEFAULT_STARVATION_SECONDS,
              gpu_node_reserve: float = DEFAULT_GPU_NODE_RESERVE,
-             checkpoint_seconds: float | None = None) -> SimResult:
+             checkpoint_seconds: float | None = None, data=None) -> SimResult:
     """Replay `jobs` through the policy with simulated time; returns the metrics.
 
     `checkpoint_seconds`: None, a preempted job saves its state at SIGTERM (within the grace
     period) and keeps all its work; otherwise it keeps only the work up to its last periodic
-    checkpoint, every that many seconds of a run (math.inf: none, it starts over)."""
+    checkpoint, every that many seconds of a run (math.inf: none, it starts over). `data`: a
+    datasim.DatasetCacheModel (jobs read datasets through node caches; its counters hold the hit rate)."""
     if checkpoint_seconds is not None and not checkpoint_seconds > 0:
         raise ValueError(f"checkpoint_seconds must be positive, not {checkpoint_seconds!r}")
     decide = POLICIES[policy]
@@ -397,6 +404,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         last_cycle = t
         cycles += 1
         now_dt = EPOCH + timedelta(seconds=t)
+        if data is not None and data.locality:  # which nodes cache each pending job's dataset now
+            pending = {i: dataclasses.replace(w, datasets_on=data.holders(i)) for i, w in pending.items()}
         snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=list(pending.values()),
                             running=[state for state, _ in running.values()], now=now_dt,
                             grace_seconds=grace_seconds, repreempt_min_runtime_seconds=repreempt_min_runtime,
@@ -409,6 +418,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                     set_wait_kind(w.id, w.project, gpus(w.per_replica, w.replicas), kind)
             elif isinstance(decision, Admit):
                 w = pending.pop(decision.workload_id)
+                if data is not None:
+                    data.started(w.id, decision.placement)
                 set_wait_kind(w.id, w.project, gpus(w.per_replica, w.replicas), None)
                 j = by_id[w.id]
                 first_start.setdefault(w.id, t)
@@ -492,8 +503,61 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         unfinished=len(jobs) - len(finish), series=series,
         delays=delay_of, project_service=service,
         project_share=share, project_delay={p: sum(d) / len(d) for p, d in sorted(waits.items())},
-        project_waits=project_waits, priority_delay=priority_delay,
+        project_waits=project_waits, priority_delay=priority_delay, makespan=makespan, finish_times=dict(finish),
     )
+
+
+# -- mixed accelerators (docs/accelerators.md) -----------------------------------------------------
+
+def mixed_cluster(nodes: list[NodeState], jobs: list[SimJob], *, share: float, accelerator: str = "ascend",
+                  model: str = "910B", arch: str = "arm64", base_arch: str = "amd64",
+                  ) -> tuple[list[NodeState], list[SimJob], dict[str, str], dict[int, str]]:
+    """A share of the nodes relabelled as another vendor and architecture, and the same share of
+    the GPU jobs asking for it (any model, that architecture); the rest stay NVIDIA on `base_arch`.
+
+    The choice is deterministic: nodes evenly spread through the list, jobs by a seeded hash of
+    their id. Returns the nodes and jobs with accelerator-qualified model keys (policy.fold, as
+    the service does), and each node's and job's type, for `per_type`."""
+    if not 0 < share < 1:
+        raise ValueError(f"share must be between 0 and 1, not {share!r}")
+    accels: dict[tuple[str, str], Accel] = {}
+    node_types: dict[str, str] = {}
+    for i, n in enumerate(nodes):
+        other = math.floor((i + 1) * share) > math.floor(i * share)
+        kind = (accelerator if other else "nvidia") if n.allocatable.gpu_milli else "none"
+        a = Accel(kind, model if other else n.gpu_model, arch if other else base_arch)
+        accels[(n.pool, n.name)] = a
+        node_types[n.name] = kind
+    asks: dict[int, Accel] = {}
+    job_types: dict[int, str] = {}
+    for j in jobs:
+        other = j.per_replica.gpu_milli and zlib.crc32(f"accel:{j.id}".encode()) % 10_000 < share * 10_000
+        kind = (accelerator if other else "nvidia") if j.per_replica.gpu_milli else "none"
+        asks[j.id] = Accel(kind, "" if other else j.gpu_model, arch if other else "")
+        job_types[j.id] = kind
+    pending = [_pending(j, True, j.duration) for j in jobs]
+    folded = fold(Snapshot(nodes=nodes, quotas=[], pending=pending), accels, asks)
+    keys = {w.id: w.gpu_model for w in folded.pending}
+    return folded.nodes, [replace(j, gpu_model=keys[j.id]) for j in jobs], node_types, job_types
+
+
+def per_type(result: SimResult, nodes: list[NodeState], jobs: list[SimJob], node_types: dict[str, str],
+             job_types: dict[int, str]) -> dict[str, dict[str, float]]:
+    """Per accelerator type: devices, jobs, how many started, their average and p99 queueing delay,
+    and utilisation (device-time of its finished jobs / its devices x the makespan)."""
+    out: dict[str, dict[str, float]] = {}
+    for kind in sorted(set(job_types.values()) | {t for t in node_types.values() if t != "none"}):
+        devices = sum(n.allocatable.gpu_milli for n in nodes if node_types.get(n.name) == kind) / 1000
+        mine = [j for j in jobs if job_types.get(j.id) == kind]
+        delays = sorted(result.delays[j.id] for j in mine if j.id in result.delays)
+        used = sum(j.per_replica.gpu_milli * j.replicas / 1000 * j.duration for j in mine
+                   if j.id in result.finish_times)
+        out[kind] = {
+            "devices": devices, "jobs": len(mine), "started": len(delays),
+            "avg_queue_delay": sum(delays) / len(delays) if delays else 0.0, "p99_queue_delay": _p99(delays),
+            "utilisation": used / (devices * result.makespan) if devices and result.makespan else 0.0,
+        }
+    return out
 
 
 def _p99(ordered: list[float]) -> float:

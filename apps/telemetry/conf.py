@@ -8,6 +8,9 @@ DEFAULTS = {
     "TELEMETRY_HOUR_RETENTION_DAYS": 90,  # 1-hour rollups, then deleted
     # DCGM exporter per node of Kubernetes clusters, e.g. "http://{node}:9400/metrics" ("" = off).
     "TELEMETRY_DCGM_URL_TEMPLATE": "",
+    # The other vendors' exporters, per accelerator type, e.g. {"amd": "http://{node}:5000/metrics",
+    # "ascend": "http://{node}:8082/metrics"} (a type missing: not scraped; nvidia: the DCGM template).
+    "TELEMETRY_EXPORTER_URL_TEMPLATES": {},
     "TELEMETRY_SCRAPE_TIMEOUT": 5.0,
     # Live publication: at most one batch per node per this many seconds goes to the dashboard.
     "TELEMETRY_PUBLISH_MIN_INTERVAL": 1.0,

@@ -12,10 +12,18 @@ from dataclasses import dataclass
 XID_METRIC = "gpu.xid_last"
 ECC_VOLATILE = "gpu.ecc_dbe_volatile"
 ECC_AGGREGATE = "gpu.ecc_dbe_aggregate"
-HEALTH_METRICS = (XID_METRIC, ECC_VOLATILE, ECC_AGGREGATE)
+# Other vendors (exporters.py): 1 while a device reports itself unhealthy (AMD gpu_health, Ascend
+# npu_chip_info_health_status), and a device's last error code (Ascend npu_chip_info_error_code).
+UNHEALTHY_METRIC = "gpu.unhealthy"
+ERROR_CODE_METRIC = "gpu.error_code"
+HEALTH_METRICS = (XID_METRIC, ECC_VOLATILE, ECC_AGGREGATE, UNHEALTHY_METRIC, ERROR_CODE_METRIC)
 
 XID_ERROR = "GpuXidError"
 ECC_ERROR = "GpuEccError"
+UNHEALTHY = "GpuUnhealthy"
+ERROR_CODE = "GpuErrorCode"
+REASONS = {XID_METRIC: XID_ERROR, ECC_VOLATILE: ECC_ERROR, ECC_AGGREGATE: ECC_ERROR, UNHEALTHY_METRIC: UNHEALTHY,
+           ERROR_CODE_METRIC: ERROR_CODE}
 
 # What the common hardware XIDs mean (NVIDIA's XID catalogue), for event messages.
 XID_MEANINGS = {
@@ -49,6 +57,10 @@ class GpuFault:
             code = int(self.value)
             meaning = XID_MEANINGS.get(code)
             return f"GPU {self.gpu} reported XID {code}" + (f" ({meaning})" if meaning else "") + "."
+        if self.reason == UNHEALTHY:
+            return f"Device {self.gpu} reports itself unhealthy."
+        if self.reason == ERROR_CODE:
+            return f"Device {self.gpu} reported error code {int(self.value)} (0x{int(self.value):X})."
         kind = "volatile" if self.metric == ECC_VOLATILE else "aggregate"
         before = 0 if self.previous is None else int(self.previous)
         return (f"GPU {self.gpu} reported {int(self.value) - before} new uncorrectable ECC error(s) "
@@ -58,6 +70,8 @@ class GpuFault:
 def _bad(metric: str, value: float, ignored_xids: frozenset[int]) -> bool:
     if metric == XID_METRIC:
         return value != 0 and int(value) not in ignored_xids
+    if metric == ERROR_CODE_METRIC:
+        return value != 0
     return value > 0
 
 
@@ -91,7 +105,6 @@ def detect_gpu_faults(
         else:
             new = recorded.get(key) != s.value
         if new:
-            reason = XID_ERROR if s.metric == XID_METRIC else ECC_ERROR
-            faults.append(GpuFault(node=s.node, gpu=s.gpu, reason=reason, metric=s.metric, value=s.value,
+            faults.append(GpuFault(node=s.node, gpu=s.gpu, reason=REASONS[s.metric], metric=s.metric, value=s.value,
                                    previous=before))
     return faults

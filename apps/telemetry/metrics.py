@@ -13,9 +13,12 @@ from rest_framework.permissions import BasePermission
 from rest_framework.views import APIView
 
 from apps.clusters.models import Node
+from apps.deployments.metrics import PROMETHEUS as SERVE_METRICS
+from apps.notebooks.selectors import reclaimed_gpu_hours
+from apps.projects.models import Project
 from apps.tracking.models import Run
 from apps.workloads.choices import WorkloadStatus
-from apps.workloads.models import Workload
+from apps.workloads.models import Workload, WorkloadEvent
 
 from .conf import setting
 
@@ -37,7 +40,45 @@ class CairnCollector:
         for row in Node.objects.values("health", "schedulable").annotate(n=Count("id")).order_by():
             nodes.add_metric([row["health"], str(row["schedulable"]).lower()], row["n"])
         yield nodes
+        yield from self._reclaimed()
+        yield from self._resilience()
 
+    @staticmethod
+    def _resilience():
+        """Self-healing (docs/training.md): stragglers flagged in running jobs, restarts by reason."""
+        stragglers = GaugeMetricFamily("cairn_training_stragglers", "Ranks of running training jobs flagged as "
+                                       "stragglers in their current attempt", labels=["project", "workload"])
+        running = Workload.objects.filter(status=WorkloadStatus.RUNNING, runtime__has_key="stragglers")
+        for workload_id, slug, runtime in running.values_list("id", "project__slug", "runtime"):
+            flagged = (runtime or {}).get("stragglers") or []
+            if flagged:
+                stragglers.add_metric([slug, str(workload_id)], len(flagged))
+        yield stragglers
+        healed = GaugeMetricFamily("cairn_training_self_healing_events", "Self-healing events so far, by reason",
+                                   labels=["reason"])
+        reasons = ("Hung", "Straggler", "SlowNode", "NodeUnhealthy", "CheckpointSaved")
+        for row in (WorkloadEvent.objects.filter(reason__in=reasons).values("reason").annotate(n=Count("id"))
+                    .order_by()):
+            healed.add_metric([row["reason"]], row["n"])
+        yield healed
+
+
+    @staticmethod
+    def _reclaimed():
+        """What the notebooks' idle culler gave back, per project (docs/notebooks.md)."""
+        found = reclaimed_gpu_hours()
+        slugs = dict(Project.objects.filter(pk__in=list(found)).values_list("pk", "slug"))
+        reclaims = GaugeMetricFamily("cairn_notebook_reclaims", "Notebooks stopped by the idle culler",
+                                     labels=["project"])
+        hours = GaugeMetricFamily("cairn_notebook_reclaimed_gpu_hours",
+                                  "GPU-hours freed by the idle culler (each reclaim until the notebook started again)",
+                                  labels=["project"])
+        for project_id, entry in sorted(found.items()):
+            slug = slugs.get(project_id, str(project_id))
+            reclaims.add_metric([slug], entry["reclaims"])
+            hours.add_metric([slug], entry["gpu_hours"])
+        yield reclaims
+        yield hours
 
     @staticmethod
     def _queued(workload_model):
@@ -60,6 +101,8 @@ class CairnCollector:
 
 REGISTRY = CollectorRegistry(auto_describe=False)
 REGISTRY.register(CairnCollector())
+for _collector in SERVE_METRICS:  # the gateway's request metrics, counted in this process
+    REGISTRY.register(_collector)
 
 
 def _client_allowed(request) -> bool:

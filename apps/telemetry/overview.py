@@ -83,6 +83,7 @@ def cluster_overview(*, now: datetime | None = None) -> dict:
         allocated_gpus = sum(1 for milli in alloc["gpus"].values() if milli > 0) + alloc["unindexed"]
         return {
             "id": node.pk, "name": node.name, "cluster": node.cluster.name, "gpu_model": node.gpu_model,
+            "accelerator_type": node.accelerator_type, "cpu_arch": node.cpu_arch,
             "gpu_count": node.gpu_count, "gpu_memory_mb": node.gpu_memory_mb, "health": node.health,
             "schedulable": node.schedulable, "cordoned": not node.schedulable, "last_seen_at": iso(node.last_seen_at),
             "capacity_gpu_milli": node.gpu_count * 1000, "allocated_gpu_milli": alloc["gpu"],
@@ -110,6 +111,9 @@ def cluster_overview(*, now: datetime | None = None) -> dict:
         out_pools.append({
             "name": pool.name, "cluster": pool.cluster.name, "description": pool.description,
             "accelerator_models": list(pool.accelerator_models or sorted(models_by_pool.get(pool.pk, set()))),
+            "accelerator_types": list(pool.accelerator_types or sorted(
+                {r["accelerator_type"] for r in rows if r["accelerator_type"] != "none"})),
+            "architectures": list(pool.architectures or sorted({r["cpu_arch"] for r in rows if r["cpu_arch"]})),
             "nodes_total": len(rows), "nodes_schedulable": sum(1 for r in rows if r["schedulable"]),
             **{key: sum(r[key] for r in rows) for key in (
                 "capacity_gpu_milli", "allocated_gpu_milli", "used_gpu_milli", "allocated_gpus", "used_gpus",

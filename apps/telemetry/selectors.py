@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
+
+from apps.deployments.autoscaler import Sample
+from apps.workloads.models import Workload
 
 from .models import TelemetryRollup, TelemetrySample
 
@@ -70,3 +73,43 @@ def telemetry_latest(
     for n, g, m, t, v in rows.order_by("time").values_list(*fields):
         latest[(n, g, m)] = (t, v)
     return latest
+
+
+def serve_concurrency_window(workload_ids: list[int], since: float) -> dict[int, list]:
+    """The gateway's `serve.concurrency` samples of these deployments since `since` (Unix seconds),
+    as the autoscaler reads them: {workload_id: [Sample(time, source=gateway process, value)]}."""
+    rows = TelemetrySample.objects.filter(
+        workload_id__in=workload_ids, metric="serve.concurrency",
+        time__gte=datetime.fromtimestamp(since, tz=UTC)).values_list("workload_id", "time", "node", "value")
+    out: dict[int, list] = {}
+    for workload_id, when, node, value in rows:
+        out.setdefault(workload_id, []).append(Sample(time=when.timestamp(), source=node, value=value))
+    return out
+
+
+def workload_gpu_utilisation(workload_ids: list[int], since: datetime) -> dict[int, float]:
+    """The highest latest GPU utilisation (percent) among the GPUs each workload uses, from raw
+    samples at or after `since`: those attributed to it (DCGM's per-pod labels), and those of the
+    GPUs its placement names (node and GPU index, as the local sampler records them). The
+    notebooks' idle culler reads it (registered in apps.py)."""
+    mine: dict[tuple[str, int], set[int]] = {}
+    for workload_id, placement in Workload.objects.filter(pk__in=workload_ids).values_list("pk", "placement"):
+        for entry in placement or []:
+            if isinstance(entry, dict) and isinstance(entry.get("node"), str):
+                for gpu in entry.get("gpus") or []:
+                    if isinstance(gpu, int):
+                        mine.setdefault((entry["node"], gpu), set()).add(workload_id)
+    scope = Q(workload_id__in=workload_ids)
+    if mine:
+        scope |= Q(node__in={node for node, _ in mine}, gpu__in={gpu for _, gpu in mine})
+    rows = (TelemetrySample.objects.filter(scope, metric="gpu.util_percent", time__gte=since)
+            .order_by("workload_id", "node", "gpu", "-time").values_list("workload_id", "node", "gpu", "value"))
+    latest: dict[tuple, float] = {}
+    for workload_id, node, gpu, value in rows:
+        latest.setdefault((workload_id, node, gpu), value)
+    out: dict[int, float] = {}
+    for (workload_id, node, gpu), value in latest.items():
+        owners = {workload_id} if workload_id in workload_ids else mine.get((node, gpu), set())
+        for owner in owners:
+            out[owner] = max(value, out.get(owner, value))
+    return out

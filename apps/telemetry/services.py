@@ -18,11 +18,12 @@ from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Node
 from apps.clusters.services import node_cordon
 from apps.core.realtime import project_group, publish
+from apps.deployments.metrics import ServeSample
 from apps.workloads.models import Workload
 
 from .conf import setting
-from .dcgm import parse_dcgm
 from .events import NODES_GROUP, nodes_event, samples_event, workload_samples_event, workload_telemetry_group
+from .exporters import parse_exporter
 from .health import HEALTH_METRICS, detect_gpu_faults
 from .models import NodeHealthEvent, TelemetryRollup, TelemetrySample
 from .selectors import telemetry_latest
@@ -59,9 +60,10 @@ def _publishable(samples: list[TelemetrySample]) -> list[TelemetrySample]:
     return [s for s in samples if s.node in allowed]
 
 
-def telemetry_record(*, samples: list[TelemetrySample]) -> list[TelemetrySample]:
+def telemetry_record(*, samples: list[TelemetrySample], of_nodes: bool = True) -> list[TelemetrySample]:
     """Store samples in bulk, act on GPU faults they show (telemetry_check_health), and publish
-    them after commit: every node's to NODES_GROUP (throttled per node), each workload's to its
+    them after commit: every node's to NODES_GROUP (throttled per node; not when `of_nodes` is
+    False: samples measured elsewhere than on a node, like the gateway's), each workload's to its
     telemetry group and to its project's events group."""
     if not samples:
         return []
@@ -77,7 +79,7 @@ def telemetry_record(*, samples: list[TelemetrySample]) -> list[TelemetrySample]
         except Exception:  # noqa: BLE001 - health checks are best effort; storing samples is not
             logger.exception("telemetry: the GPU health check failed")
         TelemetrySample.objects.bulk_create(samples, batch_size=2000)
-        live = _publishable(samples)
+        live = _publishable(samples) if of_nodes else []
         if live:
             publish(NODES_GROUP, nodes_event(live))
         by_workload: dict[int, list] = {}
@@ -91,6 +93,15 @@ def telemetry_record(*, samples: list[TelemetrySample]) -> list[TelemetrySample]
         for project_id, mine in by_project.items():
             publish(project_group(project_id), samples_event(mine))
     return samples
+
+
+def telemetry_record_serving(*, samples: list[ServeSample]) -> list[TelemetrySample]:
+    """The gateway's request metrics of deployments (apps.deployments.metrics), stored as samples
+    of each deployment (node: the gateway process that measured them) and drawn live on its page."""
+    now = timezone.now()
+    return telemetry_record(of_nodes=False, samples=[
+        TelemetrySample(time=now, node=s.node[:253], gpu=None, workload_id=s.workload_id, metric=s.metric[:64],
+                        value=s.value) for s in samples])
 
 
 def telemetry_check_health(*, samples: list[TelemetrySample]) -> list[NodeHealthEvent]:
@@ -143,18 +154,26 @@ def telemetry_check_health(*, samples: list[TelemetrySample]) -> list[NodeHealth
     return events
 
 
-def telemetry_ingest_dcgm(*, node: str, text: str, at: datetime | None = None) -> list[TelemetrySample]:
+def telemetry_ingest_exporter(*, node: str, text: str, vendor: str = "nvidia",
+                              at: datetime | None = None) -> list[TelemetrySample]:
+    """Store one scrape of a vendor's exporter (exporters.py: DCGM, AMD device-metrics, Ascend
+    npu-exporter) as the same series; faults from any vendor cordon the node (telemetry_check_health)."""
     at = at or timezone.now()
     samples = [
         TelemetrySample(time=at, node=s.node, gpu=s.gpu, metric=s.metric, value=s.value,
                         workload_id=workload_from_pod(s.labels.get("pod")))
-        for s in parse_dcgm(text, node=node)
+        for s in parse_exporter(vendor, text, node=node)
     ]
     return telemetry_record(samples=samples)
 
 
-def telemetry_scrape(*, node: str, url: str) -> list[TelemetrySample]:
-    """Fetch one DCGM exporter endpoint and store its samples. Network errors are logged, not raised."""
+def telemetry_ingest_dcgm(*, node: str, text: str, at: datetime | None = None) -> list[TelemetrySample]:
+    return telemetry_ingest_exporter(node=node, text=text, vendor="nvidia", at=at)
+
+
+def telemetry_scrape(*, node: str, url: str, vendor: str = "nvidia") -> list[TelemetrySample]:
+    """Fetch one exporter endpoint of the node's vendor and store its samples. Network errors are
+    logged, not raised."""
     try:
         with urllib.request.urlopen(url, timeout=setting("TELEMETRY_SCRAPE_TIMEOUT")) as response:  # noqa: S310
             text = response.read(16 * 1024 * 1024).decode("utf-8", "replace")
@@ -162,7 +181,7 @@ def telemetry_scrape(*, node: str, url: str) -> list[TelemetrySample]:
         logger.warning("telemetry: scrape of %s (%s) failed: %s", node, url, exc)
         return []
     try:
-        return telemetry_ingest_dcgm(node=node, text=text)
+        return telemetry_ingest_exporter(node=node, text=text, vendor=vendor)
     except ValueError as exc:
         logger.warning("telemetry: %s answered text that is not Prometheus format: %s", url, exc)
         return []

@@ -14,6 +14,8 @@ from django.utils import timezone
 from apps.core.errors import ConflictError, ServiceError
 from apps.core.realtime import publish
 from apps.projects.models import Project
+from apps.training.models import Checkpoint
+from apps.training.services import checkpoint_record, replica_progress_record
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.models import Workload
 
@@ -23,7 +25,7 @@ from .choices import RunStatus, can_transition
 from .conf import setting
 from .events import metrics_event, project_runs_group, run_group, status_event, summary_event
 from .models import IngestBatch, MetricChunk, MetricRollup, MetricSummary, Param, Run, RunToken
-from .validation import Batch, check_key
+from .validation import Batch, Progress, check_key
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +149,8 @@ def run_ingest(*, run: Run, batch: Batch) -> IngestResult:
                 _rollups_upsert(run_id=run.pk, rows=rows.rollups)
             if batch.params:
                 _params_upsert(run=run, params=batch.params)
+        if batch.progress is not None:
+            run_progress_record(run_id=run.pk, progress=batch.progress)
         if points:
             publish(run_group(run.pk), metrics_event(run_id=run.pk, by_key=rows.by_key))
             publish(project_runs_group(run.project_id), summary_event(run_id=run.pk, latest=rows.latest()))
@@ -486,6 +490,31 @@ def _ingest_statement(*, run_id: int, batch: Batch, rows: IngestRows, token_id: 
     return TokenIngestOutcome(status=row[0], token_valid=row[1], duplicate=row[2] and row[0] == RunStatus.RUNNING
                               and bool(row[1]))
 
+
+
+def run_progress_record(*, run_id: int, progress: Progress) -> None:
+    """Hand a rank's progress to training (kept per workload and rank); standalone runs keep none."""
+    found = Run.objects.filter(pk=run_id, workload__isnull=False).values_list("workload_id", "attempt").first()
+    if found is None or found[1] is None:
+        return
+    replica_progress_record(workload_id=found[0], attempt=found[1], replica=progress.replica, step=progress.step,
+                            steps=progress.steps, done=progress.done)
+
+
+def run_checkpoint_report(
+    *, run: Run, step: int, size_bytes: int, save_seconds: float, blocking_seconds: float, replica: int = 0,
+    name: str = "", sha256: str = "", two_stage: bool = False,
+) -> Checkpoint:
+    """A checkpoint the SDK saved in this run: recorded on the run's training job (409 for a
+    standalone run or a finished one)."""
+    if run.status != RunStatus.RUNNING:
+        raise ConflictError(f"The run is {run.status}; it no longer accepts data.")
+    if run.workload_id is None or run.attempt is None:
+        raise ConflictError("This run belongs to no workload: checkpoints are recorded for training jobs.")
+    workload = Workload.objects.select_related("project").get(pk=run.workload_id)
+    return checkpoint_record(workload=workload, attempt=run.attempt, replica=replica, step=step,
+                             size_bytes=size_bytes, save_seconds=save_seconds, blocking_seconds=blocking_seconds,
+                             name=name, sha256=sha256, two_stage=two_stage)
 
 
 def run_env_for_attempt(*, workload: Workload, attempt: int) -> dict[str, str]:

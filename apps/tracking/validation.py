@@ -22,6 +22,43 @@ class Batch:
     batch_id: str | None
     points: list[tuple[str, int, float, float]] = field(default_factory=list)  # key, step, value, epoch seconds
     params: dict[str, object] = field(default_factory=dict)
+    progress: Progress | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The sending rank's last step and its recent step times (seconds), for hang and straggler
+    detection (apps.training)."""
+
+    replica: int
+    step: int
+    steps: list[tuple[int, float]]
+    done: bool = False  # the rank called cairn.finish()
+
+
+MAX_PROGRESS_STEPS = 1000
+
+
+def parse_progress(data) -> Progress:
+    if not isinstance(data, dict) or not set(data) <= {"replica", "step", "steps", "done"}:
+        raise ServiceError('progress must be an object with replica, step and steps ([[step, seconds], ...]).')
+    replica, step, steps = data.get("replica"), data.get("step"), data.get("steps", [])
+    for name, value, top in (("replica", replica, 100_000), ("step", step, MAX_STEP)):
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= top:
+            raise ServiceError(f"progress.{name} must be an integer from 0 to {top}.")
+    if not isinstance(steps, list) or len(steps) > MAX_PROGRESS_STEPS:
+        raise ServiceError(f"progress.steps must be a list of at most {MAX_PROGRESS_STEPS} [step, seconds] pairs.")
+    out = []
+    for index, item in enumerate(steps):
+        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], int) or isinstance(item[0], bool)
+                or not 0 <= item[0] <= MAX_STEP or not _is_number(item[1]) or not math.isfinite(item[1])
+                or not 0 <= item[1] <= 10**7):
+            raise ServiceError(f"progress.steps[{index}] must be [step, seconds] with seconds from 0 to 1e7.")
+        out.append((item[0], float(item[1])))
+    done = data.get("done", False)
+    if not isinstance(done, bool):
+        raise ServiceError("progress.done must be true or false.")
+    return Progress(replica=replica, step=step, steps=out, done=done)
 
 
 def check_key(key, where: str) -> str:
@@ -75,7 +112,7 @@ def _check_point(point, where: str, keys: set[str], max_keys: int, now: float) -
 def parse_batch(data, *, now: float) -> Batch:
     if not isinstance(data, dict):
         raise ServiceError("The body must be a JSON object with 'points' and/or 'params'.")
-    unknown = sorted(set(data) - {"batch_id", "points", "params"})
+    unknown = sorted(set(data) - {"batch_id", "points", "params", "progress"})
     if unknown:
         raise ServiceError(f"Unknown field(s): {', '.join(unknown)}.")
     batch_id = data.get("batch_id")
@@ -130,4 +167,6 @@ def parse_batch(data, *, now: float) -> Batch:
         elif value is not None and not isinstance(value, bool):
             raise ServiceError(f"{where}: value must be a string, number, boolean or null.")
         batch.params[key] = value
+    if data.get("progress") is not None:
+        batch.progress = parse_progress(data["progress"])
     return batch

@@ -42,6 +42,7 @@ class StopCause(models.TextChoices):
     PREEMPTED = "preempted", "Preempted by the scheduler (requeued once its replicas exit)"
     DEADLINE = "deadline", "Reached its run-time limit (fails once its replicas exit)"
     SHUTDOWN = "shutdown", "The embedded Cairn server is shutting down"
+    IDLE = "idle", "Idle: stopped by the notebook culler (ends STOPPED with reason IdleReclaimed)"
 
 
 S = WorkloadStatus
@@ -59,7 +60,9 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     S.STOPPING: frozenset({S.STOPPED, S.SUCCEEDED, S.FAILED, S.LOST, S.QUEUED}),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset(),
-    S.STOPPED: frozenset(),
+    # STOPPED -> QUEUED: a stopped notebook started again (apps.notebooks.services.notebook_start),
+    # with its home folder kept; other kinds are resubmitted instead.
+    S.STOPPED: frozenset({S.QUEUED}),
     S.LOST: frozenset(),
 }
 

@@ -14,6 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 
+class LaunchRefused(Exception):
+    """Raised by a kind's `local_command` when this server cannot run it (the backend fails the
+    launch with the message)."""
+
+
 @dataclass(frozen=True)
 class KindSpec:
     kind: str  # a choices.Kind value
@@ -33,6 +38,16 @@ class KindSpec:
     local_command: Callable[..., list[str]] | None = None
     # The Kubernetes object that runs the replicas: Job (one per attempt), StatefulSet or Deployment.
     kubernetes_object: str = "Job"
+    # Replicas are independent (a service behind a load balancer, not a gang): one that fails is
+    # restarted alone while the others keep serving, and their number may change while it runs.
+    independent_replicas: bool = False
+    # probe_ready(workload, replica_record) -> bool: may this replica get traffic now? Called by
+    # the local reconciler for every live replica at each pass; None: ready as soon as it runs.
+    probe_ready: Callable[[Any, dict], bool] | None = None
+    # revision_plan(workload) -> (max_unavailable, stable, {replica: (revision, spec)}): which revision
+    # each replica should run and the spec to start it with (rolling updates, canaries); `stable` is
+    # the revision of replicas started with the workload's own spec. None: one revision.
+    revision_plan: Callable[[Any], tuple[int, int, dict[int, tuple[int, dict]]]] | None = None
 
     @property
     def behind_gateway(self) -> bool:

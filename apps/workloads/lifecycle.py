@@ -20,6 +20,8 @@ from typing import TypeVar
 from django.db import connection
 from django.utils import timezone
 
+from apps.core.outbox import outbox_enqueue
+
 from .choices import EventType, StopCause, WorkloadStatus
 from .deadlines import format_duration, run_deadline
 from .models import Workload
@@ -63,6 +65,11 @@ class AttemptFailed:
     exit_code: int | None = None
     lost: bool = False
     reason: str = ""
+    # Self-healing (docs/training.md): why Cairn itself ended the attempt (Hung, SlowNode,
+    # NodeUnhealthy), and whether the next attempt must run elsewhere (its node is excluded:
+    # requeued for the scheduler instead of restarted in place).
+    restart_reason: str = ""
+    move: bool = False
 
 
 Observation = AllGone | AllSucceeded | AttemptFailed
@@ -78,12 +85,14 @@ class Facts:
     preempted: bool = False  # stopping because the scheduler preempted it
     deadline_exceeded: bool = False  # stopping because it reached its run-time limit
     server_shutdown: bool = False  # stopping because the embedded Cairn server is shutting down
+    stop_reason: str = ""  # the reason the stop was asked with, when it is one of kept_stop_reasons
+    idle_reclaimed: bool = False  # stopping because the notebook culler found it idle
 
 
 # -- what happens -----------------------------------------------------------------------------------
 
-REQUEUE, FINISH_AT_DEADLINE, STOP, SUCCEED, RESTART, FAIL, LOSE = (
-    "requeue", "finish_at_deadline", "stop", "succeed", "restart", "fail", "lose")
+REQUEUE, FINISH_AT_DEADLINE, STOP, SUCCEED, RESTART, FAIL, LOSE, MOVE = (
+    "requeue", "finish_at_deadline", "stop", "succeed", "restart", "fail", "lose", "move")
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,11 @@ class Decision:
 
 
 SERVER_SHUTDOWN = "ServerShutdown"  # the reason of work stopped by a Ctrl-C of the embedded server
+IDLE_RECLAIMED = "IdleReclaimed"  # the reason of a notebook the idle culler stopped (apps/notebooks/culling.py)
+
+# Stop reasons that a stopped workload keeps as its final reason (instead of "Stopped"), filled
+# by the apps above at AppConfig.ready(): sweeps adds "Pruned" (a trial stopped early).
+kept_stop_reasons: set[str] = set()
 
 
 def decide(facts: Facts, observation: Observation) -> Decision:
@@ -115,15 +129,23 @@ def decide(facts: Facts, observation: Observation) -> Decision:
             return Decision(STOP, "Stopped because Cairn (embedded) was shut down; it does not start again with "
                                   "Cairn: resubmit it to run it again.", reason=SERVER_SHUTDOWN, to_status=S.STOPPED,
                             warning=True)
-        return Decision(STOP, message, reason="Stopped", to_status=S.STOPPED)
+        if facts.idle_reclaimed:
+            return Decision(STOP, f"Stopped because it was idle; its files are kept: start it again to go on. "
+                                  f"{message}", reason=IDLE_RECLAIMED, to_status=S.STOPPED)
+        return Decision(STOP, message, reason=facts.stop_reason or "Stopped", to_status=S.STOPPED)
     if isinstance(observation, AllSucceeded):
         return Decision(SUCCEED, f"All {observation.replicas} replica(s) exited with code 0.", reason="Succeeded",
                         to_status=S.SUCCEEDED, exit_code=0)
     message = observation.message
     restarts_left = facts.attempt <= facts.max_restarts
     if restarts_left and not facts.past_deadline:
-        return Decision(RESTART, f"{message} Starting attempt {facts.attempt + 1} of {facts.max_restarts + 1}.",
-                        reason="Restarting", attempt=facts.attempt + 1)
+        if observation.move:  # off a bad node: the scheduler places attempt n+1 on another one
+            return Decision(MOVE, f"{message} Requeued: attempt {facts.attempt + 1} of {facts.max_restarts + 1} "
+                                  "resumes from the last checkpoint on another node.",
+                            reason=observation.restart_reason or "Rescheduled", to_status=S.QUEUED, warning=True)
+        return Decision(RESTART, f"{message} Starting attempt {facts.attempt + 1} of {facts.max_restarts + 1}"
+                                 f"{' from the last checkpoint' if observation.restart_reason else ''}.",
+                        reason=observation.restart_reason or "Restarting", attempt=facts.attempt + 1)
     if restarts_left:  # restarts count against the run-time limit (apps/workloads/deadlines.py)
         message += (f" Not restarted: its run-time limit of {format_duration(facts.max_runtime_seconds)} "
                     "has passed.")
@@ -131,8 +153,8 @@ def decide(facts: Facts, observation: Observation) -> Decision:
         message += " No restarts left."
     if observation.lost:
         return Decision(LOSE, message, reason="ReplicaLost", to_status=S.LOST)
-    return Decision(FAIL, message, reason=observation.reason or "ReplicaFailed", to_status=S.FAILED,
-                    exit_code=observation.exit_code)
+    return Decision(FAIL, message, reason=observation.reason or observation.restart_reason or "ReplicaFailed",
+                    to_status=S.FAILED, exit_code=observation.exit_code)
 
 
 def facts_of(workload: Workload) -> Facts:
@@ -144,6 +166,9 @@ def facts_of(workload: Workload) -> Facts:
         preempted=workload.stop_cause == StopCause.PREEMPTED,
         deadline_exceeded=workload.stop_cause == StopCause.DEADLINE,
         server_shutdown=workload.stop_cause == StopCause.SHUTDOWN,
+        stop_reason=(workload.status_reason if workload.status == S.STOPPING and workload.stop_cause == StopCause.USER
+                     and workload.status_reason in kept_stop_reasons else ""),
+        idle_reclaimed=workload.stop_cause == StopCause.IDLE,
     )
 
 
@@ -171,6 +196,12 @@ def workload_observe(
             message=decision.message, runtime=finished, placement=[],
             stop_cause=StopCause.NONE,
         )
+    elif decision.kind == MOVE:
+        workload_transition(
+            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.QUEUED, reason=decision.reason,
+            message=decision.message, runtime=finished, placement=[], event_type=EventType.WARNING,
+        )
+        outbox_enqueue(topic="scheduling.cycle", payload={})
     elif decision.kind == FINISH_AT_DEADLINE:
         workload_finish_at_deadline(workload=workload, message=decision.message)
     elif decision.kind == STOP:

@@ -28,6 +28,11 @@ class Workload(models.Model):
     cpu_milli = models.PositiveIntegerField(default=1000)  # per replica
     memory_mb = models.PositiveBigIntegerField(default=1024)  # per replica
     gpu_model = models.CharField(max_length=100, blank=True)
+    # The vendor of the accelerators gpu_milli counts (apps.clusters.choices.AcceleratorType; "":
+    # NVIDIA when it asks for any, the short form) and the CPU architectures it may run on
+    # ("|"-separated, "": any).
+    accelerator_type = models.CharField(max_length=16, blank=True)
+    arch = models.CharField(max_length=64, blank=True)
     max_restarts = models.PositiveIntegerField(default=0)
     # Run-time limit of each run, in seconds (null: none); stopped and FAILED (DeadlineExceeded)
     # when it is still running after that long. The rules are in deadlines.py.
@@ -94,6 +99,8 @@ class WorkloadEvent(models.Model):
     message = models.TextField(blank=True)
     from_status = models.CharField(max_length=16, blank=True)
     to_status = models.CharField(max_length=16, blank=True)
+    # A diagnosis kept with the event, e.g. the Python stacks of a hung training job's ranks.
+    attachment = models.TextField(blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]

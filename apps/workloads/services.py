@@ -13,6 +13,7 @@ from apps.core.outbox import outbox_enqueue
 from apps.core.realtime import project_group, publish
 from apps.projects.models import Project
 from apps.quotas.services import usage_close, usage_open
+from apps.storage.services import storage_spec_check
 
 from .choices import ACTIVE, TERMINAL, EventType, StopCause, WorkloadStatus, can_transition
 from .deadlines import REASON as DEADLINE_REASON
@@ -66,11 +67,11 @@ def _updated_conditions(conditions: list[dict], *, status: str, reason: str, mes
 
 def workload_event_record(
     *, workload: Workload, reason: str, message: str = "", type: str = EventType.NORMAL,
-    from_status: str = "", to_status: str = "",
+    from_status: str = "", to_status: str = "", attachment: str = "",
 ) -> WorkloadEvent:
     event = WorkloadEvent.objects.create(
         workload=workload, reason=reason, message=message[:10000], type=type,
-        from_status=from_status, to_status=to_status,
+        from_status=from_status, to_status=to_status, attachment=attachment[:1_000_000],
     )
     publish(
         project_group(workload.project_id),
@@ -157,15 +158,17 @@ def workload_submit(
     *, project: Project, kind: str, name: str, pool: ResourcePool, spec: dict, created_by: User | None,
     priority: int, preemptible: bool, replicas: int, gpu_milli: int, cpu_milli: int, memory_mb: int,
     gpu_model: str = "", max_restarts: int = 0, max_runtime_seconds: int | None = None,
+    accelerator_type: str = "", arch: str = "",
 ) -> Workload:
     """Store a new workload in QUEUED and ask the scheduler to look at it (outbox, same transaction)."""
+    spec = storage_spec_check(project=project, pool=pool, spec=spec)  # volumes, datasets, model: exist, mount
     try:
         with transaction.atomic():
             workload = Workload.objects.create(
                 project=project, kind=kind, name=name, pool=pool, spec=spec, created_by=created_by,
                 priority=priority, preemptible=preemptible, replicas=replicas, gpu_milli=gpu_milli,
                 cpu_milli=cpu_milli, memory_mb=memory_mb, gpu_model=gpu_model, max_restarts=max_restarts,
-                max_runtime_seconds=max_runtime_seconds,
+                max_runtime_seconds=max_runtime_seconds, accelerator_type=accelerator_type, arch=arch,
                 status=S.QUEUED, status_reason="Submitted", status_message="Waiting for the scheduler.",
                 conditions=_updated_conditions(
                     [], status=S.QUEUED, reason="Submitted", message="Waiting for the scheduler.", now=timezone.now()
@@ -186,8 +189,10 @@ def workload_submit(
     return workload
 
 
-def workload_stop(*, workload: Workload, user: User | None = None, reason: str = "StopRequested") -> Workload:
-    """Ask a workload to stop. Queued ones stop at once; active ones go through STOPPING."""
+def workload_stop(*, workload: Workload, user: User | None = None, reason: str = "StopRequested",
+                  cause: str = StopCause.USER, message: str = "") -> Workload:
+    """Ask a workload to stop. Queued ones stop at once; active ones go through STOPPING.
+    `cause` and `message`: why (the idle culler passes StopCause.IDLE and what it saw)."""
     who = f" by {user.username}" if user else ""
     for _ in range(3):  # retry if the status moved under us
         workload.refresh_from_db()
@@ -200,15 +205,15 @@ def workload_stop(*, workload: Workload, user: User | None = None, reason: str =
         if workload.status == S.QUEUED:
             done = workload_transition(
                 workload_id=workload.pk, from_statuses={S.QUEUED}, to_status=S.STOPPED,
-                reason=reason, message=f"Stopped{who} before it started.", stop_requested_at=timezone.now(),
-                stop_cause=StopCause.USER,
+                reason=reason, message=message or f"Stopped{who} before it started.", stop_requested_at=timezone.now(),
+                stop_cause=cause,
             )
         else:
             with transaction.atomic():
                 done = workload_transition(
                     workload_id=workload.pk, from_statuses=ACTIVE - {S.STOPPING}, to_status=S.STOPPING,
-                    reason=reason, message=f"Stop requested{who}.", stop_requested_at=timezone.now(),
-                    stop_cause=StopCause.USER,
+                    reason=reason, message=message or f"Stop requested{who}.", stop_requested_at=timezone.now(),
+                    stop_cause=cause,
                 )
                 if done is not None:
                     outbox_enqueue(topic="workload.stop", payload={"workload_id": workload.pk})
@@ -338,3 +343,31 @@ def project_has_no_unfinished_workloads(project) -> None:
     """Registered with projects' delete checks: a project with unfinished workloads stays."""
     if Workload.objects.filter(project=project).exclude(status__in=TERMINAL).exists():
         raise ConflictError("The project still has unfinished workloads; stop them first.")
+
+
+def volume_not_mounted_by_unfinished_workloads(volume) -> None:
+    """Registered with storage's volume delete checks: a volume an unfinished workload mounts stays."""
+    for name, spec in Workload.objects.filter(project_id=volume.project_id).exclude(
+            status__in=TERMINAL).values_list("name", "spec"):
+        if any(isinstance(v, dict) and v.get("name") == volume.name for v in (spec or {}).get("volumes") or []):
+            raise ConflictError(f"Volume '{volume.name}' is mounted by workload '{name}', which has not finished; "
+                                "stop it first.")
+
+
+def model_not_served_by_unfinished_workloads(model) -> None:
+    """Registered with storage's model delete checks: a model an unfinished workload serves stays."""
+    for name, spec in Workload.objects.filter(project_id=model.project_id).exclude(
+            status__in=TERMINAL).values_list("name", "spec"):
+        served = (spec or {}).get("model")
+        if isinstance(served, dict) and served.get("name") == model.name:
+            raise ConflictError(f"Model '{model.name}' is served by workload '{name}', which has not finished; "
+                                "stop it first.")
+
+
+def dataset_not_mounted_by_unfinished_workloads(dataset) -> None:
+    """Registered with storage's dataset delete checks."""
+    for name, spec in Workload.objects.filter(project_id=dataset.project_id).exclude(
+            status__in=TERMINAL).values_list("name", "spec"):
+        if any(isinstance(d, dict) and d.get("name") == dataset.name for d in (spec or {}).get("datasets") or []):
+            raise ConflictError(f"Dataset '{dataset.name}' is mounted by workload '{name}', which has not finished; "
+                                "stop it first.")

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "apps.projects",
     "apps.clusters",
     "apps.quotas",
+    "apps.storage",
     "apps.scheduling",
     "apps.workloads",
     "apps.training",
@@ -54,6 +55,7 @@ INSTALLED_APPS = [
     "apps.backends",
     "apps.tracking",
     "apps.telemetry",
+    "apps.sweeps",  # hyper-parameter sweeps: trials are training workloads, objectives from tracking
     "apps.audit",
     "apps.portal",  # the composition root: API root, websocket hub, run_embedded, seed_demo
 ]
@@ -205,6 +207,9 @@ SPECTACULAR_SETTINGS = {
         "WorkloadStatusEnum": "apps.workloads.choices.WorkloadStatus",
         "RoleEnum": "apps.projects.choices.Role",
         "RunStatusEnum": "apps.tracking.choices.RunStatus",
+        "AcceleratorTypeEnum": "apps.clusters.choices.AcceleratorType",
+        "AcceleratorVendorEnum": "apps.workloads.api.accelerators.VENDOR_CHOICES",
+        "DatasetSourceEnum": "apps.storage.choices.SourceKind",
     },
 }
 
@@ -214,6 +219,10 @@ SPECTACULAR_SETTINGS = {
 CAIRN = {
     # Local backend: seconds between SIGTERM and SIGKILL when a replica is stopped.
     "STOP_GRACE_SECONDS": env.float("CAIRN_STOP_GRACE_SECONDS", default=10.0),
+    # Self-healing restarts (docs/training.md): attempt n+1 starts this long after every rank of
+    # attempt n is gone, doubling with each restart, capped.
+    "RESTART_BACKOFF_SECONDS": env.float("CAIRN_RESTART_BACKOFF_SECONDS", default=1.0),
+    "RESTART_BACKOFF_MAX_SECONDS": env.float("CAIRN_RESTART_BACKOFF_MAX_SECONDS", default=300.0),
     # A workload preempted once is not reclaimed again before it has run this long (anti-thrash).
     "REPREEMPT_MIN_RUNTIME_SECONDS": env.float("CAIRN_REPREEMPT_MIN_RUNTIME_SECONDS", default=DEFAULT_REPREEMPT_MIN_RUNTIME),
     # Bounded wait: pending this long, a workload goes before newer work of any priority (0: off).
@@ -225,6 +234,12 @@ CAIRN = {
     "SCHEDULER_INTERVAL": env.float("CAIRN_SCHEDULER_INTERVAL", default=1.0),
     "RECONCILER_INTERVAL": env.float("CAIRN_RECONCILER_INTERVAL", default=1.0),
     "OUTBOX_INTERVAL": env.float("CAIRN_OUTBOX_INTERVAL", default=1.0),
+    # The sweep driver (apps/sweeps/driver.py): seconds between passes, and how long a driver's
+    # claim on a sweep lasts without renewal (another driver takes over a dead one's after that).
+    "SWEEP_INTERVAL": env.float("CAIRN_SWEEP_INTERVAL", default=2.0),
+    "SWEEP_LEASE_SECONDS": env.float("CAIRN_SWEEP_LEASE_SECONDS", default=30.0),
+    # run_embedded runs the driver in a thread unless this is off (then `manage.py run_sweeps` does).
+    "SWEEP_DRIVER_EMBEDDED": env.bool("CAIRN_SWEEP_DRIVER_EMBEDDED", default=True),
     # Address that replicas use to reach the API (injected as CAIRN_API_URL).
     "PUBLIC_URL": env.str("CAIRN_PUBLIC_URL", default="http://127.0.0.1:8000"),
     "LOCAL_CLUSTER_NAME": env.str("CAIRN_LOCAL_CLUSTER", default="local"),
@@ -236,6 +251,26 @@ CAIRN = {
     "RUN_USER": env.str("CAIRN_RUN_USER", default="cairn-run"),
     # Reverse proxies in front of Cairn that append to X-Forwarded-For (audit log addresses); 0: none.
     "TRUSTED_PROXIES": env.int("CAIRN_TRUSTED_PROXIES", default=0),
+    # Telemetry (apps/telemetry/conf.py has the rest): seconds between samples, and the DCGM
+    # exporter of each Kubernetes node, e.g. "http://{node}:9400/metrics" ("" = no scrape).
+    "TELEMETRY_INTERVAL": env.float("CAIRN_TELEMETRY_INTERVAL", default=10.0),
+    "TELEMETRY_DCGM_URL_TEMPLATE": env.str("CAIRN_TELEMETRY_DCGM_URL_TEMPLATE", default=""),
+    # Notebooks (docs/notebooks.md): the idle culler's interval (seconds), the GPU utilisation (%)
+    # under which a notebook's GPUs count as idle, and where `make code-server` installs VS Code.
+    "NOTEBOOK_CULL_INTERVAL": env.float("CAIRN_NOTEBOOK_CULL_INTERVAL", default=30.0),
+    "NOTEBOOK_GPU_IDLE_PERCENT": env.float("CAIRN_NOTEBOOK_GPU_IDLE_PERCENT", default=5.0),
+    "CODE_SERVER": env.str("CAIRN_CODE_SERVER",
+                           default=str(BASE_DIR / ".cache" / "code-server" / "node_modules" / ".bin" / "code-server")),
+    # Storage (docs/data.md): GiB of volumes a project may declare unless an admin sets its own
+    # StorageQuota; the node-local dataset cache's folder (default <data dir>/cache/datasets) and size.
+    "VOLUME_QUOTA_GB": env.int("CAIRN_VOLUME_QUOTA_GB", default=100),
+    "ARTIFACTS_VOLUME_GB": env.int("CAIRN_ARTIFACTS_VOLUME_GB", default=20),
+    "MODEL_MAX_BYTES": env.int("CAIRN_MODEL_MAX_BYTES", default=10 * 1024**3),  # one model version, unpacked
+    "DATASET_CACHE_DIR": env.str("CAIRN_DATASET_CACHE_DIR", default=""),
+    "DATASET_CACHE_GB": env.float("CAIRN_DATASET_CACHE_GB", default=50.0),
+    # Assumed download rate of a cache fill, MB/s: how long pending work with uncached datasets
+    # is expected to take to start (its reason and estimated start).
+    "DATASET_FILL_MBPS": env.float("CAIRN_DATASET_FILL_MBPS", default=200.0),
 }
 
 # Kubernetes backend (apps/backends/kubernetes, docs/kubernetes.md). Per-cluster choices (Volcano,
@@ -251,6 +286,8 @@ CAIRN_KUBERNETES = {
     "DEFAULT_IMAGE": env.str("CAIRN_K8S_DEFAULT_IMAGE", default="python:3.12-slim"),
     "NOTEBOOK_IMAGE": env.str("CAIRN_K8S_NOTEBOOK_IMAGE", default="quay.io/jupyter/base-notebook:latest"),
     "NOTEBOOK_STORAGE": env.str("CAIRN_K8S_NOTEBOOK_STORAGE", default="10Gi"),
+    # How the notebook proxy reaches notebooks: auto | dns | apiserver (docs/kubernetes.md, "Notebooks").
+    "NOTEBOOK_ROUTE": env.str("CAIRN_K8S_NOTEBOOK_ROUTE", default="auto"),
     # Address replicas use to reach Cairn's API from inside the cluster (CAIRN_API_URL).
     "API_URL": env.str("CAIRN_K8S_API_URL", default=""),
     # Client: seconds per request, retries with exponential backoff on 5xx / 429 / timeouts.
@@ -276,5 +313,6 @@ LOGGING = {
     "filters": {"redact_secrets": {"()": "apps.core.logsafe.RedactSecrets"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # httpx logs every request at INFO: each one the notebook proxy, the culler, the gateway and its probes send.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }

@@ -8,7 +8,10 @@ import { ComparePage } from "./pages/Compare";
 import { QuotasPage } from "./pages/Quotas";
 import { RunsPage } from "./pages/Runs";
 import { SignInPage } from "./pages/SignIn";
+import { StoragePage } from "./pages/Storage";
 import { SubmitPage } from "./pages/Submit";
+import { SweepDetailPage } from "./pages/SweepDetail";
+import { SweepsPage } from "./pages/Sweeps";
 import { TokensPage } from "./pages/Tokens";
 import { WorkloadDetailPage } from "./pages/WorkloadDetail";
 import { WorkloadsPage } from "./pages/Workloads";
@@ -90,7 +93,10 @@ export function App() {
             <Route path="workloads/:kind/:id" element={<WorkloadDetailPage />} />
             <Route path="runs" element={<RunsPage />} />
             <Route path="compare" element={<ComparePage />} />
+            <Route path="sweeps" element={<SweepsPage />} />
+            <Route path="sweeps/:id" element={<SweepDetailPage />} />
             <Route path="quotas" element={<QuotasPage />} />
+            <Route path="storage" element={<StoragePage />} />
           </Route>
           <Route element={<GlobalLive />}>
             <Route path="cluster" element={<ClusterPage />} />

@@ -9,6 +9,7 @@ Layout:
   config.py   the CLI's config file (~/.config/cairn/config.json) and CAIRN_* env overrides
   jobspec.py  reading and checking job.yaml files
   cli.py      the `cairn` command (argparse) and its table output (rich)
+  checkpoint.py  cairn.checkpoint.save() / latest(): atomic checkpoints Cairn knows about
   tracking/   the in-job logger: `cairn.init()`, `cairn.log()`, `cairn.log_params()`,
               `cairn.finish()` (re-exported here, imported on first use); it reads the env
               vars the backends inject (CAIRN_API_URL, CAIRN_RUN_ID, CAIRN_RUN_TOKEN, ...)
@@ -33,8 +34,10 @@ __all__ = [
     "init",
     "log",
     "log_params",
+    "progress",
+    "register_model",
 ]
-_TRACKING = frozenset({"init", "log", "log_params", "finish"})
+_TRACKING = frozenset({"init", "log", "log_params", "finish", "progress"})
 
 if TYPE_CHECKING:  # pragma: no cover
     from cairn.client import (
@@ -50,6 +53,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def __getattr__(name: str) -> Any:
+    if name == "checkpoint":  # cairn.checkpoint.save() / latest(): imported on first use
+        import importlib
+
+        return importlib.import_module("cairn.checkpoint")
+    if name == "register_model":
+        from cairn.models import register_model
+
+        return register_model
     if name in _TRACKING:
         from cairn import tracking
 

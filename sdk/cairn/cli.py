@@ -40,6 +40,7 @@ from cairn.client import (
     Client,
 )
 from cairn.jobspec import DURATION_HELP, JobSpecError, load_job_file, parse_duration
+from cairn.sweepspec import load_sweep_file
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -360,7 +361,9 @@ def cmd_submit(app: App) -> int:
         spec.body["max_runtime_seconds"] = app.args.max_runtime
     client = app.client()
     project = app.project(spec.project)
-    w = client.submit(project, spec.body, kind=spec.kind)
+    # Every submit carries an Idempotency-Key (a new one unless --idempotency-key gives it), so
+    # the client's retries never create a second workload.
+    w = client.submit(project, spec.body, kind=spec.kind, idempotency_key=app.args.idempotency_key)
     if app.args.json and not app.args.follow:
         app.print_json(w)
         return EXIT_OK
@@ -580,6 +583,10 @@ def cmd_get(app: App) -> int:
     row("Priority", priority)
     row("Replicas", w.get("replicas"))
     row("GPU model", w.get("gpu_model"))
+    accel = w.get("accelerator")
+    if isinstance(accel, dict) and accel.get("type") not in (None, "", "nvidia"):
+        row("Accelerator", f"{format_number(accel.get('count'))} x {accel['type']} {accel.get('model') or ''}".rstrip())
+    row("Arch", ", ".join(w.get("arch") or []) or None)
     row("Resources", f"{format_resources(w.get('resources'))} per replica"
         if w.get("resources") else None)
     row("Command", format_command(spec.get("command")) if spec.get("command") else None)
@@ -587,7 +594,7 @@ def cmd_get(app: App) -> int:
     row("Image", spec.get("image"))
     endpoint = w.get("endpoint")
     if isinstance(endpoint, str) and endpoint:
-        # A notebook's is Cairn's open link (its creator only; open it in a browser logged in to Cairn).
+        # A notebook's is Cairn's proxy, /nb/<project>/<id>/ (open it in a browser signed in to Cairn).
         row("Endpoint", client.url.rstrip("/") + endpoint if endpoint.startswith("/") else endpoint)
     restarts = w.get("restarts")
     if restarts is not None and w.get("max_restarts") is not None:
@@ -646,12 +653,59 @@ def cmd_stop(app: App) -> int:
     return EXIT_OK
 
 
+def cmd_start(app: App) -> int:
+    """Start a stopped notebook again: the same workload, its files kept (other kinds: submit anew)."""
+    client = app.client()
+    project = app.project()
+    w = client.resolve(project, app.args.workload)
+    if w.get("kind") != "notebook":
+        raise CliError(f"{workload_label(w)} is a {w.get('kind')}: only notebooks are started again; "
+                       "submit it anew.")
+    # POST .../notebooks/<id>/start/ (202): back to the queue.
+    result = client._json("POST", client._workload_path(project, w["id"], "notebook", "start/")) or w
+    line = Text(f"Starting {workload_label(w)} again (its files are kept): ")
+    line.append_text(status_text(result.get("status")))
+    app.say(line)
+    return EXIT_OK
+
+
 def cmd_delete(app: App) -> int:
     client = app.client()
     project = app.project()
     w = client.resolve(project, app.args.workload)
     client.delete(project, w["id"], kind=w["kind"])
     app.say(f"Deleted {workload_label(w)}.")
+    return EXIT_OK
+
+
+def cmd_rollout(app: App) -> int:
+    client = app.client()
+    project = app.project()
+    w = client.resolve(project, app.args.workload)
+    if w.get("kind") != "deployment":
+        raise CliError(f"{workload_label(w)} is a {w.get('kind')}: rollouts are for deployments")
+    action = None if app.args.action == "status" else app.args.action
+    status = client.rollout(project, w["id"], action)
+    if app.args.json:
+        app.print_json(status)
+        return EXIT_OK
+    if action == "promote":
+        app.say(f"Promoted: revision {status.get('stable_revision')} is rolling out to every replica.")
+    elif action == "rollback":
+        app.say(f"Rolled back: revision {status.get('stable_revision')} serves everything.")
+    canary = status.get("canary_revision")
+    line = f"Revision {status.get('stable_revision')}"
+    if canary is not None:
+        line += f", canary revision {canary} with {status.get('canary_weight')}% of requests"
+    line += " — complete" if status.get("complete") else " — in progress"
+    app.say(line)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for column in ("REPLICA", "REVISION", "READY"):
+        table.add_column(column, no_wrap=True)
+    for replica in status.get("replicas") or []:
+        add_row(table, replica.get("replica"), replica.get("revision") or "",
+                "yes" if replica.get("ready") else "no")
+    app.out.print(table)
     return EXIT_OK
 
 
@@ -768,6 +822,101 @@ def _at_least_one(text: str) -> int:
     return value
 
 
+# -- sweeps -------------------------------------------------------------------------------------
+
+
+def _objective_text(value: Any) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _trial_counts(sweep: dict) -> str:
+    counts = sweep.get("trials") or {}
+    return " ".join(f"{status} {n}" for status, n in sorted(counts.items())) or "-"
+
+
+def cmd_sweep_create(app: App) -> int:
+    spec = load_sweep_file(app.args.file)
+    client = app.client()
+    project = app.project(spec.project)
+    sweep = client.create_sweep(project, spec.body)
+    if app.args.json:
+        app.print_json(sweep)
+        return EXIT_OK
+    app.say(f"Created sweep {sweep.get('name')} (id {sweep.get('id')}) in project {project}: "
+            f"{sweep.get('algorithm')}, {sweep.get('max_concurrent')} trial(s) at a time. "
+            f"Follow it with `cairn sweep show {sweep.get('name')}`.")
+    return EXIT_OK
+
+
+def cmd_sweep_ls(app: App) -> int:
+    client = app.client()
+    project = app.project()
+    rows = client.sweeps(project)
+    if app.args.json:
+        app.print_json(list(rows))
+        return EXIT_OK
+    if not rows:
+        app.say(f"No sweeps in project {project}.")
+        return EXIT_OK
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for column in ("ID", "NAME", "STATUS", "ALGORITHM", "OBJECTIVE", "BEST", "TRIALS", "AGE"):
+        table.add_column(column, no_wrap=column != "TRIALS")
+    for sweep in rows:
+        objective = sweep.get("objective") or {}
+        best = sweep.get("best_trial") or {}
+        add_row(table, str(sweep.get("id")), sweep.get("name") or "-", status_text(sweep.get("status")),
+                sweep.get("algorithm") or "-", f"{objective.get('metric')} ({objective.get('direction')})",
+                _objective_text(best.get("objective")) + (f" (#{best['number']})" if best else ""),
+                _trial_counts(sweep), format_age(sweep.get("created_at")))
+    app.out.print(table)
+    return EXIT_OK
+
+
+def cmd_sweep_show(app: App) -> int:
+    client = app.client()
+    project = app.project()
+    sweep = client.resolve_sweep(project, app.args.sweep)
+    trials = client.sweep_trials(project, sweep["id"])
+    if app.args.json:
+        app.print_json({**sweep, "trial_list": list(trials)})
+        return EXIT_OK
+    objective = sweep.get("objective") or {}
+    line = Text(f"Sweep {sweep.get('name')} (id {sweep.get('id')}): ")
+    line.append_text(status_text(sweep.get("status")))
+    if sweep.get("status_message"):
+        line.append(f" — {sweep['status_message']}")
+    app.say(line)
+    app.say(f"{sweep.get('algorithm')}, {objective.get('direction')} {objective.get('metric')}, "
+            f"{sweep.get('max_concurrent')} at a time, priority {sweep.get('priority')}; trials: {_trial_counts(sweep)}")
+    best = sweep.get("best_trial")
+    if best:
+        app.say(f"Best: trial {best['number']}, {objective.get('metric')} = {_objective_text(best['objective'])}, "
+                f"params {json.dumps(best['params'], sort_keys=True)}")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for column in ("#", "STATUS", "OBJECTIVE", "LAST", "PARAMS", "WORKLOAD", "NOTE"):
+        table.add_column(column, no_wrap=column not in ("PARAMS", "NOTE"), overflow="fold")
+    for t in trials:
+        last = "-" if t.get("last_step") is None else f"{_objective_text(t.get('last_value'))} @ {t['last_step']}"
+        note = (f"pruned at rung {t['pruned_rung']} (step {t['pruned_step']})" if t.get("status") == "pruned"
+                else (t.get("message") or "") if t.get("status") == "failed" else "")
+        add_row(table, str(t.get("number")), status_text(t.get("status")), _objective_text(t.get("objective")), last,
+                json.dumps(t.get("params"), sort_keys=True), (t.get("workload") or {}).get("name", "-"), note)
+    app.out.print(table)
+    return EXIT_OK
+
+
+def cmd_sweep_stop(app: App) -> int:
+    client = app.client()
+    project = app.project()
+    sweep = client.resolve_sweep(project, app.args.sweep)
+    result = client.stop_sweep(project, sweep["id"])
+    line = Text(f"Stopping sweep {sweep.get('name')}: ")
+    line.append_text(status_text(result.get("status")))
+    line.append(" (its running trials are being stopped)")
+    app.say(line)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cairn",
@@ -826,6 +975,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-runtime", type=_duration, metavar="DURATION",
                    help=f"run-time limit, {DURATION_HELP} (overrides the file's max_runtime); "
                    "a job still running after that long is stopped and fails with DeadlineExceeded")
+    p.add_argument("--idempotency-key", metavar="KEY",
+                   help="send this Idempotency-Key (default: a new random one): running the same "
+                   "command again with the same key returns the first submission instead of a second "
+                   "workload (keys are kept for 24 hours per project)")
     p.add_argument("--json", action="store_true", help="print the created workload as JSON")
     p.set_defaults(func=cmd_submit)
 
@@ -872,10 +1025,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--attempt", type=_at_least_one, metavar="N",
                    help="logs of an earlier attempt (default: the current one)")
 
+    p = sub.add_parser("sweep", help="hyper-parameter sweeps: create, ls, show, stop",
+                       description="Hyper-parameter sweeps: trials are training jobs with parameters Optuna "
+                                   "samples, judged by a metric they log (docs/sweeps.md).")
+    sweep_sub = p.add_subparsers(dest="sweep_command", metavar="SWEEP_COMMAND")
+    sweep_sub.required = True
+    q = sweep_sub.add_parser("create", help="create a sweep from a YAML file (examples/sweep_digits.yaml)")
+    q.add_argument("file", metavar="SWEEP.yaml")
+    project_option(q)
+    q.add_argument("--json", action="store_true", help="print the created sweep as JSON")
+    q.set_defaults(func=cmd_sweep_create)
+    q = sweep_sub.add_parser("ls", help="list the project's sweeps, newest first")
+    project_option(q)
+    q.add_argument("--json", action="store_true", help="print JSON")
+    q.set_defaults(func=cmd_sweep_ls)
+    for name, help_text, func in (("show", "show a sweep, its best trial and its trials", cmd_sweep_show),
+                                  ("stop", "stop a sweep and its running trials", cmd_sweep_stop)):
+        q = sweep_sub.add_parser(name, help=help_text, description=help_text)
+        q.add_argument("sweep", metavar="NAME_OR_ID", help="sweep name or id")
+        project_option(q)
+        if name == "show":
+            q.add_argument("--json", action="store_true", help="print JSON")
+        q.set_defaults(func=func)
+
     workload_command("stop", "stop a workload", cmd_stop)
+    workload_command("start", "start a stopped notebook again (its files are kept)", cmd_start)
     workload_command("delete", "delete a finished workload", cmd_delete)
     p = workload_command("events", "show a workload's events", cmd_events)
     p.add_argument("--json", action="store_true", help="print JSON")
+
+    from cairn.storage_cli import add_storage_commands  # it imports this module's helpers
+
+    add_storage_commands(sub, project_option)
+    p = sub.add_parser("rollout", help="a deployment's rollout: status, promote the canary, roll back",
+                       description="status: which revision each replica runs; promote: roll the canary "
+                                   "revision out to every replica; rollback: withdraw the canary, or go back "
+                                   "to the previous revision.")
+    p.add_argument("action", choices=["status", "promote", "rollback"])
+    p.add_argument("workload", metavar="NAME_OR_ID", help="deployment name or id")
+    project_option(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_rollout)
     return parser
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -242,10 +243,13 @@ class Client:
         timeout: tuple[float, float | None] | None = None,
         accept: str = JSON,
         authenticate: bool = True,
+        idempotency_key: str | None = None,
     ) -> requests.Response:
         """Send one request (retried if idempotent) and return the 2xx response.
 
         `path` is relative to /api/v1 ("/me/") or an absolute URL (a `next` page link).
+        `idempotency_key`: sent as the `Idempotency-Key` header, which makes a create safe to
+        retry (the server answers a retry with the first result), so it is retried like a GET.
         Raises the matching CairnError for any error answer or transport failure.
         """
         method = method.upper()
@@ -253,9 +257,11 @@ class Client:
         headers = {"Accept": accept, "User-Agent": f"cairn-sdk/{__version__}"}
         if authenticate and self.token:
             headers["Authorization"] = f"Bearer {self.token}"
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
         if params:
             params = {k: v for k, v in params.items() if v is not None}
-        attempts = 1 + (self.retries if method in IDEMPOTENT_METHODS else 0)
+        attempts = 1 + (self.retries if method in IDEMPOTENT_METHODS or idempotency_key is not None else 0)
         for attempt in range(attempts):
             last_try = attempt == attempts - 1
             try:
@@ -396,10 +402,16 @@ class Client:
             f"{quote(str(workload_id), safe='')}/{suffix}"
         )
 
-    def submit(self, project: str, spec: Mapping[str, Any], *, kind: str = "training") -> dict:
-        """Create a workload of `kind` from `spec` (the POST body); returns the workload."""
+    def submit(
+        self, project: str, spec: Mapping[str, Any], *, kind: str = "training", idempotency_key: str | None = None,
+    ) -> dict:
+        """Create a workload of `kind` from `spec` (the POST body); returns the workload.
+
+        Sent with an `Idempotency-Key` (a new random one unless given), so the client's retries
+        after a dropped connection or a 5xx never create a second workload; pass your own key to
+        make a retry of your own (another process, a later run) safe too."""
         path = f"{self._project_path(project)}/{kind_route(kind)}/"
-        return self._json("POST", path, json=dict(spec))
+        return self._json("POST", path, json=dict(spec), idempotency_key=idempotency_key or uuid.uuid4().hex)
 
     def workloads(
         self,
@@ -468,6 +480,41 @@ class Client:
                        + (" or with that id" if ref.isdigit() else "")
                        + f" in project {project!r}")
 
+    # sweeps
+
+    def create_sweep(self, project: str, body: Mapping[str, Any]) -> dict:
+        """Create a hyper-parameter sweep (the body of POST /sweeps/); returns it."""
+        return self._json("POST", f"{self._project_path(project)}/sweeps/", json=dict(body))
+
+    def sweeps(self, project: str, *, limit: int | None = None) -> Listing:
+        return self.paginate(f"{self._project_path(project)}/sweeps/", {"ordering": "-created_at"}, limit=limit)
+
+    def sweep(self, project: str, sweep_id: Any) -> dict:
+        return self._json("GET", f"{self._project_path(project)}/sweeps/{quote(str(sweep_id), safe='')}/")
+
+    def sweep_trials(self, project: str, sweep_id: Any) -> Listing:
+        return self.paginate(f"{self._project_path(project)}/sweeps/{quote(str(sweep_id), safe='')}/trials/", {})
+
+    def sweep_importance(self, project: str, sweep_id: Any) -> dict:
+        return self._json("GET", f"{self._project_path(project)}/sweeps/{quote(str(sweep_id), safe='')}/importance/")
+
+    def stop_sweep(self, project: str, sweep_id: Any) -> dict:
+        return self._json("POST", f"{self._project_path(project)}/sweeps/{quote(str(sweep_id), safe='')}/stop/")
+
+    def resolve_sweep(self, project: str, name_or_id: Any) -> dict:
+        """The sweep named `name_or_id` (or else with that id)."""
+        ref = str(name_or_id).strip()
+        for sweep in self.sweeps(project):
+            if str(sweep.get("name")) == ref:
+                return sweep
+        if ref.isdigit():
+            try:
+                return self.sweep(project, ref)
+            except NotFound:
+                pass
+        raise NotFound(f"no sweep named {ref!r}" + (" or with that id" if ref.isdigit() else "")
+                       + f" in project {project!r}")
+
     def stop(self, project: str, workload_id: Any, *, kind: str) -> dict:
         """Ask a workload to stop (202); returns it, usually in status `stopping`."""
         return self._json("POST", self._workload_path(project, workload_id, kind, "stop/"))
@@ -475,6 +522,19 @@ class Client:
     def delete(self, project: str, workload_id: Any, *, kind: str) -> None:
         """Delete a finished workload (409 Conflict while it is not finished)."""
         self._json("DELETE", self._workload_path(project, workload_id, kind))
+
+    def rollout(self, project: str, workload_id: Any, action: str | None = None) -> dict:
+        """A deployment's rollout: which revision each replica runs (`action` None), or
+        `promote` the canary / `rollback` (POST)."""
+        if action is None:
+            return self._json("GET", self._workload_path(project, workload_id, "deployment", "rollout/"))
+        if action not in ("promote", "rollback"):
+            raise CairnError(f"unknown rollout action {action!r}")
+        return self._json("POST", self._workload_path(project, workload_id, "deployment", f"rollout/{action}/"))
+
+    def revisions(self, project: str, workload_id: Any) -> list[dict]:
+        """A deployment's revisions, newest first."""
+        return self._json("GET", self._workload_path(project, workload_id, "deployment", "revisions/"))
 
     def events(self, project: str, workload_id: Any, *, kind: str) -> list[dict]:
         """The workload's audit trail: [{"id","time","type","reason","message",...}]."""

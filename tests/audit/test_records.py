@@ -366,18 +366,4 @@ def test_deleting_a_user_in_the_admin_is_recorded_and_keeps_their_records(client
 # ---- notebooks ----------------------------------------------------------------------------------
 
 
-def test_opening_a_notebook_is_recorded_once_and_a_refused_open_is_not(alice, bob, project, from_ip):
-    from apps.workloads.choices import WorkloadStatus
-    from tests.factories import WorkloadFactory
-
-    notebook = WorkloadFactory(project=project, kind="notebook", created_by=alice, status=WorkloadStatus.RUNNING,
-                               runtime={"url": "http://127.0.0.1:9/", "token": "jupyter-secret"})
-    url = f"/api/v1/projects/{project.slug}/notebooks/{notebook.pk}/open/"
-    assert from_ip(bob).get(url).status_code == 403
-    assert records(action="notebook.open") == []
-    response = from_ip(alice).get(url)
-    assert response.status_code == 302
-    event = only("notebook.open")
-    assert_from_test_client(event, alice)
-    assert event.project == project and event.target_id == str(notebook.pk)
-    assert "jupyter-secret" not in json.dumps(event.details) + event.target_repr
+# Opening a notebook through the proxy is recorded by the proxy: tests/notebooks/test_proxy.py.

@@ -143,8 +143,7 @@ def test_replicas_survive_a_killed_reconciler_and_are_adopted_by_the_next(script
     children["exited"].send_signal(signal.SIGKILL)
     until(lambda: replica_exit_path(exited.pk, 1, 0).exists(), "the exit file")
     os.killpg(shims["lost"], signal.SIGKILL)
-    until(lambda: not children["lost"].is_running() or children["lost"].status() == psutil.STATUS_ZOMBIE,
-          "the lost replica to die")
+    until(lambda: _gone(children["lost"]), "the lost replica to die")
     assert not replica_exit_path(lost.pk, 1, 0).exists()
 
     # 4. A new reconciler adopts the survivor and sorts out the other two.
@@ -209,3 +208,11 @@ def test_a_reused_pid_is_never_taken_for_a_replica(shared_dir):
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def _gone(proc: psutil.Process) -> bool:
+    """Exited, or a zombie; it may exit between the two questions (NoSuchProcess: gone)."""
+    try:
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True

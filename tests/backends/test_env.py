@@ -73,3 +73,15 @@ def test_replica_gpus():
     assert replica_gpus(replica=1, gpu_milli=2000, placement=None, node_gpu_count=8) == [2, 3]
     assert replica_gpus(replica=1, gpu_milli=500, placement=None, node_gpu_count=8) == [1]
     assert replica_gpus(replica=0, gpu_milli=1000, placement={"gpus": [5]}, node_gpu_count=8) == [5]
+
+
+def test_every_vendors_device_variable_names_the_placed_devices_and_users_cannot_override_them():
+    reserved = reserved_env(
+        workload_id=7, workload_name="w", kind="training", project="p", api_url="http://a", attempt=1,
+        replica=0, replicas=1, master_port=1234, gpus=[4, 5],
+    )
+    user = {"ASCEND_RT_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "0"}
+    env, ignored = replica_env(base={}, user=user, reserved=reserved)
+    assert [env[k] for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                             "ASCEND_RT_VISIBLE_DEVICES")] == ["4,5"] * 4
+    assert ignored == ["ASCEND_RT_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"]

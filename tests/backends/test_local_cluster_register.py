@@ -1,9 +1,11 @@
 """This machine registers itself as the node of the local cluster."""
+import platform
 import socket
 
 import psutil
 import pytest
 
+from apps.clusters.accelerators import normalise_arch
 from apps.clusters.models import Cluster, Node, ResourcePool
 from apps.clusters.services import local_cluster_register, local_gpu_inventory
 
@@ -23,6 +25,8 @@ def test_registers_cluster_pool_and_this_node(settings):
     assert node.memory_mb_capacity == psutil.virtual_memory().total // (1024 * 1024)
     assert node.gpu_count == local_gpu_inventory().count  # 0 without an NVIDIA driver, no crash
     assert node.health == "healthy" and node.last_seen_at is not None
+    assert node.cpu_arch == normalise_arch(platform.machine()) != ""
+    assert node.accelerator_type == ("nvidia" if node.gpu_count else "none")
 
 
 def test_registering_again_updates_capacity_and_keeps_admin_choices():

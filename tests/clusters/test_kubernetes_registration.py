@@ -77,6 +77,7 @@ def test_in_cluster_registration_stores_no_secret(admin_user, client_for):
     ({"name": "x", "in_cluster": True, "config": {"namespace_prefix": "Kube-"}}, "config.namespace_prefix"),
     ({"name": "x", "in_cluster": True, "config": {"shared_gpu_resources": {"nvidia.com/gpu": 2}}},
      "config.shared_gpu_resources"),
+    ({"name": "x", "in_cluster": True, "config": {"accelerators": {"intel": {}}}}, "unknown vendor 'intel'"),
     ({"name": "Bad Name", "in_cluster": True}, "name:"),
 ])
 def test_bad_registrations_answer_400_with_detail(admin_user, client_for, body, words):

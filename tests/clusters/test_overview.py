@@ -134,3 +134,16 @@ def test_the_local_node_says_how_its_replicas_are_isolated(alice, client_for, db
     node.labels = {**node.labels, "rack": "r1"}  # an admin's labels are kept
     node.save(update_fields=["labels"])
     assert local_cluster_register().labels == {ISOLATION_LABEL: "bubblewrap+user", "rack": "r1"}
+
+
+def test_nodes_and_pools_show_vendor_and_architecture(alice, client_for):
+    from tests.factories import NodeFactory, PoolFactory
+
+    pool = PoolFactory(name="mixed")
+    NodeFactory(pool=pool, name="npu-1", gpu_count=8, gpu_model="910B3", accelerator_type="ascend", cpu_arch="arm64")
+    NodeFactory(pool=pool, name="h100-1", gpu_count=8, gpu_model="H100", accelerator_type="nvidia", cpu_arch="amd64")
+    body = client_for(alice).get(URL).json()
+    [p] = [p for p in body["pools"] if p["name"] == "mixed"]
+    assert (p["accelerator_types"], p["architectures"]) == (["ascend", "nvidia"], ["amd64", "arm64"])
+    kinds = {n["name"]: (n["accelerator_type"], n["cpu_arch"]) for n in p["nodes"]}
+    assert kinds == {"npu-1": ("ascend", "arm64"), "h100-1": ("nvidia", "amd64")}

@@ -5,7 +5,15 @@ from dataclasses import dataclass, field
 import pytest
 from rest_framework.test import APIClient
 
-from tests.factories import MembershipFactory, PoolFactory, QuotaFactory, UserFactory, WorkloadFactory, make_token
+from tests.factories import (
+    MembershipFactory,
+    PoolFactory,
+    QuotaFactory,
+    SweepFactory,
+    UserFactory,
+    WorkloadFactory,
+    make_token,
+)
 
 ROLE_ORDER = ["viewer", "member", "maintainer", "owner", "staff"]
 CALLERS = ["anonymous", "outsider", "viewer", "member", "maintainer", "owner", "staff"]
@@ -27,9 +35,11 @@ class Case:
 
 
 def _finish_running(world):
+    from apps.sweeps.models import Sweep
     from apps.workloads.models import Workload
 
     Workload.objects.filter(status="running").update(status="succeeded")
+    Sweep.objects.filter(status="running").update(status="stopped")
 
 
 P = "/api/v1/projects/vision"
@@ -69,6 +79,15 @@ for route, kind, body in [
         Case("get", f"{P}/workloads/{{{kind}_running}}/logs/", "viewer"),
         Case("get", f"{P}/workloads/{{{kind}_running}}/events/", "viewer"),
     ]
+CASES += [  # notebooks: start again (its creator, else maintainers), the culler's view, reclaimed GPU-hours
+    Case("post", f"{P}/notebooks/{{notebook_stopped}}/start/", "maintainer"),
+    Case("get", f"{P}/notebooks/{{notebook_running}}/activity/", "viewer"),
+    Case("get", f"{P}/notebooks/reclaimed/", "viewer"),
+]
+CASES += [  # self-healing training (docs/training.md)
+    Case("get", f"{P}/training-jobs/{{training_running}}/resilience/", "viewer"),
+    Case("get", f"{P}/training-jobs/goodput/", "viewer"),
+]
 CASES += [  # tracking
     Case("get", f"{P}/runs/", "viewer"),
     Case("post", f"{P}/runs/", "member", {"name": "sweep"}),
@@ -81,6 +100,60 @@ CASES += [  # tracking
     Case("post", f"{P}/runs/{{run}}/finish/", "member", {"status": "finished"}),
     Case("delete", f"{P}/runs/{{run}}/", "member"),
     Case("get", f"{P}/workload-telemetry/{{training_running}}/", "viewer"),
+]
+CASES += [  # sweeps
+    Case("get", f"{P}/sweeps/", "viewer"),
+    Case("post", f"{P}/sweeps/", "member", {
+        "name": "lr", "template": {"command": "echo hi", "pool": "local"}, "objective": {"metric": "acc"},
+        "space": {"lr": {"type": "float", "low": 0.001, "high": 0.1, "log": True}}, "budget": {"max_trials": 2}}),
+    Case("get", f"{P}/sweeps/{{sweep}}/", "viewer"),
+    Case("get", f"{P}/sweeps/{{sweep}}/trials/", "viewer"),
+    Case("get", f"{P}/sweeps/{{sweep}}/importance/", "viewer"),
+    Case("post", f"{P}/sweeps/{{sweep}}/stop/", "member"),
+]
+
+
+def _volume(world):
+    from apps.projects.models import Project
+    from apps.storage.models import Volume
+
+    Volume.objects.get_or_create(project=Project.objects.get(slug="vision"), name="scratch", defaults={"size_gb": 1})
+
+
+def _model(world):
+    from apps.projects.models import Project
+    from apps.storage.models import ModelVersion, RegisteredModel
+
+    model, _ = RegisteredModel.objects.get_or_create(project=Project.objects.get(slug="vision"), name="tiny")
+    ModelVersion.objects.get_or_create(model=model, number=1)
+
+
+def _dataset(world):
+    from apps.projects.models import Project
+    from apps.storage.models import Dataset, DatasetVersion
+
+    dataset, _ = Dataset.objects.get_or_create(project=Project.objects.get(slug="vision"), name="nfs-set", defaults={
+        "source": "nfs", "location": {"server": "nfs.lab", "path": "/export/set"}})
+    DatasetVersion.objects.get_or_create(dataset=dataset, number=1, defaults={"digest": "0" * 64})
+
+
+CASES += [  # storage
+    Case("get", f"{P}/volumes/", "viewer"),
+    Case("get", f"{P}/volumes/usage/", "viewer"),
+    Case("post", f"{P}/volumes/", "member", {"name": "images", "size_gb": 1}),
+    Case("get", f"{P}/volumes/scratch/", "viewer", setup=_volume),
+    Case("delete", f"{P}/volumes/scratch/", "maintainer", setup=_volume),
+    Case("get", f"{P}/models/", "viewer"),
+    Case("get", f"{P}/models/tiny/", "viewer", setup=_model),
+    Case("get", f"{P}/models/tiny/versions/1/", "viewer", setup=_model),
+    Case("delete", f"{P}/models/tiny/", "maintainer", setup=_model),
+    Case("get", f"{P}/datasets/", "viewer"),
+    Case("get", f"{P}/datasets/nfs-set/", "viewer", setup=_dataset),
+    Case("get", f"{P}/datasets/nfs-set/versions/1/", "viewer", setup=_dataset),
+    Case("post", f"{P}/datasets/nfs-set/snapshot/", "member", setup=_dataset),
+    Case("post", f"{P}/datasets/", "member", {"name": "nfs2", "source": "nfs",
+                                              "location": {"server": "nfs.lab", "path": "/export/x"}}),
+    Case("delete", f"{P}/datasets/nfs-set/", "maintainer", setup=_dataset),
 ]
 
 
@@ -102,9 +175,11 @@ def world(project, pool, node):
     for kind in ("training", "notebook", "deployment"):
         ids[f"{kind}_running"] = WorkloadFactory(project=project, pool=pool, kind=kind, status="running").pk
         ids[f"{kind}_done"] = WorkloadFactory(project=project, pool=pool, kind=kind, status="succeeded").pk
+    ids["notebook_stopped"] = WorkloadFactory(project=project, pool=pool, kind="notebook", status="stopped").pk
     from tests.tracking.factories import RunFactory
 
     ids["run"] = RunFactory(project=project).pk
+    ids["sweep"] = SweepFactory(project=project, pool=pool).pk
     return {"users": users, "running": ids["training_running"], **ids}
 
 

@@ -42,6 +42,7 @@ APP = """
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
 
         def log_message(self, *args):
             pass
@@ -100,7 +101,13 @@ def _deploy(project, script, *, replicas=1, name="model"):
     for replica in range(replicas):
         wait_for(lambda replica=replica: "listening on" in workload_log_read(workload=workload, replica=replica),
                  what=f"replica {replica} to listen")
-    return workload
+    return ready(workload, replicas)
+
+
+def ready(workload, count):
+    """Reconcile until `count` replicas passed their readiness check (the gateway's condition)."""
+    return reconcile_until(workload, S.RUNNING, condition=lambda w: sum(
+        bool(r.get("ready")) for r in w.runtime.get("replicas", [])) >= count)
 
 
 def _port_of(workload, replica=0) -> int:
@@ -137,13 +144,16 @@ def test_sandboxed_replica_is_reachable_through_the_gateway_only(gateway_server,
     assert "set-cookie" not in with_token.headers  # a deployment cannot set cookies on Cairn's origin
     assert with_token.headers["content-security-policy"].startswith("sandbox")
 
-    assert httpx.get(_url(gateway_server), headers=_bearer(team["vera"])).status_code == 200  # any role reads
+    assert httpx.get(_url(gateway_server), headers=_bearer(make_token(workload.project.memberships.get(
+        role="member").user, scopes=("read",)))).status_code == 200  # a member's read-only token calls it
     _, key = deployment_key_create(workload=workload, name="ci", created_by=None)
     for headers in (_bearer(key), {"X-Cairn-Deployment-Key": key}):
         answer = httpx.get(_url(gateway_server), headers=headers)
         assert answer.status_code == 200
         assert "x-cairn-deployment-key" not in answer.json()["headers"]
         assert "authorization" not in answer.json()["headers"]
+        # The replica set a cookie on every answer before: the gateway kept none to send on.
+        assert "cookie" not in answer.json()["headers"]
     posted = httpx.post(_url(gateway_server, "echo"), headers=_bearer(key), content=b"x" * 100_000)
     assert posted.status_code == 200 and posted.content == b"x" * 100_000
 
@@ -224,7 +234,8 @@ def test_no_running_replica_gets_503(gateway_server, project, team):
 
 
 @needs_bwrap
-def test_a_refused_connection_goes_to_another_replica(gateway_server, project, team, script):
+def test_a_refused_connection_goes_to_another_replica(gateway_server, project, team, script, settings):
+    settings.CAIRN = {**settings.CAIRN, "SERVE_AUTH_CACHE_SECONDS": 0}  # it edits the targets under the gateway
     workload = _deploy(project, script, replicas=2)
     os.unlink(workload.runtime["replicas"][0]["socket"])  # replica 0 cannot be reached any more
     for _ in range(4):
@@ -288,7 +299,7 @@ def test_a_signed_in_session_may_call_it_and_writes_need_cairns_origin(gateway_s
 
 
 @needs_bwrap
-def test_a_replica_not_listening_yet_gets_503(gateway_server, project, team, script):
+def test_a_replica_not_listening_yet_is_not_ready_and_gets_no_traffic_503(gateway_server, project, team, script):
     path = script("""
         import time
         print("starting slowly", flush=True)
@@ -298,6 +309,9 @@ def test_a_replica_not_listening_yet_gets_503(gateway_server, project, team, scr
     workload_dispatch(workload_id=workload.pk)
     workload.refresh_from_db()
     wait_for(lambda: "starting slowly" in workload_log_read(workload=workload, replica=0), what="the replica to start")
+    for _ in range(3):
+        reconcile_until(workload, S.RUNNING)
+    assert workload.runtime["replicas"][0]["ready"] is False
     answer = httpx.get(_url(gateway_server), headers=_bearer(team["alice"]))
-    assert answer.status_code == 503, answer.text  # the bridge answers the socket, the command's port does not
-    assert "accepted the connection" in answer.json()["detail"]
+    assert answer.status_code == 503, answer.text
+    assert "no ready replica" in answer.json()["detail"]

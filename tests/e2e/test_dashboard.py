@@ -394,9 +394,13 @@ def test_cluster_and_quota_pages_show_the_local_pool_and_the_theme_switches(cair
     expect(page.get_by_test_id("cluster-pools")).to_contain_text("local", timeout=UI)
     expect(page.get_by_test_id("gpu-heatmap")).to_be_attached()
     expect(page.get_by_test_id("queue-table")).to_be_attached()
+    # This machine's architecture (docs/accelerators.md), on its node and its pool.
+    expect(page.get_by_test_id("node-kind").first).to_have_text(re.compile(r"· (amd64|arm64)$"), timeout=UI)
+    expect(page.get_by_test_id("pool-kinds").first).to_contain_text(re.compile(r"amd64|arm64"))
 
     page.goto(f"/projects/{PROJECT}/quotas")
     expect(page.get_by_test_id("quotas-table")).to_contain_text("local", timeout=UI)
+    expect(page.get_by_test_id("quota-pool-kinds").first).to_contain_text(re.compile(r"amd64|arm64"))
 
     html = page.locator("html")
     before = html.get_attribute("data-mantine-color-scheme")
@@ -404,3 +408,70 @@ def test_cluster_and_quota_pages_show_the_local_pool_and_the_theme_switches(cair
     expect(html).not_to_have_attribute("data-mantine-color-scheme", before or "")
     page.reload()  # the choice is kept
     expect(html).not_to_have_attribute("data-mantine-color-scheme", before or "", timeout=UI)
+
+
+SERVING_APP = textwrap.dedent("""
+    import os
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = os.environ["CAIRN_REPLICA"].encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()
+""")
+
+
+def test_a_deployments_page_draws_its_request_metrics_live(cairn, new_page):
+    script = cairn.tmp / "shared" / "serving_app.py"
+    script.write_text(SERVING_APP)
+    headers = {"Authorization": f"Bearer {cairn.token('erin')}"}
+    created = requests.post(f"{cairn.url}/api/v1/projects/{PROJECT}/deployments/", headers=headers, timeout=10,
+                            json={"name": "echo", "command": ["python", str(script)], "replicas": 2})
+    assert created.status_code == 201, created.text
+    deployment_id = created.json()["id"]
+    gateway = f"{cairn.url}/serve/{PROJECT}/echo/"
+    deadline = time.monotonic() + JOB / 1000
+    while requests.get(gateway, headers=headers, timeout=10).status_code != 200:
+        assert time.monotonic() < deadline, "the deployment never answered through the gateway"
+        time.sleep(0.3)
+
+    page = new_page(cairn.url)
+    sign_in(page, "erin")
+    expect(page).to_have_url(re.compile(rf"{workloads_url()}$"), timeout=UI)
+    page.goto(f"/projects/{PROJECT}/workloads/deployment/{deployment_id}")
+    panel = page.get_by_test_id("serving-panel")
+    expect(panel).to_be_visible(timeout=UI)
+    with requests.Session() as session:
+        for _ in range(30):
+            assert session.get(gateway, headers=headers, timeout=10).status_code == 200
+    charts = page.get_by_test_id("serving-chart")
+    expect(charts.first).to_have_attribute("data-point-count", re.compile(r"^[1-9]\d*$"), timeout=UI)
+    expect(panel).to_contain_text("Requests per second")
+    expect(panel).to_contain_text("Latency")
+    first = int(charts.first.get_attribute("data-point-count"))
+    with requests.Session() as session:  # more traffic: more points arrive without a reload
+        for _ in range(30):
+            assert session.get(gateway, headers=headers, timeout=10).status_code == 200
+    _expect_at_least(charts.first, "data-point-count", first + 1, timeout=UI)
+
+    # A canary revision shows in the revision history; Roll back in the page withdraws it.
+    revision = requests.post(f"{cairn.url}/api/v1/projects/{PROJECT}/deployments/{deployment_id}/revisions/",
+                             headers=headers, timeout=10,
+                             json={"env": {"VERSION": "2"}, "strategy": "canary", "canary_weight": 20})
+    assert revision.status_code == 201, revision.text
+    history = page.get_by_test_id("revisions-panel")
+    expect(history.get_by_test_id("revision-row")).to_have_count(2, timeout=UI)
+    expect(history.get_by_test_id("rollout-state")).to_contain_text("canary: revision 2 gets 20%", timeout=UI)
+    history.get_by_test_id("rollout-rollback").click()
+    expect(history.get_by_test_id("rollout-state")).to_contain_text("revision 1", timeout=UI)
+    expect(history.get_by_test_id("rollout-state")).not_to_contain_text("canary")

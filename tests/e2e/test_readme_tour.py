@@ -201,6 +201,8 @@ def test_the_readme_tour_runs_as_written(embedded, checkout_files, tmp_path):
             for key, value in fields.items():
                 if key == "id":
                     continue  # the README's ids are examples
+                if isinstance(value, str):  # an address the README shows on port 8000
+                    value = value.replace(README_URL, url)
                 assert answer[key] == value or answer[key] in alternatives, f"{step.command}\n-> {answer}"
 
     assert answered == [s.command for s in steps]

@@ -81,11 +81,12 @@ def test_budget_period_end():
 
 def test_list_queries_do_not_grow_with_quotas(quotas, project, pool, alice, client_for, django_assert_max_num_queries):
     client = client_for(alice)
-    with django_assert_max_num_queries(8):
+    # 9: the 8 before, and one for the pools' accelerator types and architectures.
+    with django_assert_max_num_queries(9):
         assert client.get(URL).status_code == 200
     for i in range(10):
         QuotaFactory(project=project, pool=PoolFactory(name=f"p{i}", cluster=pool.cluster))
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):
         assert client.get(URL).json()["count"] == 12
 
 
@@ -115,3 +116,18 @@ def test_a_job_waiting_on_the_cpu_quota_shows_as_cpu_in_usage_and_waits(project,
     assert (usage["queued_gpu_milli"], usage["queued_cpu_milli"], usage["queued_memory_mb"]) == (0, 4000, 2048)
     assert usage["waiting"] == [{"waiting_on": big.waiting_on, "workloads": 1, "gpu_milli": 0, "cpu_milli": 4000,
                                  "memory_mb": 2048, "resources": ["cpu"]}]
+
+
+def test_each_quota_shows_its_pools_accelerator_types_and_architectures(project, pool, bob, charlie, client_for):
+    from tests.factories import NodeFactory
+
+    NodeFactory(pool=pool, gpu_count=8, accelerator_type="ascend", cpu_arch="arm64")
+    NodeFactory(pool=pool, gpu_count=8, accelerator_type="nvidia", cpu_arch="amd64")
+    NodeFactory(pool=pool, cpu_arch="amd64")
+    QuotaFactory(project=project, pool=pool)
+    split = PoolFactory(name="npu-only", cluster=pool.cluster, accelerator_types=["ascend"], architectures=["arm64"])
+    QuotaFactory(project=project, pool=split)
+    rows = {q["pool"]: q["pool_accelerators"] for q in client_for(bob).get(URL).json()["results"]}
+    assert rows == {pool.name: {"types": ["ascend", "nvidia"], "architectures": ["amd64", "arm64"]},
+                    "npu-only": {"types": ["ascend"], "architectures": ["arm64"]}}
+    assert client_for(charlie).get(URL).status_code == 404

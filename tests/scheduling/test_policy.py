@@ -593,3 +593,26 @@ def test_the_bounded_wait_gives_no_right_to_preempt_and_skips_requeued_victims()
     victim = replace(pending[0], preempted_by=99)
     decisions = by_id(schedule(snap(nodes, quotas, [victim, pending[1]], run, starvation_seconds=3600)))
     assert isinstance(decisions[2], Admit)
+
+
+def test_past_the_bound_a_project_below_its_nominal_goes_with_the_work_within_nominal():
+    # Nominal 2 GPUs each; n1 (4 GPUs) has 2 held by b until T0 + 1 h. a uses nothing and its
+    # 4-GPU job, bigger than its nominal, has waited 2 h; c's 2-GPU job, within c's nominal, came now.
+    nodes = [node("n1", gpus=4)]
+    run = [running(10, project="b", gpu=2000, nodes=("n1",), gpus=[[0, 1]], end=T0 + timedelta(hours=1))]
+    old = replace(job(1, priority=3, gpu=4000), submitted_at=T0 - timedelta(hours=2))
+    new = job(2, project="c", priority=3, gpu=2000)
+    quotas = [quota(gpus=2), quota("b", gpus=2), quota("c", gpus=2)]
+    bounded = by_id(schedule(snap(nodes, quotas, [old, new], run, starvation_seconds=3600)))
+    # a's job is ordered with the work within nominal, ahead of c's newer job: it holds the free
+    # GPUs for its start when b's job ends, and c's job waits.
+    assert bounded[1].reason.startswith("reserved") and bounded[1].estimated_start == T0 + timedelta(hours=1)
+    assert isinstance(bounded[2], Wait)
+    assert not preempted(schedule(snap(nodes, quotas, [old, new], run, starvation_seconds=3600)))  # no reclaim right
+    # Within the bound, or once a uses its nominal, work within nominal goes first again.
+    recent = by_id(schedule(snap(nodes, quotas, [replace(old, submitted_at=T0 - timedelta(minutes=30)), new], run,
+                                 starvation_seconds=3600)))
+    assert isinstance(recent[2], Admit)
+    busy = run + [running(11, project="a", gpu=2000, nodes=("n2",), gpus=[[0, 1]])]
+    using = by_id(schedule(snap(nodes + [node("n2", gpus=2)], quotas, [old, new], busy, starvation_seconds=3600)))
+    assert isinstance(using[2], Admit)

@@ -21,6 +21,7 @@ from apps.scheduling.policy import (
     Wait,
     WaitKind,
     _Cycle,
+    _Pool,
     schedule,
 )
 
@@ -252,3 +253,50 @@ def test_cpu_only_admissions_never_take_what_free_gpus_keep(nodes, quotas, first
                 free[entry["node"]][2] -= per.memory_mb
         else:
             take(per, d.placement)
+
+
+shape_st = st.tuples(st.sampled_from([0, 250, 500, 1000, 2000, 4000]), st.integers(1, 16), st.integers(1, 64))
+models_st = st.sampled_from([None, frozenset("X"), frozenset("Y"), frozenset("XY")])
+
+
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from([0, 1, 2, 4, 8]), st.integers(2, 64), st.integers(4, 256),
+                          st.sampled_from("XY"), st.integers(0, 2), st.integers(0, 1)), min_size=1, max_size=8),
+       st.lists(st.tuples(shape_st, st.integers(1, 4), models_st, st.booleans()), max_size=24),
+       st.sampled_from([0.0, 0.5]))
+def test_the_pools_kept_indexes_equal_ones_computed_afresh(nodes, ops, reserve):
+    """What a pool keeps up to date from the nodes that changed (per-domain capacities for gangs, the
+    most-free-node summary) equals what a fresh look at every node gives, after any sequence of
+    placements, removals and trial placements."""
+    node_states = [
+        NodeState(name=f"n{i}", pool="p", allocatable=Resources(g * 1000, c * 1000, m * 1024), gpu_model=model,
+                  domains=(f"block{d}", f"rack{r}"))
+        for i, (g, c, m, model, d, r) in enumerate(nodes)
+    ]
+    pool = _Pool("p", node_states, [(1.0, (1000, 8000, 32 * 1024), None)], reserve)
+    placed = []
+    probes = [((1000, 4000, 1024), None), ((500, 2000, 1024), frozenset("X")), ((0, 4000, 4096), None),
+              ((2000, 1000, 1024), frozenset("Y"))]
+    for shape, replicas, models, keep in ops:
+        done = pool.place_gang(shape, replicas, models)
+        if done is not None:
+            if keep:
+                placed.append((done, shape))
+            else:
+                for n, gpus in done:
+                    pool.take(n, gpus, *shape, sign=-1)
+        elif placed:
+            done, old = placed.pop(0)
+            for n, gpus in done:
+                pool.take(n, gpus, *old, sign=-1)
+        for probe, probe_models in [*probes, (shape, models)]:
+            fit, sums = pool._domain_fit(probe, probe_models)
+            fresh = [0 if probe_models is not None and n.model not in probe_models else pool.capacity_for(n, probe)
+                     for n in pool.nodes]
+            assert fit == fresh
+            for level, domains in enumerate(pool.domain_nodes):
+                assert sums[level] == {dom: sum(fresh[n.idx] for n in members) for dom, members in domains.items()}
+        for probe_models in (None, frozenset("X"), frozenset("Y")):
+            allowed = [n for n in pool.nodes if probe_models is None or n.model in probe_models]
+            most = max(((sum(n.gpus), n.cpu, n.mem) for n in allowed), default=(0, 0, 0))
+            assert pool.free_summary(probe_models) == (len(allowed), max(most, (0, 0, 0)))

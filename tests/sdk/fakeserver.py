@@ -168,7 +168,7 @@ class FakeCairn:
 
         match = re.fullmatch(
             r"/api/v1/projects/([^/]+)/(workloads|training-jobs|notebooks|deployments)/"
-            r"(?:(\d+)/(?:(stop|logs|events)/)?)?",
+            r"(?:(\d+)/(?:(stop|start|logs|events)/)?)?",
             path,
         )
         if not match:
@@ -211,6 +211,12 @@ class FakeCairn:
             if w["status"] in FINISHED:
                 return h.reply(409, {"detail": f"The workload has already {w['status']}."})
             w["status"] = "stopping"
+            return h.reply(202, w)
+        if action == "start" and h.command == "POST" and route == "notebooks":
+            if w["status"] != "stopped":
+                return h.reply(409, {"detail": f"Notebook '{w['name']}' is {w['status']}: only a stopped notebook "
+                                               "can be started again."})
+            w["status"] = "queued"
             return h.reply(202, w)
         if action == "events" and h.command == "GET":
             return self._page(h, self.events.get(w["id"], []), query)

@@ -380,11 +380,11 @@ def test_get_says_what_a_queued_workload_waits_on(run, logged_in):
 
 def test_get_shows_the_endpoint_when_the_api_gives_one(run, logged_in):
     logged_in.add_workload(kind="notebook", name="nb", status="running",
-                           endpoint="/api/v1/projects/vision/notebooks/1/open/")
+                           endpoint="/nb/vision/1/lab")
     logged_in.add_workload(kind="training", name="job", spec={"command": ["python"], "working_dir": "src"})
     out = run("get", "nb").out
     endpoint = next(line for line in out.splitlines() if line.startswith("Endpoint"))
-    assert endpoint.split()[-1].endswith("/api/v1/projects/vision/notebooks/1/open/")
+    assert endpoint.split()[-1].endswith("/nb/vision/1/lab")
     assert endpoint.split()[-1].startswith("http://")
     out = run("get", "job").out
     assert "Endpoint" not in out and "Working dir" in out
@@ -537,6 +537,23 @@ def test_stop_by_name(run, logged_in):
     assert "Stopping training mnist (id 1): stopping" in result.out
 
 
+def test_start_a_stopped_notebook_again(run, logged_in):
+    logged_in.add_workload(kind="notebook", name="nb", status="stopped")
+    result = run("start", "nb")
+    assert result.code == 0, result.err
+    assert logged_in.requests[-1].method == "POST"
+    assert logged_in.requests[-1].path == "/api/v1/projects/vision/notebooks/1/start/"
+    assert "Starting notebook nb (id 1) again (its files are kept): queued" in result.out
+    again = run("start", "nb")
+    assert again.code != 0 and "only a stopped notebook" in again.err
+
+
+def test_start_refuses_other_kinds(run, logged_in):
+    logged_in.add_workload(name="mnist", status="stopped")
+    result = run("start", "mnist")
+    assert result.code != 0 and "only notebooks are started again" in result.err
+
+
 def test_stop_of_a_finished_job_is_409(run, logged_in):
     logged_in.add_workload(name="mnist", status="succeeded")
     assert_clean_error(run("stop", "mnist"), "error (409): The workload has already succeeded.")
@@ -596,3 +613,24 @@ def test_queue_shows_cpu_and_memory_beside_gpus(run, logged_in):
     assert "CPU" in header and "MEM" in header
     row = next(line for line in lines if "cpu-job" in line)
     assert row.split()[:9] == ["1", "7", "cpu-job", "vision", "P3", "1", "0", "16", "2G"]
+
+
+def test_every_submit_carries_an_idempotency_key(run, logged_in, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("command: x\n")
+    assert run("submit", str(job)).code == 0
+    assert run("submit", str(job)).code == 0
+    first, second = (p.headers.get("Idempotency-Key") for p in logged_in.find("POST")[-2:])
+    assert first and second and first != second
+    assert run("submit", str(job), "--idempotency-key", "nightly-42").code == 0
+    assert logged_in.find("POST")[-1].headers["Idempotency-Key"] == "nightly-42"
+def test_a_job_file_asks_for_an_accelerator_and_arch_and_get_shows_them(run, logged_in, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("command: x\naccelerator: {type: ascend, model: 910B3, count: 8}\narch: arm64\n")
+    assert run("submit", str(job)).code == 0
+    body = logged_in.find("POST")[-1].body
+    assert body["accelerator"] == {"type": "ascend", "model": "910B3", "count": 8} and body["arch"] == "arm64"
+    logged_in.add_workload(name="npu", accelerator={"type": "ascend", "model": "910B3", "count": 8.0},
+                           arch=["arm64"])
+    out = run("get", "npu").out
+    assert "8 x ascend 910B3" in out and "arm64" in out

@@ -90,14 +90,28 @@ def test_retries_give_up_with_the_last_error(client, server):
     assert len(server.find("GET", "/me/")) == 3  # 1 + 2 retries
 
 
-def test_posts_are_never_retried(client, server):
+def test_posts_without_an_idempotency_key_are_never_retried(client, server):
     path = "/api/v1/projects/vision/training-jobs/"
     server.fail_next[("POST", path)] = [(503, {"detail": "busy"})]
     with pytest.raises(CairnError) as info:
-        client.submit("vision", {"command": "true"})
+        client.request("POST", "/projects/vision/training-jobs/", json={"command": "true"})
     assert info.value.status == 503
     assert len(server.find("POST", path)) == 1
     assert server.workloads == {}
+
+
+def test_submit_sends_an_idempotency_key_and_retries_with_the_same_one(client, server):
+    path = "/api/v1/projects/vision/training-jobs/"
+    server.fail_next[("POST", path)] = [(503, {"detail": "busy"})]
+    w = client.submit("vision", {"name": "x", "command": "true"})
+    posts = server.find("POST", path)
+    keys = [p.headers.get("Idempotency-Key") for p in posts]
+    assert len(posts) == 2 and keys[0] and keys[0] == keys[1]
+    assert w["kind"] == "training"
+    client.submit("vision", {"name": "y", "command": "true"})
+    assert server.find("POST", path)[-1].headers["Idempotency-Key"] not in keys  # a new submit, a new key
+    client.submit("vision", {"name": "z", "command": "true"}, idempotency_key="mine")
+    assert server.find("POST", path)[-1].headers["Idempotency-Key"] == "mine"
 
 
 def test_connection_refused_is_a_connection_error(refused_url):

@@ -244,7 +244,7 @@ def test_one_sampling_pass_gives_the_local_node_cpu_and_memory(db, alice, client
     from apps.telemetry.loops import TelemetryPass
 
     node = local_cluster_register()
-    TelemetryPass(compact=False)()
+    TelemetryPass()()
     client = client_for(alice)
     metrics = client.get(f"/api/v1/telemetry/nodes/{node.name}/").json()["metrics"]
     assert {"node.cpu_percent", "node.memory_percent", "node.memory_used_mb"} <= set(metrics)

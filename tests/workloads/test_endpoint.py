@@ -1,6 +1,6 @@
 """Notebook and serving credentials stay out of API answers (issue 22, item 3).
 
-A notebook's address is shown to its creator only (as Cairn's open link); its token to nobody,
+A notebook's address (Cairn's proxy, /nb/<project>/<id>/) is shown to those who may open it; its token to nobody,
 anywhere in the workload's JSON: detail, lists, events, create and stop answers.
 """
 import json
@@ -60,45 +60,41 @@ def test_others_get_no_notebook_address_and_no_token(who, request, notebook, cli
 
 
 def test_the_owner_is_not_the_creator_either(bob, alice, project, pool, quota, client_for):
-    """A project owner is not the notebook's creator: no address for them either."""
+    """A project owner is not the notebook's creator: no address for them while the project does not
+    share notebooks, the proxy's address once it does (owners and maintainers only)."""
     notebook = WorkloadFactory(project=project, pool=pool, kind="notebook", created_by=bob,
                                status=WorkloadStatus.RUNNING, runtime=dict(RUNTIME), spec={"env": {}})
     assert detail(client_for(alice), notebook, "notebooks")["endpoint"] is None
-    assert client_for(alice).get(f"{BASE}/notebooks/{notebook.pk}/open/").status_code == 403
-    assert detail(client_for(bob), notebook, "notebooks")["endpoint"] == f"{BASE}/notebooks/{notebook.pk}/open/"
+    assert detail(client_for(bob), notebook, "notebooks")["endpoint"] == f"/nb/vision/{notebook.pk}/lab"
+    project.shared_notebooks = True
+    project.save(update_fields=["shared_notebooks"])
+    assert detail(client_for(alice), notebook, "notebooks")["endpoint"] == f"/nb/vision/{notebook.pk}/lab"
 
 
-def test_the_creator_gets_the_open_link_but_never_the_token(alice, notebook, client_for):
+def test_a_viewer_gets_no_address_even_in_a_project_that_shares_notebooks(vera, notebook, project, client_for):
+    project.shared_notebooks = True
+    project.save(update_fields=["shared_notebooks"])
+    assert detail(client_for(vera), notebook, "notebooks")["endpoint"] is None
+
+
+def test_the_creator_gets_the_proxy_address_but_never_the_token(alice, notebook, client_for):
     client = client_for(alice)
     for text in every_answer(client, notebook, "notebooks"):
-        assert TOKEN not in text
-    assert detail(client, notebook, "notebooks")["endpoint"] == f"{BASE}/notebooks/{notebook.pk}/open/"
+        assert TOKEN not in text and PORT not in text
+    assert detail(client, notebook, "notebooks")["endpoint"] == f"/nb/vision/{notebook.pk}/lab"
     stopped = client.post(f"{BASE}/notebooks/{notebook.pk}/stop/")
     assert stopped.status_code == 202 and TOKEN not in stopped.content.decode()
     assert stopped.json()["endpoint"] is None  # stopping: nothing to open any more
 
 
-def test_open_redirects_the_creator_to_the_notebook_logged_in(alice, notebook, client_for):
-    response = client_for(alice).get(f"{BASE}/notebooks/{notebook.pk}/open/")
-    assert response.status_code == 302
-    assert response["Location"] == f"http://127.0.0.1:{PORT}/?token={TOKEN}"
-    assert response["Cache-Control"] == "no-store"
+def test_the_old_open_link_is_gone(alice, notebook, client_for):
+    assert client_for(alice).get(f"{BASE}/notebooks/{notebook.pk}/open/").status_code == 404
 
 
-@pytest.mark.parametrize("who, status", [("bob", 403), ("vera", 403), ("charlie", 404)])
-def test_open_refuses_everyone_else(who, status, request, notebook, client_for):
-    response = client_for(request.getfixturevalue(who)).get(f"{BASE}/notebooks/{notebook.pk}/open/")
-    assert response.status_code == status
-    assert TOKEN not in response.content.decode() and "Location" not in response
-    assert response.json()["detail"]
-
-
-def test_open_a_notebook_that_is_not_running_is_409(alice, notebook, client_for):
-    notebook.status = WorkloadStatus.QUEUED
-    notebook.save()
-    response = client_for(alice).get(f"{BASE}/notebooks/{notebook.pk}/open/")
-    assert response.status_code == 409 and "not running" in response.json()["detail"]
-    assert detail(client_for(alice), notebook, "notebooks")["endpoint"] is None
+def test_a_vscode_notebook_opens_at_the_proxy_root(alice, notebook, client_for):
+    notebook.spec = {"env": {}, "ide": "vscode"}
+    notebook.save(update_fields=["spec"])
+    assert detail(client_for(alice), notebook, "notebooks")["endpoint"] == f"/nb/vision/{notebook.pk}/"
 
 
 @pytest.mark.parametrize("who", ["alice", "bob"])

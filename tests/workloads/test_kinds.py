@@ -30,11 +30,15 @@ def test_unknown_kind_and_a_conflicting_registration_are_refused():
     assert not kind_spec("training").serves_port
 
 
-def test_the_notebook_command_is_jupyterlab_on_the_given_port(tmp_path):
-    argv = kind_spec("notebook").local_command(None, port=8123, cwd=tmp_path, as_root=True)
-    assert argv[1:3] == ["-m", "jupyterlab"] and argv[argv.index("--port") + 1] == "8123"
+def test_the_notebook_command_is_jupyterlab_on_the_given_port_under_the_proxy_path(tmp_path):
+    from types import SimpleNamespace
+
+    notebook = SimpleNamespace(pk=7, spec={"env": {}}, project=SimpleNamespace(slug="vision"))
+    argv = kind_spec("notebook").local_command(notebook, port=8123, cwd=tmp_path, as_root=True)
+    assert argv[1] == "-c" and "LabApp.launch_instance()" in argv[2] and argv[argv.index("--port") + 1] == "8123"
     assert f"--ServerApp.root_dir={tmp_path}" in argv and argv[-1] == "--allow-root"
-    assert "--allow-root" not in kind_spec("notebook").local_command(None, port=1, cwd=tmp_path, as_root=False)
+    assert "--ServerApp.base_url=/nb/vision/7/" in argv
+    assert "--allow-root" not in kind_spec("notebook").local_command(notebook, port=1, cwd=tmp_path, as_root=False)
 
 
 def test_backends_do_not_compare_kind_names():

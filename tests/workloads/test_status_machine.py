@@ -12,10 +12,12 @@ from tests.factories import WorkloadFactory
 S = WorkloadStatus
 
 
-def test_terminal_statuses_have_no_way_out():
-    for status in TERMINAL:
+def test_terminal_statuses_have_no_way_out_but_a_stopped_notebook_started_again():
+    for status in TERMINAL - {S.STOPPED}:
         assert TRANSITIONS[status] == frozenset()
         assert not any(can_transition(status, other) for other in S.values)
+    # STOPPED -> QUEUED is "Start again" (apps.notebooks.services.notebook_start, notebooks only).
+    assert TRANSITIONS[S.STOPPED] == frozenset({S.QUEUED})
 
 
 @pytest.mark.parametrize(("current", "new"), [

@@ -19,10 +19,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.backends.base import LOG_FRAME_CHARS, Backend, LaunchError, LogReader, ReplicaState
 from apps.backends.launch_env import attempt_env
+from apps.clusters.accelerators import vendors_for_cluster
+from apps.clusters.choices import NodeHealth
+from apps.clusters.models import Node
+from apps.storage.selectors import volume_sizes_of
+from apps.storage.services import datasets_of
 from apps.workloads.deadlines import seconds_left
 from apps.workloads.kinds import kind_spec
 
@@ -44,11 +50,15 @@ def options_for(cluster: Cluster) -> m.ClusterOptions:
     base = kube_settings()
     config = cluster.config or {}
     api_url = config.get("api_url") or base["API_URL"] or settings.CAIRN["PUBLIC_URL"]
+    accelerators = vendors_for_cluster(config, nvidia_defaults={
+        "gpu_resource": base["GPU_RESOURCE"], "shared_gpu_resources": base["SHARED_GPU_RESOURCES"],
+        "gpu_product_label": base["GPU_PRODUCT_LABEL"]})
+    nvidia = accelerators["nvidia"]
     return m.ClusterOptions(
         namespace_prefix=config.get("namespace_prefix", base["NAMESPACE_PREFIX"]),
-        gpu_resource=config.get("gpu_resource", base["GPU_RESOURCE"]),
-        shared_gpu_resources=dict(config.get("shared_gpu_resources") or base["SHARED_GPU_RESOURCES"]),
-        gpu_product_label=config.get("gpu_product_label", base["GPU_PRODUCT_LABEL"]),
+        gpu_resource=nvidia.resource,
+        shared_gpu_resources=dict(nvidia.shared_resources),
+        gpu_product_label=nvidia.product_labels[0],
         tolerations=tuple(config.get("tolerations") or ()),
         volcano=bool(config.get("volcano", False)),
         volcano_queue=config.get("volcano_queue", "default"),
@@ -57,8 +67,16 @@ def options_for(cluster: Cluster) -> m.ClusterOptions:
         notebook_image=config.get("notebook_image", base["NOTEBOOK_IMAGE"]),
         notebook_storage=config.get("notebook_storage", base["NOTEBOOK_STORAGE"]),
         storage_class=config.get("storage_class", ""),
+        checkpoint_storage=config.get("checkpoint_storage", "20Gi"),
+        checkpoint_claim=config.get("checkpoint_claim", ""),
         api_url=api_url,
         image_pull_secrets=tuple(config.get("image_pull_secrets") or ()),
+        deployment_hpa=bool(config.get("deployment_hpa", False)),
+        accelerators=accelerators,
+        volume_storage_class=config.get("volume_storage_class", ""),
+        dataset_cache_path=config.get("dataset_cache_path", "/var/lib/cairn/dataset-cache"),
+        dataset_cache_gb=float(config.get("dataset_cache_gb", settings.CAIRN["DATASET_CACHE_GB"])),
+        cache_image=config.get("cache_image", "cairn:latest"),
     )
 
 
@@ -72,12 +90,28 @@ def view_for(workload: Workload, *, attempt: int, run_env: dict | None = None) -
         id=workload.pk, kind=workload.kind, name=workload.name, project=workload.project.slug, attempt=attempt,
         replicas=workload.replicas, gpu_milli=workload.gpu_milli, cpu_milli=workload.cpu_milli,
         memory_mb=workload.memory_mb, spec=dict(workload.spec or {}), gpu_model=workload.gpu_model,
+        accelerator_type=workload.accelerator_type, arch=tuple(a for a in workload.arch.split("|") if a),
         pool_node_selector=dict(workload.pool.node_selector or {}),
         placement_nodes=tuple(p["node"] for p in (workload.placement or []) if isinstance(p, dict) and p.get("node")),
         notebook_token=notebook_token(workload.pk) if kind_spec(workload.kind).access_token else "",
         run_env=dict(run_env or {}),
         active_deadline_seconds=_active_deadline(workload),
+        excluded_nodes=_excluded_nodes(workload),
+        volume_sizes=volume_sizes_of(workload),
+        datasets=datasets_of(workload),
     )
+
+
+def _excluded_nodes(workload: Workload) -> tuple[str, ...]:
+    """Training: the cluster's nodes a job must be kept off (unhealthy, or cordoned as SlowNode)."""
+    if not kind_spec(workload.kind).runs_to_completion:
+        return ()
+    bad = Node.objects.filter(cluster_id=workload.pool.cluster_id).filter(
+        Q(health=NodeHealth.UNHEALTHY) | Q(cordon_reason=SLOW_NODE, schedulable=False))
+    return tuple(sorted(bad.values_list("name", flat=True)[:200]))
+
+
+SLOW_NODE = "SlowNode"  # the cordon reason of a straggler's node (apps/backends/healing.py)
 
 
 def _active_deadline(workload: Workload) -> int | None:
@@ -186,12 +220,13 @@ class KubernetesBackend(Backend):
         except ConnectionNotConfigured as exc:
             raise LaunchError(str(exc)) from None
 
-    def launch(self, workload: Workload, *, attempt: int) -> dict:
+    def launch(self, workload: Workload, *, attempt: int, run_env: dict[str, str] | None = None) -> dict:
         clients = self._clients(workload)
         cluster = workload.pool.cluster
         options = options_for(cluster)
         # From the apps above (launch_env.py): tracking's run of this attempt and a write-only token.
-        run_env = attempt_env(workload=workload, attempt=attempt)
+        if run_env is None:
+            run_env = attempt_env(workload=workload, attempt=attempt)
         view = view_for(workload, attempt=attempt, run_env=run_env)
         namespace = m.namespace_for(view.project, options)
         ensure(clients, m.namespace_manifest(view.project, options))
@@ -209,8 +244,10 @@ class KubernetesBackend(Backend):
         if kind.kubernetes_object == "Job":
             runtime["job"] = m.job_name(workload.pk, attempt)
         elif kind.kubernetes_object == "StatefulSet":
-            runtime.update(url=f"http://{m.object_name(workload.pk)}.{namespace}.svc:{m.NOTEBOOK_PORT}"
-                               f"/notebooks/{workload.pk}/", token=view.notebook_token)
+            # Reached through Cairn's proxy (apps/notebooks/proxy.py): in-cluster DNS or the API
+            # server's service proxy (notebook_upstream in kubernetes/proxy.py).
+            runtime.update(url=f"http://{m.object_name(workload.pk)}.{namespace}.svc:{m.NOTEBOOK_PORT}/",
+                           service=m.object_name(workload.pk), port=m.NOTEBOOK_PORT, token=view.notebook_token)
         else:
             runtime.update(url=f"http://{m.object_name(workload.pk)}.{namespace}.svc/")
         return runtime
@@ -244,6 +281,12 @@ class KubernetesBackend(Backend):
             _ignore_missing(clients, clients.apps.patch_namespaced_deployment, name, namespace,
                             {"spec": {"replicas": 0}})
         return len(alive)
+
+    def scale(self, workload: Workload) -> None:
+        """Set a deployment's Deployment to the admitted replicas (Cairn's autoscaler changed them)."""
+        clients = clients_for(workload.pool.cluster)
+        _ignore_missing(clients, clients.apps.patch_namespaced_deployment, m.object_name(workload.pk),
+                        namespace_of(workload), {"spec": {"replicas": workload.replicas}})
 
     def observe(self, workload: Workload) -> list[ReplicaState]:
         try:

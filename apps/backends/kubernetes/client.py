@@ -69,6 +69,10 @@ DEFAULTS = {
     "WATCH_TIMEOUT": 60,
     "RESYNC_SECONDS": 300.0,
     "DEADLINE_BACKSTOP_SECONDS": 120.0,
+    # How Cairn's notebook proxy reaches a notebook's Service (docs/kubernetes.md, "Notebooks"):
+    # "dns" (Cairn runs in the cluster), "apiserver" (the API server's service proxy), or "auto":
+    # dns for an in-cluster connection, else apiserver.
+    "NOTEBOOK_ROUTE": "auto",
 }
 
 

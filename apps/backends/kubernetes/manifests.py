@@ -13,14 +13,21 @@ cairn.dev/workload, names derived from the workload id):
               + Volcano PodGroup `cairn-<id>-<attempt>` when the cluster runs Volcano.
 - notebook:   Secret `cairn-<id>` (the Jupyter token) + PVC `cairn-<id>-home` + StatefulSet
               `cairn-<id>` + Service `cairn-<id>`.
-- deployment: Deployment `cairn-<id>` + Service `cairn-<id>` + HorizontalPodAutoscaler (v2).
+- deployment: Deployment `cairn-<id>` + Service `cairn-<id>` (+ a HorizontalPodAutoscaler (v2) only
+  when the cluster's config asks for one: Cairn's own autoscaler sets the replicas otherwise).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
+from apps.clusters.accelerators import ARCH_LABEL, VENDORS, Vendor
 from apps.deployments.conf import DEPLOYMENT_PORT
+from apps.deployments.readiness import readiness_path
+from apps.notebooks.commands import JUPYTERLAB_LAUNCHER
+from apps.notebooks.commands import PREFIX as NOTEBOOK_PROXY_PREFIX
+
+from .storage import with_storage
 
 LABEL_PROJECT = "cairn.dev/project"
 LABEL_WORKLOAD = "cairn.dev/workload"
@@ -40,6 +47,8 @@ NOTEBOOK_HOME = "/home/cairn"
 CONTAINER = "main"
 RUN_AS_USER = 1000
 FINISHED_JOB_TTL_SECONDS = 7 * 24 * 3600
+CHECKPOINT_DIR = "/cairn/checkpoints"  # CAIRN_CHECKPOINT_DIR of training pods (cairn.checkpoint)
+MIN_SHM_MB = 64
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,20 @@ class ClusterOptions:
     storage_class: str = ""
     api_url: str = "http://cairn.cairn-system.svc:8000"
     image_pull_secrets: tuple[str, ...] = ()
+    # Deployments are scaled by Cairn's autoscaler (it sets the Deployment's replicas); an admin
+    # may ask for a Kubernetes HPA instead (cluster config "deployment_hpa": true).
+    deployment_hpa: bool = False
+    # Training checkpoints (docs/training.md): a ReadWriteMany PVC per job of this size, or, with
+    # `checkpoint_claim`, a shared PVC the cluster offers, each job in its own sub-folder.
+    checkpoint_storage: str = "20Gi"
+    checkpoint_claim: str = ""
+    # Per accelerator type, its resource names and labels (apps.clusters.accelerators); the NVIDIA
+    # entry is built from gpu_resource / shared_gpu_resources / gpu_product_label by options_for.
+    accelerators: dict[str, Vendor] = field(default_factory=lambda: dict(VENDORS))
+    volume_storage_class: str = ""  # project volumes: a ReadWriteMany class (apps/storage, docs/data.md)
+    dataset_cache_path: str = "/var/lib/cairn/dataset-cache"  # the node cache's hostPath
+    dataset_cache_gb: float = 50.0
+    cache_image: str = "cairn:latest"  # Cairn's own image: runs apps/storage/cachefill.py in the init container
 
 
 @dataclass(frozen=True)
@@ -78,6 +101,8 @@ class WorkloadView:
     memory_mb: int
     spec: dict
     gpu_model: str = ""
+    accelerator_type: str = ""  # "" or "nvidia": options.gpu_resource & co.; else options.accelerators[type]
+    arch: tuple[str, ...] = ()  # CPU architectures it may run on (empty: any)
     pool_node_selector: dict[str, str] = field(default_factory=dict)
     placement_nodes: tuple[str, ...] = ()
     notebook_token: str = ""
@@ -85,6 +110,12 @@ class WorkloadView:
     run_env: dict[str, str] = field(default_factory=dict)
     # Training: seconds this attempt's Job may be active (what is left of the run-time limit).
     active_deadline_seconds: int | None = None
+    # Nodes the job must not run on (unhealthy, or cordoned SlowNode): a NotIn affinity term.
+    excluded_nodes: tuple[str, ...] = ()
+    # Project volumes the spec mounts: name -> declared GiB (the claim's request).
+    volume_sizes: dict[str, int] = field(default_factory=dict)
+    # Datasets the spec mounts, resolved: spec entry + location (+ manifest and store for S3).
+    datasets: tuple[dict, ...] = ()
 
 
 # -- names and labels ----------------------------------------------------------------------------
@@ -164,13 +195,23 @@ def namespace_manifest(project: str, options: ClusterOptions) -> dict:
 
 # -- pod pieces ----------------------------------------------------------------------------------
 
+def device_names(view: WorkloadView, options: ClusterOptions) -> tuple[str, dict[str, str], str]:
+    """The workload's vendor's resource, sharing resources and product label (apps.clusters.accelerators)."""
+    vendor = options.accelerators.get(view.accelerator_type) if view.accelerator_type not in ("", "nvidia") else None
+    if vendor is None:
+        return options.gpu_resource, options.shared_gpu_resources, options.gpu_product_label
+    return vendor.resource, vendor.shared_resources, vendor.product_labels[0] if vendor.product_labels else ""
+
+
 def resources(view: WorkloadView, options: ClusterOptions) -> dict:
-    """Requests = limits (Guaranteed QoS for CPU/memory); GPUs whole or through sharing resources."""
+    """Requests = limits (Guaranteed QoS for CPU/memory); devices of the workload's vendor, whole or
+    through its sharing resources."""
     amounts: dict[str, str | int] = {"cpu": f"{view.cpu_milli}m", "memory": f"{view.memory_mb}Mi"}
+    resource, shared, _ = device_names(view, options)
     if view.gpu_milli >= 1000:
-        amounts[options.gpu_resource] = str(math.ceil(view.gpu_milli / 1000))
+        amounts[resource] = str(math.ceil(view.gpu_milli / 1000))
     elif view.gpu_milli > 0:
-        for name, unit in options.shared_gpu_resources.items():
+        for name, unit in shared.items():
             if unit == "percent":
                 amounts[name] = str(max(1, math.ceil(view.gpu_milli / 10)))
             elif unit == "milli":
@@ -205,13 +246,21 @@ def pod_security_context() -> dict:
 
 
 def node_affinity(view: WorkloadView, options: ClusterOptions) -> dict | None:
-    """Required node affinity: the GPU model asked for, and the nodes Cairn's scheduler placed it on."""
+    """Required node affinity: the model asked for (several: "A|B"), its CPU architectures when it
+    may run on several (one is a nodeSelector), and the nodes Cairn's scheduler placed it on."""
     expressions = []
-    if view.gpu_model:
-        expressions.append({"key": options.gpu_product_label, "operator": "In", "values": [view.gpu_model]})
-    nodes = sorted(set(view.placement_nodes))
+    label = device_names(view, options)[2]
+    if view.gpu_model and label:
+        models = [m for m in view.gpu_model.split("|") if m]
+        expressions.append({"key": label, "operator": "In", "values": models})
+    if len(view.arch) > 1:
+        expressions.append({"key": ARCH_LABEL, "operator": "In", "values": sorted(view.arch)})
+    nodes = sorted(set(view.placement_nodes) - set(view.excluded_nodes))
     if nodes:
         expressions.append({"key": HOSTNAME_LABEL, "operator": "In", "values": nodes})
+    excluded = sorted(set(view.excluded_nodes))
+    if excluded:
+        expressions.append({"key": HOSTNAME_LABEL, "operator": "NotIn", "values": excluded})
     if not expressions:
         return None
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
@@ -222,7 +271,7 @@ def node_affinity(view: WorkloadView, options: ClusterOptions) -> dict | None:
 def tolerations(view: WorkloadView, options: ClusterOptions) -> list[dict]:
     result = [dict(t) for t in options.tolerations]
     if view.gpu_milli > 0:
-        result.append({"key": options.gpu_resource, "operator": "Exists", "effect": "NoSchedule"})
+        result.append({"key": device_names(view, options)[0], "operator": "Exists", "effect": "NoSchedule"})
     return result
 
 
@@ -272,6 +321,8 @@ def pod_spec(view: WorkloadView, options: ClusterOptions, *, container: dict, re
         **extra,
     }
     node_selector = dict(view.pool_node_selector or {})
+    if len(view.arch) == 1:
+        node_selector[ARCH_LABEL] = view.arch[0]
     if node_selector:
         spec["nodeSelector"] = node_selector
     affinity = node_affinity(view, options)
@@ -314,6 +365,7 @@ def training_env(view: WorkloadView, options: ClusterOptions) -> list[dict]:
         "NPROC_PER_NODE": str(max(1, view.gpu_milli // 1000)),
         "LOCAL_RANK": "0",
         "LOCAL_WORLD_SIZE": "1",
+        "CAIRN_CHECKPOINT_DIR": CHECKPOINT_DIR,
     }
     index_path = f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"
     return _env_list(fixed) + [
@@ -323,12 +375,47 @@ def training_env(view: WorkloadView, options: ClusterOptions) -> list[dict]:
     ]
 
 
+def checkpoint_claim_name(workload_id: int) -> str:
+    return f"cairn-{workload_id}-checkpoints"
+
+
+def shm_size_mb(view: WorkloadView) -> int:
+    """/dev/shm of a training pod: half its memory request (DataLoader workers and NCCL need far
+    more than the container default of 64 MiB; a memory-backed emptyDir counts against the limit)."""
+    return max(MIN_SHM_MB, view.memory_mb // 2)
+
+
+def training_storage(view: WorkloadView, options: ClusterOptions) -> tuple[list[dict], list[dict], list[dict]]:
+    """(objects to create, volumes, volume mounts): the checkpoint volume kept across attempts and a
+    memory-backed /dev/shm."""
+    objects: list[dict] = []
+    if options.checkpoint_claim:
+        claim, sub_path = options.checkpoint_claim, f"{view.project}/{view.id}"
+    else:
+        claim, sub_path = checkpoint_claim_name(view.id), ""
+        spec: dict = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": options.checkpoint_storage}}}
+        if options.storage_class:
+            spec["storageClassName"] = options.storage_class
+        objects.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                        "metadata": _meta(view, claim, options), "spec": spec})
+    volumes = [
+        {"name": "checkpoints", "persistentVolumeClaim": {"claimName": claim}},
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_size_mb(view)}Mi"}},
+    ]
+    checkpoint_mount: dict = {"name": "checkpoints", "mountPath": CHECKPOINT_DIR}
+    if sub_path:
+        checkpoint_mount["subPath"] = sub_path
+    return objects, volumes, [checkpoint_mount, {"name": "dshm", "mountPath": "/dev/shm"}]
+
+
 def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict]:
-    """Headless Service, (PodGroup,) Indexed Job — in creation order."""
+    """(Checkpoint PVC,) headless Service, (PodGroup,) Indexed Job — in creation order."""
     name = job_name(view.id, view.attempt)
     service = object_name(view.id)
     attempt_label = {LABEL_ATTEMPT: str(view.attempt)}
-    container: dict = {"env": training_env(view, options), "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}]}
+    storage, volumes, mounts = training_storage(view, options)
+    container: dict = {"env": training_env(view, options), "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
+                       "volumeMounts": mounts}
     if view.run_env:
         container["envFrom"] = run_env_from(view)
     if view.spec.get("command"):
@@ -338,7 +425,7 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
         container["workingDir"] = working_dir
     extra: dict = {"subdomain": service}
     pod_annotations: dict[str, str] = {}
-    objects: list[dict] = [*run_secret(view, options), {
+    objects: list[dict] = [*run_secret(view, options), *storage, {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _meta(view, service, options),
@@ -367,7 +454,7 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
         "ttlSecondsAfterFinished": FINISHED_JOB_TTL_SECONDS,  # kept a week for its logs
         "template": {
             "metadata": template_meta,
-            "spec": pod_spec(view, options, container=container, restart_policy="Never", **extra),
+            "spec": pod_spec(view, options, container=container, restart_policy="Never", volumes=volumes, **extra),
         },
     }
     if options.kueue_queue:
@@ -408,10 +495,12 @@ def notebook_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
     pvc_spec: dict = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": options.notebook_storage}}}
     if options.storage_class:
         pvc_spec["storageClassName"] = options.storage_class
+    # Served under Cairn's proxy path (apps/notebooks/proxy.py); the token comes from JUPYTER_TOKEN
+    # (the Secret) and never reaches the page (JUPYTERLAB_LAUNCHER).
     command = [
-        "jupyter", "lab", "--no-browser", "--ip=0.0.0.0", f"--port={NOTEBOOK_PORT}",
-        "--ServerApp.token=$(JUPYTER_TOKEN)", f"--ServerApp.root_dir={NOTEBOOK_HOME}",
-        f"--ServerApp.base_url=/notebooks/{view.id}/",
+        "python", "-c", JUPYTERLAB_LAUNCHER, "--no-browser", "--ip=0.0.0.0", f"--port={NOTEBOOK_PORT}",
+        "--ServerApp.port_retries=0", f"--ServerApp.root_dir={NOTEBOOK_HOME}",
+        f"--ServerApp.base_url={NOTEBOOK_PROXY_PREFIX}{view.project}/{view.id}/",
     ]
     env = _env_list({**user_env(view, {"HOME", "JUPYTER_TOKEN", "PORT"}), **cairn_env(view, options),
                      "HOME": NOTEBOOK_HOME, "CAIRN_REPLICA": "0"})
@@ -452,10 +541,12 @@ def notebook_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
 # -- deployment ----------------------------------------------------------------------------------
 
 def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict]:
-    """Service, Deployment, HorizontalPodAutoscaler (autoscaling/v2) — in creation order.
+    """Service, Deployment (and a HorizontalPodAutoscaler, autoscaling/v2, when the cluster's
+    options ask for one) — in creation order.
 
-    The HPA scales between `replicas` (what Cairn's quota admitted) and spec `max_replicas`
-    (default: the same, i.e. autoscaling off until an admin allows more).
+    The Deployment's replicas are the admitted ones; Cairn's autoscaler changes them (through the
+    scheduler) and the reconciler patches the Deployment. An admin's HPA scales between `replicas`
+    and spec `max_replicas` (default: the same).
     """
     name = object_name(view.id)
     port = int(view.spec.get("port") or DEPLOYMENT_PORT)
@@ -464,13 +555,24 @@ def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[di
     container: dict = {
         "env": env,
         "ports": [{"name": "http", "containerPort": port}],
-        "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 5},
+        # The same readiness check as the local reconciler's (apps/deployments/readiness.py).
+        "readinessProbe": {"httpGet": {"path": readiness_path(view.spec), "port": port}, "periodSeconds": 2},
     }
     if view.run_env:
         container["envFrom"] = run_env_from(view)
     if view.spec.get("command"):
         container["command"] = list(view.spec["command"])
     max_replicas = max(view.replicas, int(view.spec.get("max_replicas") or view.replicas), 1)
+    hpa = [
+        {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": _meta(view, name, options),
+         "spec": {
+             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+             "minReplicas": max(1, view.replicas),
+             "maxReplicas": max_replicas,
+             "metrics": [{"type": "Resource", "resource": {
+                 "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}],
+         }},
+    ] if options.deployment_hpa else []
     return [
         *run_secret(view, options),
         {"apiVersion": "v1", "kind": "Service", "metadata": _meta(view, name, options), "spec": {
@@ -485,14 +587,7 @@ def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[di
                 "spec": pod_spec(view, options, container=container, restart_policy="Always"),
             },
         }},
-        {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": _meta(view, name, options),
-         "spec": {
-             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-             "minReplicas": max(1, view.replicas),
-             "maxReplicas": max_replicas,
-             "metrics": [{"type": "Resource", "resource": {
-                 "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}],
-         }},
+        *hpa,
     ]
 
 
@@ -503,4 +598,5 @@ def workload_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
         builder = builders[view.kind]
     except KeyError:
         raise ValueError(f"Unknown workload kind '{view.kind}'.") from None
-    return builder(view, options)
+    return with_storage(builder(view, options), view, options, namespace=namespace_for(view.project, options),
+                        container=CONTAINER)

@@ -30,10 +30,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.backends.base import LOST, TransientBackendError
+from apps.backends.healing import training_health_failure
 from apps.backends.services import workload_dispatch
 from apps.clusters.choices import Backend as BackendName
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Cluster, Node, ResourcePool
+from apps.core.heartbeat import heartbeat
 from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
 from apps.workloads.deadlines import format_duration, run_deadline
 from apps.workloads.kinds import kind_spec
@@ -253,6 +255,14 @@ class ClusterReconciler:
         if job is None and not views and self._confirmed_missing("Job", namespace, job_name):
             return self._attempt_failed(workload, None, f"Job {namespace}/{job_name} disappeared (deleted outside "
                                                         "Cairn?) before its replicas finished.", lost=True)
+        live = sorted((v.state for v in views if v.state.alive), key=lambda state: state.replica)
+        if len(live) == workload.replicas:
+            # All running: hung, straggling, or on a bad node? (self-healing, apps/backends/healing.py)
+            failure = training_health_failure(workload, self.backend, live)
+            if failure is not None:
+                return self._attempt_failed(workload, None, failure["message"],
+                                            restart_reason=failure.get("restart_reason", ""),
+                                            move=bool(failure.get("move")))
         return self._update_conditions(workload, views)
 
     def _outlived_limit(self, workload: Workload, job: dict | None, views: list[PodView]) -> bool:
@@ -289,15 +299,19 @@ class ClusterReconciler:
             return exc.status == 404
         return False
 
-    def _attempt_failed(self, workload: Workload, view: PodView | None, message: str, *, lost: bool = False) -> bool:
+    def _attempt_failed(self, workload: Workload, view: PodView | None, message: str, *, lost: bool = False,
+                        restart_reason: str = "", move: bool = False) -> bool:
         def relaunch(attempt: int) -> dict:
             self.backend.signal(workload)  # delete the failed attempt's Job (and what is left of its pods)
             return self.backend.launch(workload, attempt=attempt)
 
+        if move:  # off a bad node: delete the attempt's Job now; the next dispatch waits until its pods are gone
+            self.backend.signal(workload)
         workload_observe(workload=workload, relaunch=relaunch, observation=AttemptFailed(
             message=message, exit_code=view.state.exit_code if view is not None else None,
             lost=lost or (view is not None and view.state.phase == LOST),
-            reason="OOMKilled" if view is not None and view.reason == "OOMKilled" else ""))
+            reason="OOMKilled" if view is not None and view.reason == "OOMKilled" else "",
+            restart_reason=restart_reason, move=move))
         return True
 
     # -- notebooks and deployments --------------------------------------------------------------
@@ -311,8 +325,14 @@ class ClusterReconciler:
             workload_event_record(workload=workload, reason="Recreated", type=EventType.WARNING,
                                   message=f"The {kind} was missing (deleted outside Cairn?); created it again.")
             return True
+        scaled = False
+        obj = self._service_object(workload)
+        if (kind == "Deployment" and obj is not None and not options_for(workload.pool.cluster).deployment_hpa
+                and (obj.get("spec") or {}).get("replicas") != workload.replicas):
+            self.backend.scale(workload)  # Cairn's autoscaler changed the admitted replicas
+            scaled = True
         return self._update_conditions(workload, [pod_view(p) for p in pods if (p.get("metadata") or {}).get(
-            "deletionTimestamp") is None])
+            "deletionTimestamp") is None]) or scaled
 
     # -- conditions -----------------------------------------------------------------------------
 
@@ -391,7 +411,8 @@ class ClusterReconciler:
                 continue
             seen.add(name)
             fields = node_inventory(obj, gpu_resource=options.gpu_resource,
-                                    gpu_product_label=options.gpu_product_label, topology_keys=topology_keys)
+                                    gpu_product_label=options.gpu_product_label, topology_keys=topology_keys,
+                                    vendors=options.accelerators)
             pool = _pool_for(pools, fields["labels"])
             node = existing.get(name)
             if node is None:
@@ -488,6 +509,7 @@ def run_kubernetes_reconciler(stop: threading.Event, interval: float, **cluster_
                     logger.info("kubernetes reconciler: acted on %s workload(s)", acted)
             except Exception:
                 logger.exception("kubernetes reconciler: pass failed; retrying in %gs", interval)
+            heartbeat("reconciler-kubernetes")
             reconciler.wakeup.wait(interval)
             reconciler.wakeup.clear()
     finally:

@@ -8,6 +8,7 @@ from datetime import datetime
 from kubernetes.utils import parse_quantity
 
 from apps.backends.base import EXITED, LOST, RUNNING, ReplicaState
+from apps.clusters.accelerators import ARCH_LABEL, Vendor, normalise_arch, vendors_for_cluster
 
 from .manifests import COMPLETION_INDEX_ANNOTATION, CONTAINER, LABEL_ATTEMPT
 
@@ -164,8 +165,37 @@ def _count(value) -> int:
         return 0
 
 
-def node_inventory(node: dict, *, gpu_resource: str, gpu_product_label: str, topology_keys=()) -> dict:
-    """Cairn Node fields from a Kubernetes Node."""
+def node_accelerators(labels: dict, allocatable: dict, vendors: dict[str, Vendor]) -> tuple[str, int, str, int]:
+    """(type, count, model, memory MiB) of a node's accelerators: the first vendor whose extended
+    resource the node has allocatable (Ascend also under a model-specific name such as
+    huawei.com/Ascend910B3, HAMi's), its product label, its memory label."""
+    for key, v in vendors.items():
+        names = [v.resource]
+        if key == "ascend":
+            names += sorted(n for n in allocatable if n.startswith("huawei.com/Ascend")
+                            and not n.endswith(("-memory", "-core")) and n != v.resource)
+        for name in names:
+            count = _count(allocatable.get(name))
+            if count <= 0:
+                continue
+            model = next((labels[p] for p in v.product_labels if labels.get(p)), "")
+            model = model.removeprefix("huawei-")
+            if not model and name != v.resource:
+                model = name.rsplit("/", 1)[-1]  # huawei.com/Ascend910B3 -> Ascend910B3
+            memory = str(labels.get(v.memory_label, "")) if v.memory_label else ""
+            memory_mb = int(memory) if memory.isdigit() else _mib(memory) if memory else 0
+            return key, min(count, 32767), model[:100], memory_mb
+    return "none", 0, "", 0
+
+
+def node_inventory(node: dict, *, gpu_resource: str, gpu_product_label: str, topology_keys=(),
+                   vendors: dict[str, Vendor] | None = None) -> dict:
+    """Cairn Node fields from a Kubernetes Node. `vendors` (apps.clusters.accelerators) say which
+    resources and labels name each vendor's devices; without them, NVIDIA's are `gpu_resource` and
+    `gpu_product_label` and the other vendors' are the defaults."""
+    if vendors is None:
+        vendors = vendors_for_cluster({}, nvidia_defaults={"gpu_resource": gpu_resource,
+                                                           "gpu_product_label": gpu_product_label})
     meta = node.get("metadata") or {}
     labels = dict(meta.get("labels") or {})
     status = node.get("status") or {}
@@ -180,7 +210,8 @@ def node_inventory(node: dict, *, gpu_resource: str, gpu_product_label: str, top
         health = "degraded" if pressure else "healthy"
     else:
         health = "unhealthy"
-    gpu_memory = labels.get("nvidia.com/gpu.memory", "")
+    accelerator, count, model, memory_mb = node_accelerators(labels, allocatable, vendors)
+    arch = normalise_arch(labels.get(ARCH_LABEL) or (status.get("nodeInfo") or {}).get("architecture") or "")
     topology = ""
     for key in [*topology_keys, *DEFAULT_TOPOLOGY_KEYS]:
         if labels.get(key):
@@ -192,9 +223,11 @@ def node_inventory(node: dict, *, gpu_resource: str, gpu_product_label: str, top
         "cpu_milli_allocatable": _milli(allocatable.get("cpu")),
         "memory_mb_capacity": _mib(capacity.get("memory")),
         "memory_mb_allocatable": _mib(allocatable.get("memory")),
-        "gpu_count": min(_count(allocatable.get(gpu_resource)), 32767),
-        "gpu_model": labels.get(gpu_product_label, "")[:100],
-        "gpu_memory_mb": int(gpu_memory) if gpu_memory.isdigit() else 0,
+        "accelerator_type": accelerator,
+        "cpu_arch": arch,
+        "gpu_count": count,
+        "gpu_model": model,
+        "gpu_memory_mb": memory_mb,
         "topology_domain": topology[:100],
         "health": health,
         "schedulable": not (node.get("spec") or {}).get("unschedulable", False),  # cordoned

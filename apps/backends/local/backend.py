@@ -9,6 +9,7 @@ shim records the exit code in a file, so an exit that happened while Cairn was d
 """
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -27,13 +28,15 @@ from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, Repl
 from apps.backends.launch_env import attempt_env
 from apps.clusters.models import Node
 from apps.clusters.workdir import WorkingDirError, resolve_working_dir
-from apps.workloads.kinds import kind_spec
+from apps.workloads.kinds import LaunchRefused, kind_spec
 
-from . import bridge, sandbox
+from . import bridge, sandbox, stacks
 from . import env as replica_env_lib
+from . import storage as local_storage
 from .logs import FileLogReader, read_log
 from .paths import (
     attempt_dir,
+    checkpoint_dir,
     home_dir,
     replica_exit_path,
     replica_log_path,
@@ -148,94 +151,41 @@ class LocalBackend(Backend):
 
     # -- launch ----------------------------------------------------------------------------------
 
-    def launch(self, workload: Workload, *, attempt: int) -> dict:
+    def launch(self, workload: Workload, *, attempt: int, run_env: dict[str, str] | None = None) -> dict:
+        """Start the replicas of `attempt`. Launching an attempt again (the first launch was
+        interrupted: the dispatcher died) adopts its replicas that already started, found by
+        their launch records or, if the record was never written, by their supervisor's command
+        line, and starts only the missing ones with the same ports and environment."""
         wid = workload.pk
         directory = attempt_dir(wid, attempt)
         directory.mkdir(parents=True, exist_ok=True)
-        self._kill_leftovers(wid, attempt)
-
-        spec = workload.spec or {}
-        iso = sandbox.isolation()
-        cwd = self._working_dir(workload)
-        home = home_dir(wid)
-        data_dir = Path(settings.CAIRN_DATA_DIR)
-        sandbox.prepare_dirs(
-            iso, writable=[work_dir(wid), home], traverse=[data_dir, data_dir / "workloads", workload_dir(wid)],
-            data_dir=data_dir,
-        )
-        os.chmod(directory, 0o700)  # logs, launch records and exit files are Cairn's alone
-        problem = sandbox.unreachable_python(iso)
-        if problem:
-            raise LaunchError(problem)
-        ports: set[int] = set()
-        master_port = free_port(ports)
         kind = kind_spec(workload.kind)
-        token = secrets.token_urlsafe(24) if kind.access_token else None
-        node_gpus = self._node_gpu_count(workload)
-        base_env = replica_env_lib.inherited_env()
-        base_env["HOME"] = str(home)
-        if iso.user:
-            base_env["USER"] = base_env["LOGNAME"] = iso.user
-        if iso.level != sandbox.NONE:
-            base_env["TMPDIR"] = "/tmp"  # private in the sandbox; Cairn's own TMPDIR may be out of reach
+        plan = self._plan(wid, attempt, replicas=workload.replicas, serves_port=kind.serves_port,
+                          access_token=kind.access_token)
+        master_port, token = plan["master_port"], plan["token"]
+        context = self._attempt_context(workload, attempt=attempt, master_port=master_port, token=token,
+                                        run_env=run_env)
         runtime: dict = {
             "backend": self.name,
             "attempt": attempt,
             "master_port": master_port,
             "replicas": [],
             "alive": True,
-            "isolation": iso.level,
+            "isolation": context["iso"].level,
         }
-        endpoints = []
-        # From the apps above (launch_env.py): tracking's run of this attempt and a write-only token.
-        run_env = attempt_env(workload=workload, attempt=attempt)
         try:
             for replica in range(workload.replicas):
-                port = free_port(ports) if kind.serves_port else None
-                placement = self._placement(workload, replica)
-                reserved = replica_env_lib.reserved_env(
-                    workload_id=wid, workload_name=workload.name, kind=workload.kind,
-                    project=workload.project.slug, api_url=settings.CAIRN["PUBLIC_URL"], attempt=attempt,
-                    replica=replica, replicas=workload.replicas, master_port=master_port,
-                    gpus=replica_env_lib.replica_gpus(
-                        replica=replica, gpu_milli=workload.gpu_milli, placement=placement, node_gpu_count=node_gpus
-                    ),
-                    port=port,
-                )
-                reserved.update(run_env)
-                env, ignored = replica_env_lib.replica_env(base=base_env, user=spec.get("env"), reserved=reserved)
-                if ignored:
-                    runtime["ignored_env"] = ignored
-                if token:
-                    env["JUPYTER_TOKEN"] = token  # never on the command line, where any process can read it
-                command = self._command(workload, env=env, port=port, cwd=cwd, iso=iso)
-                sandboxed = iso.level in (sandbox.BWRAP_ROOT, sandbox.BWRAP)
-                writable, inner, serve_socket = [work_dir(wid), home], command, None
-                if kind.behind_gateway and sandboxed:
-                    # No network of its own: reached only through the bridge's unix socket (gateway).
-                    serve_socket = bridge.socket_path(directory, replica)
-                    bridge.prepare_socket_dir(serve_socket.parent, uid=iso.uid, gid=iso.gid)
-                    writable.append(serve_socket.parent)
-                    inner = bridge.launcher_argv(sys.executable, serve_socket, port, command)
-                argv = sandbox.wrap(
-                    iso, command=inner, cwd=cwd, writable=writable,
-                    shared=self._allowed_paths(workload), hidden=[data_dir], network=serve_socket is None,
-                )
-                record = self._spawn(
-                    workload_id=wid, attempt=attempt, replica=replica, argv=argv, command=command, env=env, cwd=cwd,
-                    sandboxed=sandboxed, memory=sandbox.memory_limit(workload.memory_mb * 1024 * 1024),
-                )
-                if serve_socket is not None:
-                    record["socket"] = str(serve_socket)  # backend-private: the gateway's way in
-                elif port is not None:
-                    record["port"] = port
-                    endpoints.append(f"http://127.0.0.1:{port}/")
+                port = plan["ports"][replica] if kind.serves_port else None
+                record = self._start_replica(workload, context, replica=replica, port=port, adopt=True)
+                if record.pop("ignored_env", None):
+                    runtime["ignored_env"] = context["ignored"]
                 runtime["replicas"].append(record)
         except (OSError, LaunchError) as exc:
             for record in runtime["replicas"]:
                 _signal_replica(record, signals.SIGKILL)
             raise LaunchError(str(exc)) from exc
 
+        endpoints = [f"http://127.0.0.1:{r['port']}/" for r in runtime["replicas"] if r.get("port")]
         if kind.behind_gateway:
             # Sandboxed replicas have no TCP endpoint: they are reached through Cairn's gateway.
             runtime.update(url=endpoints[0] if endpoints else kind.gateway_url(workload), endpoints=endpoints)
@@ -244,6 +194,128 @@ class LocalBackend(Backend):
         if kind.access_token:
             runtime["token"] = token
         return runtime
+
+    def launch_replica(self, workload: Workload, *, replica: int, spec: dict | None = None) -> dict:
+        """Start (again) one replica of the workload's current attempt, next to the others that
+        keep running (a deployment's replicas are independent: one that failed is restarted
+        alone, and scaling adds or removes replicas). Returns its record for runtime["replicas"]."""
+        runtime = workload.runtime or {}
+        attempt = int(runtime.get("attempt") or workload.attempt)
+        attempt_dir(workload.pk, attempt).mkdir(parents=True, exist_ok=True)
+        if spec is not None:  # another revision's command, image or env (a rolling update, a canary)
+            workload = copy.copy(workload)
+            workload.spec = spec
+        context = self._attempt_context(workload, attempt=attempt, master_port=int(runtime.get("master_port") or 0),
+                                        token=runtime.get("token"))
+        ports = {int(r["port"]) for r in runtime.get("replicas", []) if isinstance(r, dict) and r.get("port")}
+        port = free_port(ports) if kind_spec(workload.kind).serves_port else None
+        record = self._start_replica(workload, context, replica=replica, port=port)
+        record.pop("ignored_env", None)
+        return record
+
+    def replica_alive(self, record: dict) -> bool:
+        return find_process(record.get("pid"), record.get("create_time")) is not None
+
+    def stop_replica(self, record: dict, *, force: bool = False) -> bool:
+        """SIGTERM (or SIGKILL) one replica, e.g. a deployment scaled down."""
+        return _signal_replica(record, signals.SIGKILL if force else signals.SIGTERM)
+
+    def _attempt_context(self, workload: Workload, *, attempt: int, master_port: int, token: str | None,
+                         run_env: dict[str, str] | None = None) -> dict:
+        """What every replica of an attempt shares: isolation, working directory, base env."""
+        wid = workload.pk
+        iso = sandbox.isolation()
+        cwd = self._working_dir(workload)
+        home = home_dir(wid)
+        data_dir = Path(settings.CAIRN_DATA_DIR)
+        # Kept across attempts and writable: work/, home/ and, for jobs, the checkpoint folder.
+        kept = [work_dir(wid), home, *([checkpoint_dir(wid)] if kind_spec(workload.kind).runs_to_completion else [])]
+        sandbox.prepare_dirs(
+            iso, writable=kept, traverse=[data_dir, data_dir / "workloads", workload_dir(wid)],
+            data_dir=data_dir,
+        )
+        os.chmod(attempt_dir(wid, attempt), 0o700)  # logs, launch records and exit files are Cairn's alone
+        problem = sandbox.unreachable_python(iso)
+        if problem:
+            raise LaunchError(problem)
+        base_env = replica_env_lib.inherited_env()
+        base_env["HOME"] = str(home)
+        if iso.user:
+            base_env["USER"] = base_env["LOGNAME"] = iso.user
+        if iso.level != sandbox.NONE:
+            base_env["TMPDIR"] = "/tmp"  # private in the sandbox; Cairn's own TMPDIR may be out of reach
+        return {
+            "iso": iso, "cwd": cwd, "home": home, "kept": kept, "data_dir": data_dir, "attempt": attempt,
+            "master_port": master_port, "token": token, "base_env": base_env, "node_gpus": self._node_gpu_count(workload),
+            # From the apps above (launch_env.py): tracking's run of this attempt and a write-only token.
+            "run_env": attempt_env(workload=workload, attempt=attempt) if run_env is None else run_env,
+            # Volumes, datasets and a deployment's model (apps/storage): binds and their env.
+            "storage": local_storage.mounts(workload, iso),
+            "ignored": [],
+        }
+
+    def _start_replica(self, workload: Workload, context: dict, *, replica: int, port: int | None,
+                       adopt: bool = False) -> dict:
+        """Start one replica; with `adopt`, one of this attempt that already started is taken
+        over instead (a launch resumed after the dispatcher died)."""
+        wid, attempt, iso, cwd = workload.pk, context["attempt"], context["iso"], context["cwd"]
+        kind = kind_spec(workload.kind)
+        spec = workload.spec or {}
+        placement = self._placement(workload, replica)
+        reserved = replica_env_lib.reserved_env(
+            workload_id=wid, workload_name=workload.name, kind=workload.kind,
+            project=workload.project.slug, api_url=settings.CAIRN["PUBLIC_URL"], attempt=attempt,
+            replica=replica, replicas=workload.replicas, master_port=context["master_port"],
+            gpus=replica_env_lib.replica_gpus(
+                replica=replica, gpu_milli=workload.gpu_milli, placement=placement,
+                node_gpu_count=context["node_gpus"],
+            ),
+            port=port,
+        )
+        reserved.update(context["run_env"])
+        binds, storage_env = context["storage"]
+        reserved.update(storage_env)
+        if placement and placement.get("node"):
+            reserved["CAIRN_NODE"] = str(placement["node"])  # which (simulated) node it runs on
+        env, ignored = replica_env_lib.replica_env(base=context["base_env"], user=spec.get("env"), reserved=reserved)
+        if ignored:
+            context["ignored"] = ignored
+        if context["token"]:
+            env["JUPYTER_TOKEN"] = context["token"]  # never on the command line, where any process can read it
+        command = self._command(workload, env=env, port=port, cwd=cwd, iso=iso)
+        sandboxed = iso.level in (sandbox.BWRAP_ROOT, sandbox.BWRAP)
+        writable, inner, serve_socket = list(context["kept"]), command, None
+        if kind.behind_gateway and sandboxed:
+            # No network of its own: reached only through the bridge's unix socket (gateway).
+            serve_socket = bridge.socket_path(attempt_dir(wid, attempt), replica)
+            bridge.prepare_socket_dir(serve_socket.parent, uid=iso.uid, gid=iso.gid)
+            writable.append(serve_socket.parent)
+            inner = bridge.launcher_argv(sys.executable, serve_socket, port, command)
+        argv = sandbox.wrap(
+            iso, command=inner, cwd=cwd, writable=writable,
+            shared=self._allowed_paths(workload), hidden=[context["data_dir"]], network=serve_socket is None,
+            binds=binds,
+        )
+        argv = local_storage.fill_prefix(workload, directory=attempt_dir(wid, attempt), replica=replica) + argv
+        record = self._started_replica(wid, attempt, replica) if adopt else None
+        if record is not None:
+            logger.warning("local backend: workload %s attempt %s replica %s already started (pid %s): "
+                           "adopted, not started again", wid, attempt, replica, record.get("pid"))
+        else:
+            record = self._spawn(
+                workload_id=wid, attempt=attempt, replica=replica, argv=argv, command=command, env=env, cwd=cwd,
+                sandboxed=sandboxed, memory=sandbox.memory_limit(workload.memory_mb * 1024 * 1024),
+            )
+        if serve_socket is not None:
+            record["socket"] = str(serve_socket)  # backend-private: the gateway's way in
+        elif port is not None:
+            record["port"] = port
+        if ignored:
+            record["ignored_env"] = True
+        return record
+
+    def checkpoint_env(self, workload: Workload) -> dict[str, str]:
+        return {"CAIRN_CHECKPOINT_DIR": str(checkpoint_dir(workload.pk))}
 
     def _working_dir(self, workload: Workload) -> Path:
         """The spec's working_dir checked again on disk (symlinks resolved): inside the workload's own
@@ -284,7 +356,10 @@ class LocalBackend(Backend):
         spec = workload.spec or {}
         local_command = kind_spec(workload.kind).local_command
         if local_command is not None:  # the kind decides the command (a notebook: JupyterLab)
-            return local_command(workload, port=port, cwd=cwd, as_root=os.geteuid() == 0 and iso.uid is None)
+            try:
+                return local_command(workload, port=port, cwd=cwd, as_root=os.geteuid() == 0 and iso.uid is None)
+            except LaunchRefused as exc:
+                raise LaunchError(str(exc)) from None
         command = spec.get("command")
         if isinstance(command, str) and command.strip():
             return ["/bin/sh", "-c", command]  # a command line: let the shell expand $PORT and friends
@@ -338,12 +413,51 @@ class LocalBackend(Backend):
                     workload_id, attempt, replica, pid, " (sandboxed)" if sandboxed else "", command)
         return record
 
-    def _kill_leftovers(self, workload_id: int, attempt: int) -> None:
-        """Kill replicas of this attempt launched before, whose bookkeeping never got committed."""
-        for path in attempt_dir(workload_id, attempt).glob("replica-*.json"):
-            record = _read_json(path)
-            if record and _signal_replica(record, signals.SIGKILL):
-                logger.warning("local backend: killed leftover %s (pid %s)", path, record.get("pid"))
+    @staticmethod
+    def _plan(workload_id: int, attempt: int, *, replicas: int, serves_port: bool, access_token: bool) -> dict:
+        """The attempt's ports and access token, written before any replica starts and read back by
+        a resumed launch, so that replicas started later join the ones already running."""
+        path = attempt_dir(workload_id, attempt) / "launch.json"
+        plan = _read_json(path)
+        if plan is not None and len(plan.get("ports") or []) == (replicas if serves_port else 0):
+            return plan
+        taken: set[int] = set()
+        plan = {
+            "master_port": free_port(taken),
+            "ports": [free_port(taken) for _ in range(replicas)] if serves_port else [],
+            "token": secrets.token_urlsafe(24) if access_token else None,
+        }
+        _write_json(path, plan)
+        return plan
+
+    def _started_replica(self, workload_id: int, attempt: int, replica: int) -> dict | None:
+        """The record of a replica of this attempt that already started, if one did: its launch
+        record; or a live supervisor (shim) of it whose record was never written (the launcher
+        died in between), recognised by its exit file's path in its command line, which names
+        this installation's data directory, the workload, the attempt and the replica (the
+        CAIRN_* tags in its environment do not: another Cairn on the machine has a workload 1
+        too); or its exit file (it started, and has already ended)."""
+        record = _read_json(replica_record_path(workload_id, attempt, replica))
+        if record is not None:
+            return record
+        exit_path = str(replica_exit_path(workload_id, attempt, replica))
+        for proc in psutil.process_iter(["cmdline"]):
+            try:
+                cmdline = proc.info["cmdline"] or []
+                if exit_path not in cmdline or SHIM not in cmdline or os.getpgid(proc.pid) != proc.pid:
+                    continue  # the replica's shim leads its own process group
+                record = {"replica": replica, "pid": proc.pid, "create_time": proc.create_time()}
+                _write_json(replica_record_path(workload_id, attempt, replica), record)
+                return record
+            except (psutil.Error, OSError):
+                continue
+        if Path(exit_path).exists():
+            return {"replica": replica, "pid": None, "create_time": None}
+        return None
+
+    def started(self, workload: Workload, *, attempt: int) -> list[dict]:
+        found = (self._started_replica(workload.pk, attempt, replica) for replica in range(workload.replicas))
+        return [record for record in found if record is not None]
 
     # -- observe and signal --------------------------------------------------------------------------
 
@@ -370,7 +484,9 @@ class LocalBackend(Backend):
 
     def signal(self, workload: Workload, *, force: bool = False) -> int:
         sig = signals.SIGKILL if force else signals.SIGTERM
-        return sum(_signal_replica(record, sig) for record in (workload.runtime or {}).get("replicas", []))
+        runtime = workload.runtime or {}
+        # Replicas being drained after a scale-down are stopped with the rest.
+        return sum(_signal_replica(record, sig) for record in [*runtime.get("replicas", []), *runtime.get("draining", [])])
 
     # -- logs ----------------------------------------------------------------------------------------
 
@@ -379,6 +495,23 @@ class LocalBackend(Backend):
 
     def logs(self, workload: Workload, *, replica: int, attempt: int, tail: int | None = None) -> str:
         return read_log(self.log_path(workload, replica=replica, attempt=attempt), tail=tail)
+
+    def last_output_at(self, workload: Workload, *, replica: int, attempt: int) -> float | None:
+        try:
+            return replica_log_path(workload.pk, attempt, replica).stat().st_mtime
+        except OSError:
+            return None
+
+    def diagnose(self, workload: Workload, *, replicas: list[int]) -> str:
+        runtime = workload.runtime or {}
+        attempt = runtime.get("attempt")
+        sections = [
+            stacks.replica_stacks(replica=record["replica"], shim_pid=record.get("pid") or 0,
+                                  create_time=record.get("create_time") or 0.0,
+                                  log=replica_log_path(workload.pk, attempt, record["replica"]))
+            for record in runtime.get("replicas", []) if record.get("replica") in replicas
+        ]
+        return "".join(sections)
 
     def log_reader(self, workload: Workload, *, replica: int, attempt: int, tail: int | None) -> FileLogReader:
         return FileLogReader(workload_id=workload.pk, replica=replica, attempt=attempt, tail_lines=tail)

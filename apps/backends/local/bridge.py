@@ -71,6 +71,9 @@ async def _handle(port: int, client_reader: asyncio.StreamReader, client_writer:
     except OSError:
         client_writer.close()  # not listening (yet): the gateway sees the connection close unanswered
         return
+    sock = upstream_writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small writes go at once
     try:
         await asyncio.gather(_pipe(client_reader, upstream_writer), _pipe(upstream_reader, client_writer))
     finally:

@@ -8,8 +8,12 @@ from collections.abc import Mapping, Sequence
 # Keys the backend sets itself; the user's env cannot override them (nor anything CAIRN_*).
 RESERVED_KEYS = frozenset({
     "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
-    "CUDA_VISIBLE_DEVICES", "PORT",
+    "CUDA_VISIBLE_DEVICES", "PORT", *("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"),
 })
+# The devices a replica may use, in each vendor's variable (a machine has one vendor's devices:
+# the others' variables are set alike and unused). NVIDIA: CUDA; AMD: HIP and ROCr; Ascend: ACL.
+DEVICE_VISIBILITY_KEYS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                          "ASCEND_RT_VISIBLE_DEVICES")
 RESERVED_PREFIX = "CAIRN_"
 
 # What a replica inherits from Cairn's own environment. Nothing else: Cairn's environment holds
@@ -48,7 +52,7 @@ def reserved_env(
         "LOCAL_RANK": str(replica),
         "LOCAL_WORLD_SIZE": str(replicas),
         "NODE_RANK": "0",
-        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),
+        **dict.fromkeys(DEVICE_VISIBILITY_KEYS, ",".join(str(g) for g in gpus)),
         "CAIRN_API_URL": api_url,
         "CAIRN_PROJECT": project,
         "CAIRN_WORKLOAD_ID": str(workload_id),

@@ -2,6 +2,7 @@
 
     workloads/<id>/work/                        default working directory (kept across restarts)
     workloads/<id>/home/                        the replicas' HOME (kept across restarts)
+    workloads/<id>/checkpoints/                 CAIRN_CHECKPOINT_DIR of training jobs (kept across restarts)
     workloads/<id>/attempt-<n>/replica-<r>.log  stdout + stderr of replica r in attempt n
     workloads/<id>/attempt-<n>/replica-<r>.json launch record: pid and process start time
     workloads/<id>/attempt-<n>/replica-<r>.exit written by the shim when the replica exits
@@ -21,6 +22,10 @@ def attempt_dir(workload_id: int, attempt: int) -> Path:
 
 def work_dir(workload_id: int) -> Path:
     return workload_dir(workload_id) / "work"
+
+
+def checkpoint_dir(workload_id: int) -> Path:
+    return workload_dir(workload_id) / "checkpoints"
 
 
 def home_dir(workload_id: int) -> Path:

@@ -151,12 +151,15 @@ def _inside(path: str, roots: Sequence[str]) -> bool:
 def bwrap_argv(
     *, bwrap: str, command: Sequence[str], cwd: str, writable: Sequence[str], readable: Sequence[str] = (),
     shared: Sequence[str] = (), hidden: Sequence[str] = (), devices: Sequence[str] = (), network: bool = True,
+    binds: Sequence[tuple[str, str, bool]] = (),
 ) -> list[str]:
     """The bwrap command line that runs `command` in a sandbox: `readable` mounted read-only,
     `shared` (allowed paths) read-write where Unix permissions let the replica write, `hidden`
     covered by an empty tmpfs where they lie inside those, `writable` read-write. Without
     `network` the sandbox gets a network namespace of its own: a private loopback, nothing else
-    (deployments: reached through a unix socket in a `writable` folder, see bridge.py). Pure apart
+    (deployments: reached through a unix socket in a `writable` folder, see bridge.py). `binds`
+    are (source, mount point, read_only): project volumes, datasets and models (apps/storage),
+    mounted last so nothing covers them. Pure apart
     from looking at which system directories exist (symlinks on merged-/usr systems)."""
     argv = [
         bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -214,6 +217,9 @@ def bwrap_argv(
     for path in dict.fromkeys(writable):
         make_parents(path)
         argv += ["--bind", path, path]
+    for source, target, read_only in binds:
+        make_parents(target)
+        argv += ["--ro-bind" if read_only else "--bind", source, target]
     argv += ["--chdir", cwd, "--", *command]
     return argv
 
@@ -233,8 +239,9 @@ def gpu_devices() -> list[str]:
 def wrap(
     iso: Isolation, *, command: Sequence[str], cwd: Path, writable: Sequence[Path],
     shared: Sequence[str] = (), hidden: Sequence[Path] = (), network: bool = True,
+    binds: Sequence[tuple[str, str, bool]] = (),
 ) -> list[str]:
-    """`command` wrapped for this host's isolation level (`network`: see bwrap_argv)."""
+    """`command` wrapped for this host's isolation level (`network`, `binds`: see bwrap_argv)."""
     command = list(command)
     if iso.uid is not None:
         command = drop_to_user_argv(uid=iso.uid, gid=iso.gid, command=command)
@@ -242,7 +249,7 @@ def wrap(
         return bwrap_argv(
             bwrap=iso.bwrap, command=command, cwd=str(cwd), writable=[str(p) for p in writable],
             readable=python_mounts(), shared=shared, hidden=[str(p) for p in hidden], devices=gpu_devices(),
-            network=network,
+            network=network, binds=binds,
         )
     return command
 

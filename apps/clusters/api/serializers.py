@@ -23,8 +23,8 @@ class ResourcePoolSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ResourcePool
-        fields = ["id", "name", "cluster", "description", "accelerator_models", "node_selector", "topology_keys",
-                  "allowed_paths", "created_at"]
+        fields = ["id", "name", "cluster", "description", "accelerator_models", "accelerator_types", "architectures",
+                  "node_selector", "topology_keys", "allowed_paths", "created_at"]
         read_only_fields = fields
 
 
@@ -35,7 +35,8 @@ class NodeSerializer(serializers.ModelSerializer):
     class Meta:
         model = Node
         fields = ["id", "name", "cluster", "pool", "labels", "cpu_milli_capacity", "cpu_milli_allocatable",
-                  "memory_mb_capacity", "memory_mb_allocatable", "gpu_count", "gpu_model", "gpu_memory_mb",
+                  "memory_mb_capacity", "memory_mb_allocatable", "accelerator_type", "cpu_arch", "gpu_count",
+                  "gpu_model", "gpu_memory_mb",
                   "topology_domain", "health", "schedulable", "last_seen_at"]
         read_only_fields = fields
 

@@ -1,16 +1,37 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.serializers import StrictSerializer
 from apps.workloads.api.isolation import IsolatedSpecMixin
 from apps.workloads.api.serializers import CommandField, WorkloadCreateSerializer, WorkloadSerializer
+from apps.workloads.api.workdir import WorkingDirMixin
 from apps.workloads.choices import Kind
 
 from ..conf import DEPLOYMENT_PORT
-from ..models import KEY_PREFIX, DeploymentKey
-from ..selectors import deployment_gateway_url
+from ..models import KEY_PREFIX, DeploymentKey, DeploymentRevision
+from ..selectors import deployment_gateway_url, model_source
 
 
-class DeploymentCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
+class AutoscalingSerializer(StrictSerializer):
+    """Cairn's autoscaler (docs/deployments.md): replicas follow the requests in flight."""
+
+    min_replicas = serializers.IntegerField(min_value=0, max_value=64, default=1,
+                                            help_text="0 scales to zero after a stable window without requests.")
+    max_replicas = serializers.IntegerField(min_value=1, max_value=64)
+    target_concurrency = serializers.FloatField(min_value=0.1, max_value=10000, default=10.0,
+                                                help_text="Requests in flight per replica the autoscaler aims at.")
+    stable_window_seconds = serializers.FloatField(min_value=6, max_value=3600, default=60.0)
+    panic_window_seconds = serializers.FloatField(min_value=1, max_value=600, default=6.0)
+
+    def validate(self, attrs):
+        if attrs["min_replicas"] > attrs["max_replicas"]:
+            raise serializers.ValidationError({"min_replicas": "Must not be above max_replicas."})
+        if attrs["panic_window_seconds"] > attrs["stable_window_seconds"]:
+            raise serializers.ValidationError({"panic_window_seconds": "Must not be longer than the stable window."})
+        return attrs
+
+
+class DeploymentCreateSerializer(WorkingDirMixin, IsolatedSpecMixin, WorkloadCreateSerializer):
     """A serving command run as N replicas, each listening on $PORT."""
 
     kind = Kind.DEPLOYMENT
@@ -25,8 +46,45 @@ class DeploymentCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
                   "Service answers on port 80. The local backend ignores it: each replica gets a free port "
                   "chosen by Cairn in $PORT. Listen on $PORT and the same command works on both.")
 
+    readiness_path = serializers.RegexField(
+        r"^/[\x21-\x7e]*$", required=False, default="/", max_length=200,
+        help_text="A replica gets traffic only once an HTTP GET on this path answers with a status below 400 "
+                  "(default /).")
+    public = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Anyone may call it through the gateway, without credentials. Off by default.")
+    autoscaling = AutoscalingSerializer(
+        required=False, help_text="Scale between min_replicas and max_replicas on the requests in flight; "
+                                  "`replicas` is the count it starts with.")
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        scaling = attrs.get("autoscaling")
+        if scaling and not scaling["min_replicas"] <= attrs.get("replicas", 1) <= scaling["max_replicas"]:
+            raise serializers.ValidationError({"replicas": "Must be within autoscaling's min_replicas and max_replicas "
+                                                           "(at least 1 to start with)."})
+        return attrs
+
+    model = serializers.CharField(
+        required=False, max_length=80,
+        help_text="A registered model to serve, 'name@version' (or 'name@latest'): mounted read-only at /model "
+                  "(docs/data.md).")
+
     def build_spec(self, data):
-        return {**super().build_spec(data), "command": data["command"], "port": data["port"]}
+        spec = {**super().build_spec(data), "command": data["command"], "port": data["port"],
+                "readiness_path": data["readiness_path"], "public": data["public"],
+                **({"autoscaling": dict(data["autoscaling"])} if data.get("autoscaling") else {})}
+        if data.get("model"):
+            spec["model"] = data["model"]  # checked and resolved to a version at submit (apps/storage)
+        return spec
+
+
+class ModelSourceSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    version = serializers.IntegerField()
+    mount = serializers.CharField()
+    run = serializers.IntegerField(allow_null=True, help_text="The run that produced the version.")
+    workload = serializers.IntegerField(allow_null=True, help_text="The workload of that run.")
 
 
 class DeploymentSerializer(WorkloadSerializer):
@@ -36,12 +94,19 @@ class DeploymentSerializer(WorkloadSerializer):
         help_text="Call the deployment here, with a project member's API token or a deployment key "
                   "(docs/deployments.md).")
 
+    model_source = serializers.SerializerMethodField(
+        help_text="The model it serves and the run that produced it (lineage); null when it serves none.")
+
     class Meta(WorkloadSerializer.Meta):
-        fields = [*WorkloadSerializer.Meta.fields, "gateway_url"]
+        fields = [*WorkloadSerializer.Meta.fields, "gateway_url", "model_source"]
         read_only_fields = fields
 
     def get_gateway_url(self, obj) -> str:
         return deployment_gateway_url(obj) or ""
+
+    @extend_schema_field(ModelSourceSerializer(allow_null=True))
+    def get_model_source(self, obj) -> dict | None:
+        return model_source(obj.spec)
 
     def get_endpoint(self, obj) -> str | None:
         """For whoever may call it while it runs: the gateway, whatever backend serves it."""
@@ -72,3 +137,48 @@ class DeploymentKeyCreatedSerializer(DeploymentKeySerializer):
     class Meta(DeploymentKeySerializer.Meta):
         fields = [*DeploymentKeySerializer.Meta.fields, "key"]
         read_only_fields = fields
+
+
+class DeploymentRevisionSerializer(serializers.ModelSerializer):
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = DeploymentRevision
+        fields = ["number", "spec", "strategy", "created_by", "created_at"]
+        read_only_fields = fields
+
+
+class DeploymentRevisionCreateSerializer(StrictSerializer):
+    """What changes (at least one of command, image, env) and how it is rolled out."""
+
+    command = CommandField(required=False)
+    image = serializers.CharField(required=False, max_length=500)
+    env = serializers.DictField(child=serializers.CharField(allow_blank=True, max_length=10000), required=False)
+    strategy = serializers.ChoiceField(choices=["rolling", "canary"], default="rolling")
+    canary_weight = serializers.IntegerField(min_value=1, max_value=99, default=10,
+                                             help_text="Percent of requests the canary gets (strategy canary).")
+    max_unavailable = serializers.IntegerField(min_value=1, max_value=64, default=1,
+                                               help_text="Replicas replaced at a time in a rolling update.")
+    max_surge = serializers.IntegerField(min_value=0, max_value=0, default=0,
+                                         help_text="Extra replicas during a rolling update: 0 only for now (each "
+                                                   "extra replica would need its own admission).")
+
+    def validate(self, attrs):
+        if not any(key in attrs for key in ("command", "image", "env")):
+            raise serializers.ValidationError({"detail": "Give a new command, image or env."})
+        return attrs
+
+
+class RolloutReplicaSerializer(serializers.Serializer):
+    replica = serializers.IntegerField()
+    revision = serializers.IntegerField(allow_null=True)
+    ready = serializers.BooleanField()
+
+
+class RolloutStatusSerializer(serializers.Serializer):
+    stable_revision = serializers.IntegerField()
+    canary_revision = serializers.IntegerField(allow_null=True)
+    canary_weight = serializers.IntegerField()
+    max_unavailable = serializers.IntegerField()
+    replicas = RolloutReplicaSerializer(many=True)
+    complete = serializers.BooleanField(help_text="Every replica runs its planned revision and is ready.")

@@ -9,14 +9,23 @@ from apps.projects.choices import Action
 from apps.workloads.api.views import ERRORS, KindWorkloadViewSet
 from apps.workloads.choices import Kind
 
-from ..selectors import deployment_keys, gateway_url
-from ..services import deployment_key_create, deployment_key_revoke
+from ..selectors import deployment_keys, deployment_revisions, deployment_rollout_status, gateway_url, model_source
+from ..services import (
+    deployment_key_create,
+    deployment_key_revoke,
+    deployment_revision_create,
+    deployment_rollout_promote,
+    deployment_rollout_rollback,
+)
 from .serializers import (
     DeploymentCreateSerializer,
     DeploymentKeyCreatedSerializer,
     DeploymentKeyCreateSerializer,
     DeploymentKeySerializer,
+    DeploymentRevisionCreateSerializer,
+    DeploymentRevisionSerializer,
     DeploymentSerializer,
+    RolloutStatusSerializer,
 )
 
 
@@ -27,6 +36,9 @@ class DeploymentViewSet(KindWorkloadViewSet):
         **KindWorkloadViewSet.required_actions,
         "create_key": Action.MANAGE_DEPLOYMENT_KEYS,
         "revoke_key": Action.MANAGE_DEPLOYMENT_KEYS,
+        "create_revision": Action.SUBMIT,
+        "promote": Action.SUBMIT,
+        "rollback": Action.SUBMIT,
     }
 
     def get_serializer_class(self):
@@ -39,7 +51,8 @@ class DeploymentViewSet(KindWorkloadViewSet):
         response = super().create(request, project)
         if response.status_code == status.HTTP_201_CREATED:
             response.data = {**response.data, "gateway_url": gateway_url(project=self.project.slug,
-                                                                         name=response.data["name"])}
+                                                                         name=response.data["name"]),
+                             "model_source": model_source(response.data.get("spec"))}
         return response
 
     # -- keys: who may call the deployment through the gateway without a Cairn account ------------
@@ -73,3 +86,47 @@ class DeploymentViewSet(KindWorkloadViewSet):
             raise NotFound("Key not found.")
         deployment_key_revoke(key=key, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    # -- revisions and rollouts ------------------------------------------------------------------
+
+    @extend_schema(responses={200: DeploymentRevisionSerializer(many=True), **ERRORS},
+                   summary="The deployment's revisions, newest first")
+    @action(detail=True, methods=["get"], url_path="revisions", pagination_class=None)
+    def revisions(self, request, project=None, pk=None):
+        workload = self.get_object()
+        return Response(DeploymentRevisionSerializer(deployment_revisions(workload=workload), many=True).data)
+
+    @extend_schema(request=DeploymentRevisionCreateSerializer, responses={201: DeploymentRevisionSerializer, **ERRORS},
+                   summary="Change the command, image or env: a new revision, rolled out (member or above)")
+    @revisions.mapping.post
+    def create_revision(self, request, project=None, pk=None):
+        workload = self.get_object()
+        serializer = DeploymentRevisionCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        revision = deployment_revision_create(
+            workload=workload, changes={k: data[k] for k in ("command", "image", "env") if k in data},
+            strategy=data["strategy"], canary_weight=data["canary_weight"], max_unavailable=data["max_unavailable"],
+            user=request.user)
+        return Response(DeploymentRevisionSerializer(revision).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: RolloutStatusSerializer, **ERRORS}, summary="Which revision each replica runs")
+    @action(detail=True, methods=["get"], url_path="rollout")
+    def rollout(self, request, project=None, pk=None):
+        return Response(RolloutStatusSerializer(deployment_rollout_status(workload=self.get_object())).data)
+
+    @extend_schema(request=None, responses={200: RolloutStatusSerializer, **ERRORS},
+                   summary="Promote the canary revision to every replica (member or above)")
+    @action(detail=True, methods=["post"], url_path="rollout/promote")
+    def promote(self, request, project=None, pk=None):
+        workload = self.get_object()
+        deployment_rollout_promote(workload=workload)
+        return Response(RolloutStatusSerializer(deployment_rollout_status(workload=workload)).data)
+
+    @extend_schema(request=None, responses={200: RolloutStatusSerializer, **ERRORS},
+                   summary="Roll back: withdraw the canary, or go back to the previous revision (member or above)")
+    @action(detail=True, methods=["post"], url_path="rollout/rollback")
+    def rollback(self, request, project=None, pk=None):
+        workload = self.get_object()
+        deployment_rollout_rollback(workload=workload)
+        return Response(RolloutStatusSerializer(deployment_rollout_status(workload=workload)).data)

@@ -1,10 +1,29 @@
+from rest_framework import serializers
+
 from apps.workloads.api.isolation import IsolatedSpecMixin
 from apps.workloads.api.serializers import WorkloadCreateSerializer
 from apps.workloads.choices import Kind
 
+from ..choices import IDE, MAX_IDLE_TIMEOUT_SECONDS
+
 
 class NotebookCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
-    """A JupyterLab server (one replica), protected by a token. Not preemptible unless asked."""
+    """An IDE server (one replica): JupyterLab, or VS Code in the browser (code-server), reached
+    through Cairn's proxy at /nb/<project>/<id>/. Not preemptible unless asked."""
 
     kind = Kind.NOTEBOOK
     default_preemptible = False
+
+    ide = serializers.ChoiceField(choices=IDE.choices, required=False, default=IDE.JUPYTERLAB,
+                                  help_text="jupyterlab (default) or vscode (code-server).")
+    idle_timeout = serializers.IntegerField(
+        required=False, min_value=0, max_value=MAX_IDLE_TIMEOUT_SECONDS,
+        help_text="Seconds idle (no busy kernel, GPUs under the threshold) before Cairn stops it; 0: never. "
+                  "Default: the project's notebook_idle_timeout.")
+
+    def build_spec(self, data: dict) -> dict:
+        spec = super().build_spec(data)
+        spec["ide"] = data.get("ide", IDE.JUPYTERLAB)
+        if data.get("idle_timeout") is not None:
+            spec["idle_timeout"] = data["idle_timeout"]
+        return spec

@@ -10,6 +10,8 @@ from apps.projects.api.audit import ProjectAuditEventViewSet
 from apps.projects.api.views import MembershipViewSet, ProjectViewSet
 from apps.quotas.api.views import QuotaViewSet
 from apps.scheduling.api.views import PoolQueueView
+from apps.storage.api.views import DatasetViewSet, RegisteredModelViewSet, VolumeViewSet
+from apps.sweeps.api.views import SweepViewSet
 from apps.telemetry.api.views import ClusterOverviewView, NodeTelemetryView, WorkloadTelemetryViewSet
 from apps.tracking.api.views import RunViewSet
 from apps.training.api.views import TrainingJobViewSet
@@ -30,6 +32,10 @@ project_router.register("training-jobs", TrainingJobViewSet, basename="training-
 project_router.register("notebooks", NotebookViewSet, basename="notebook")
 project_router.register("deployments", DeploymentViewSet, basename="deployment")
 project_router.register("runs", RunViewSet, basename="run")
+project_router.register("sweeps", SweepViewSet, basename="sweep")
+project_router.register("volumes", VolumeViewSet, basename="volume")
+project_router.register("models", RegisteredModelViewSet, basename="model")
+project_router.register("datasets", DatasetViewSet, basename="dataset")
 project_router.register("workload-telemetry", WorkloadTelemetryViewSet, basename="workload-telemetry")
 
 urlpatterns = [

@@ -11,8 +11,9 @@ class ProjectSerializer(StrictModelSerializer):
 
     class Meta:
         model = Project
-        fields = ["slug", "name", "description", "created_at", "role"]
-        read_only_fields = ["created_at", "role"]
+        fields = ["slug", "name", "description", "shared_notebooks", "notebook_idle_timeout", "created_at", "role"]
+        # The notebook settings are changed with PATCH (ProjectUpdateSerializer), not at creation.
+        read_only_fields = ["created_at", "role", "shared_notebooks", "notebook_idle_timeout"]
 
     def get_role(self, obj) -> str | None:
         roles = self.context.get("roles", {})
@@ -26,7 +27,7 @@ class ProjectSerializer(StrictModelSerializer):
 class ProjectUpdateSerializer(StrictModelSerializer):
     class Meta:
         model = Project
-        fields = ["name", "description"]
+        fields = ["name", "description", "shared_notebooks", "notebook_idle_timeout"]
 
 
 class MembershipSerializer(serializers.ModelSerializer):

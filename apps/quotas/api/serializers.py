@@ -2,6 +2,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.clusters.models import ResourcePool
+from apps.clusters.selectors import pool_accelerators
 from apps.core.serializers import StrictModelSerializer
 
 from ..models import Quota
@@ -51,13 +52,15 @@ class QuotaSerializer(StrictModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     pool = serializers.SlugRelatedField(slug_field="name", queryset=ResourcePool.objects.all())
     usage = serializers.SerializerMethodField()
+    pool_accelerators = serializers.SerializerMethodField(
+        help_text="The pool's accelerator types (nvidia, amd, ascend, none) and CPU architectures.")
 
     class Meta:
         model = Quota
-        fields = ["id", "project", "pool", "nominal_gpu_milli", "nominal_cpu_milli", "nominal_memory_mb",
+        fields = ["id", "project", "pool", "pool_accelerators", "nominal_gpu_milli", "nominal_cpu_milli", "nominal_memory_mb",
                   "borrowing_limit_gpu_milli", "lending_limit_gpu_milli", "gpu_hour_budget", "budget_period",
                   "usage", "created_at", "updated_at"]
-        read_only_fields = ["id", "project", "usage", "created_at", "updated_at"]
+        read_only_fields = ["id", "project", "usage", "pool_accelerators", "created_at", "updated_at"]
         extra_kwargs = {
             "nominal_gpu_milli": {"max_value": 10_000_000},
             "nominal_cpu_milli": {"max_value": 100_000_000},
@@ -65,6 +68,13 @@ class QuotaSerializer(StrictModelSerializer):
             "borrowing_limit_gpu_milli": {"max_value": 10_000_000},
             "lending_limit_gpu_milli": {"max_value": 10_000_000},
         }
+
+    @extend_schema_field({"type": "object", "properties": {
+        "types": {"type": "array", "items": {"type": "string"}},
+        "architectures": {"type": "array", "items": {"type": "string"}}}, "required": ["types", "architectures"]})
+    def get_pool_accelerators(self, obj) -> dict:
+        known = self.context.get("pool_accelerators", {}).get(obj.pool_id)
+        return known if known is not None else pool_accelerators(pools=[obj.pool])[obj.pool_id]
 
     @extend_schema_field(QuotaUsageSerializer)
     def get_usage(self, obj) -> dict:

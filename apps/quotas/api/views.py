@@ -2,6 +2,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, mixins, status
 from rest_framework.response import Response
 
+from apps.clusters.selectors import pool_accelerators
 from apps.core.serializers import DetailSerializer
 from apps.projects.api.base import ProjectScopedViewSet
 from apps.projects.choices import Action
@@ -28,7 +29,9 @@ class QuotaViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ProjectScop
     def get_serializer_context(self):
         context = super().get_serializer_context()
         if not getattr(self, "swagger_fake_view", False) and hasattr(self, "project"):
-            context["usage"] = quota_usage(quotas=Quota.objects.filter(project=self.project))
+            quotas = list(Quota.objects.filter(project=self.project).select_related("pool"))
+            context["usage"] = quota_usage(quotas=quotas)
+            context["pool_accelerators"] = pool_accelerators(pools={q.pool for q in quotas})
         return context
 
     @extend_schema(request=QuotaSerializer, responses={201: QuotaSerializer, 409: DetailSerializer})

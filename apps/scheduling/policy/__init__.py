@@ -7,7 +7,8 @@ room. The same function runs in the service, in the unit tests and in the trace 
 
 The semantics (docs/scheduling.md has the user-facing version):
 
-- Order: work within its project's nominal before work that would borrow, then priority class
+- Order: work within its project's nominal before work that would borrow (past the bounded wait,
+  work of a project below its nominal GPUs counts as within it), then priority class
   (P0 first), then fair share (the project's dominant share of its nominal quota in the pool,
   updated as the cycle admits), then submit time.
 - Quota per project and pool: `nominal` is guaranteed; projects of a pool form a cohort and may
@@ -28,6 +29,8 @@ test checks it), and none imports Django, the ORM or anything that does I/O:
 
 - `snapshot`: the input and output types (`Snapshot`, `NodeState`, `QuotaState`,
   `PendingWorkload`, `RunningWorkload`, `Admit`, `Wait`, `WaitKind`, `Preempt`) and the defaults;
+- `locality`: data-aware placement, a tie-break among equal nodes for nodes caching a workload's
+  datasets, and the expected time of a cache fill;
 - `quota`: quota, borrowing, lending, claims and GPU-hour budgets per pool (`_Cohort`);
 - `placement`: per-GPU free capacity, best-fit candidates, fragmentation and stranded GPUs, the
   GPU-node reserve, topology domains (`_Pool`);
@@ -36,14 +39,19 @@ test checks it), and none imports Django, the ORM or anything that does I/O:
 - `preemption`: victims, minimal victim sets, anti-thrash protection, preemptors' claims;
 - `backfill`: the reservation for a pool's first capacity-blocked workload;
 - `reasons`: capacity reasons and memoised waits;
-- `cycle`: `_Cycle` (the parts above combined) and `schedule(snapshot)`, the entry point.
+- `cycle`: `_Cycle` (the parts above combined) and `schedule(snapshot)`, the entry point;
+- `accelerators` (beside the chain, on `snapshot` only): accelerator types and CPU architectures
+  folded into the GPU-model key before `schedule` (`fold`) and named in pending reasons after it
+  (`explain`).
 
 Import from the package (`from apps.scheduling.policy import schedule, Snapshot, ...`), not from
 its modules: the names below are the package's interface. The underscored ones are the policy's
 insides that the simulator (`_Cycle`), the tests (`_Cycle`, `_Cohort`) and the placement
 benchmarks (`_Pool`) drive directly.
 """
+from .accelerators import Accel, explain, fold
 from .cycle import _Cycle, schedule
+from .locality import fill_seconds, holder_first, rank
 from .placement import _Pool, kept_for_gpus
 from .quota import QuotaBlock, _Cohort
 from .snapshot import (
@@ -66,8 +74,10 @@ from .snapshot import (
 )
 
 __all__ = [
+    "Accel", "explain", "fold",
     "DEFAULT_GPU_NODE_RESERVE", "DEFAULT_REPREEMPT_MIN_RUNTIME", "DEFAULT_STARVATION_SECONDS", "GPU", "WAIT_KIND_LABELS",
     "Admit", "Decision", "NodeState", "PendingWorkload", "Preempt", "QuotaBlock", "QuotaState", "Resources",
-    "RunningWorkload", "Snapshot", "Wait", "WaitKind", "kept_for_gpus", "schedule",
+    "RunningWorkload", "Snapshot", "Wait", "WaitKind", "fill_seconds", "holder_first", "kept_for_gpus", "rank",
+    "schedule",
     "_Cohort", "_Cycle", "_Pool",
 ]

@@ -51,7 +51,9 @@ class _Cycle(_Ordering, _Preemption, _Backfill, _Reasons):
             return Wait(w.id, budget, kind=WaitKind.BUDGET), []
         quota = cohort.check(w.project, need)
         if quota is None:
+            pool.holders = w.datasets_on  # data-aware placement: a tie-break among equal nodes (locality.py)
             done = self._try_place(pool, shape, w.replicas, models)
+            pool.holders = frozenset()
             if done is not None:
                 cohort.add(w.project, need)
                 cohort.charge_budget(w.project, w, need[0])

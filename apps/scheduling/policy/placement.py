@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from .locality import holder_first
 from .snapshot import GPU, NodeState, PendingWorkload
 
 
@@ -41,6 +42,11 @@ class _Node:
         return (tuple(sorted(self.gpus)), self.cpu, self.mem, self.model)
 
 
+def _same(a: _Node, b: _Node) -> bool:
+    """Interchangeable for placement: the same free GPUs, CPU, memory, model and domains."""
+    return a.key() == b.key() and a.domains == b.domains
+
+
 def _whole(g: int) -> int:
     return -(-g // GPU)
 
@@ -70,6 +76,10 @@ class _Pool:
     # swings with it and was best at 2 of 2, 4 and 8 (docs/benchmarks.md).
     STRANDED = 2
 
+    # Nodes whose caches hold the datasets of the workload being placed (set around one placement
+    # by the cycle; locality.py): a tie-break only.
+    holders: frozenset[str] = frozenset()
+
     def __init__(self, name: str, nodes: list[NodeState], mix: list[tuple], gpu_node_reserve: float = 0.0):
         self.name = name
         self.reserve = gpu_node_reserve
@@ -84,6 +94,7 @@ class _Pool:
         # (weight, (gpu, cpu, memory) per replica, allowed GPU models or None)
         self.mix = [(entry[0], entry[1], entry[2] if len(entry) > 2 else None) for entry in mix]
         self._frag_memo: dict[tuple, float] = {}
+        self._waste_memo: dict[tuple, tuple[float, float]] = {}
         self.models = {n.model for n in self.nodes}
         self.contested = self._contested() if self.CONTEST else frozenset()
         # The mix's average CPU and memory per GPU milli, over its GPU shapes.
@@ -92,7 +103,18 @@ class _Pool:
         self.mem_per_gpu = sum(weight * m for weight, (g, _, m), _ in self.mix if g) / gpu_weight if gpu_weight else 0.0
         self.changes = 0  # bumped on every change of free capacity (for memoised summaries)
         self.free_gpu = sum(n.ngpu for n in self.nodes) * GPU
-        self._summary: dict[frozenset[str] | None, tuple[int, tuple[int, tuple[int, int, int]]]] = {}
+        # free_summary's, per allowed models: (length of _log, node count, the most free, that node's index)
+        self._summary: dict[frozenset[str] | None, tuple[int, int, tuple[int, int, int], int]] = {}
+        # Topology domains: per level (finest first), each domain's nodes. With `_log` (the nodes whose
+        # free capacity changed, in order) they keep per-domain capacities for gangs up to date by
+        # looking again only at the nodes that changed (see _domain_fit).
+        self.levels = max((len(n.domains) for n in self.nodes), default=0)
+        self.domain_nodes: list[dict[str, list[_Node]]] = [{} for _ in range(self.levels)]
+        for n in self.nodes:
+            for level, dom in enumerate(n.domains):
+                self.domain_nodes[level].setdefault(dom, []).append(n)
+        self._log: list[int] = []
+        self._fit: dict[tuple, list] = {}
 
     # A GPU model is contested when the task mix's work limited to a few models (an allowed-model
     # constraint) asks for more than CONTEST x that model's share of the pool's GPUs (a shape
@@ -124,8 +146,11 @@ class _Pool:
 
     # bookkeeping
     def _reindex(self, n: _Node) -> None:
-        full = sum(1 for g in n.gpus if g == GPU)
-        partial = any(0 < g < GPU for g in n.gpus)
+        """Called after every change of n's free capacity: re-files it in the best-fit buckets."""
+        self._log.append(n.idx)
+        gpus = n.gpus
+        full = gpus.count(GPU)
+        partial = full + gpus.count(0) != len(gpus)  # a GPU neither whole nor empty
         if full != n.full:
             del self.buckets[n.full][n.idx]
             self.buckets[full][n.idx] = n
@@ -151,8 +176,8 @@ class _Pool:
     # task mix could not use, weighted by each shape's share: all of it for a shape that cannot run
     # there (GPU model not allowed, not enough CPU, memory or GPUs), else the free milli of the GPUs
     # with less free than the shape needs per GPU.
-    def frag(self, n: _Node) -> float:
-        key = n.key()
+    def frag(self, n: _Node, key: tuple | None = None) -> float:
+        key = n.key() if key is None else key
         value = self._frag_memo.get(key)
         if value is not None:
             return value
@@ -187,8 +212,18 @@ class _Pool:
         return max(0.0, sum(n.gpus) - min(by_cpu, by_mem))
 
     def waste(self, n: _Node) -> float:
-        """What placement minimises the growth of: fragmentation plus weighted stranded GPU milli."""
-        return self.frag(n) + self.STRANDED * self.stranded(n) if self.STRANDED else self.frag(n)
+        """What placement minimises the growth of: fragmentation plus weighted stranded GPU milli
+        (a function of n's free capacity and model, memoised on them)."""
+        key = n.key()
+        memo = self._waste_memo
+        value = memo.get(key)
+        if value is None or value[0] != self.STRANDED:
+            frag = self.frag(n, key)
+            value = (self.STRANDED, frag + self.STRANDED * self.stranded(n) if self.STRANDED else frag)
+            if len(memo) > 200_000:
+                memo.clear()
+            memo[key] = value
+        return value[1]
 
     def reserved(self, n: _Node) -> tuple[int, int]:
         """CPU and memory of n that work asking for no GPU may not take (Snapshot.gpu_node_reserve)."""
@@ -256,17 +291,41 @@ class _Pool:
                       if (gpus := self._gpus_for(n, g)) is not None]
         if g and len(candidates) > 1:
             candidates = self._balanced(candidates, shape) or candidates
+        per_gpu = g if g < GPU else GPU
+        if self.holders:  # data-aware: a holder of the datasets among equal candidates (locality.py)
+            candidates = holder_first(candidates, self.holders, _same)
         for n, gpus in candidates:
             if not self.mix or len(self.nodes) == 1:
                 return n, gpus
             before = self.waste(n)
-            self.take(n, gpus, g, c, m)
+            # The waste after placing it, on the node alone (as take() and back, without re-filing it).
+            for i in gpus:
+                n.gpus[i] -= per_gpu
+            n.cpu -= c
+            n.mem -= m
             delta = self.waste(n) - before
-            self.take(n, gpus, g, c, m, sign=-1)
+            moved = n.gpus.count(GPU) != n.full
+            left_partial = n.partial and n.gpus.count(GPU) + n.gpus.count(0) == len(n.gpus)
+            for i in gpus:
+                n.gpus[i] += per_gpu
+            n.cpu += c
+            n.mem += m
+            self.changes += 2  # as a take() and its undo count (memoised summaries and waits read it)
+            # A take() and its undo leave the node last in its bucket (and in `partial`) when they
+            # moved it out and back: candidates are gathered in that order, so do the same.
+            if moved:
+                bucket = self.buckets[n.full]
+                del bucket[n.idx]
+                bucket[n.idx] = n
+            if left_partial:
+                del self.partial[n.idx]
+                self.partial[n.idx] = n
             score = (delta, n.cpu - c, n.idx)
             if best is None or score < best[0]:
                 best = (score, n, gpus)
-        return None if best is None else (best[1], best[2])
+        if best is None:
+            return None
+        return holder_first([(best[1], best[2]), *candidates], self.holders, _same)[0] if self.holders else best[1:]
 
     def _balanced(self, candidates: list[tuple[_Node, list[int]]],
                   shape: tuple[int, int, int]) -> list[tuple[_Node, list[int]]]:
@@ -321,49 +380,86 @@ class _Pool:
     def _domain_groups(self, shape, replicas, models) -> list[set[int]] | None:
         """Node sets to try, fewest topology domains first: the tightest single domain at the
         finest level that can hold the whole gang, then coarser levels, then the fewest domains."""
-        levels = max(len(n.domains) for n in self.nodes)
+        levels = self.levels
+        fit, sums = self._domain_fit(shape, models)
         tries: list[set[int]] = []
         for level in range(levels):
-            capacity: dict[str, int] = {}
-            members: dict[str, set[int]] = {}
-            for n in self.nodes:
-                if models is not None and n.model not in models or len(n.domains) <= level:
-                    continue
-                fit = self.capacity_for(n, shape)
-                if fit:
-                    dom = n.domains[level]
-                    capacity[dom] = capacity.get(dom, 0) + fit
-                    members.setdefault(dom, set()).add(n.idx)
+            capacity = {dom: cap for dom, cap in sums[level].items() if cap > 0}
             fitting = sorted((cap, dom) for dom, cap in capacity.items() if cap >= replicas)
             if fitting:
-                tries.extend(members[dom] for _, dom in fitting[:2])
+                tries.extend(self._members(level, dom, fit) for _, dom in fitting[:2])
                 return tries
             if level == levels - 1 and capacity:
                 # No single domain: take the biggest domains until the gang fits.
                 chosen: set[int] = set()
                 total = 0
                 for cap, dom in sorted(((cap, dom) for dom, cap in capacity.items()), reverse=True):
-                    chosen |= members[dom]
+                    chosen |= self._members(level, dom, fit)
                     total += cap
                     if total >= replicas:
                         break
                 tries.append(chosen)
         return tries or None
 
+    def _members(self, level: int, dom: str, fit: list[int]) -> set[int]:
+        return {n.idx for n in self.domain_nodes[level][dom] if fit[n.idx]}
+
+    def _domain_fit(self, shape, models) -> tuple[list[int], list[dict[str, int]]]:
+        """How many replicas of `shape` fit on each node now, and their sums per domain of each level.
+        Kept per (shape, models, reserve) and brought up to date from the nodes changed since the
+        last call (`_log`), so a gang's search costs the changes, not the pool's size."""
+        key = (shape, models, self.reserve)
+        entry = self._fit.get(key)
+        log = self._log
+        if entry is not None and len(log) - entry[0] <= len(self.nodes):
+            synced, fit, sums = entry
+            changed = {i: self.nodes[i] for i in log[synced:]}.values()
+        else:
+            fit = [0] * len(self.nodes)
+            sums = [dict.fromkeys(doms, 0) for doms in self.domain_nodes]
+            changed = self.nodes
+        for n in changed:
+            now = 0 if models is not None and n.model not in models else self.capacity_for(n, shape)
+            delta = now - fit[n.idx]
+            if delta:
+                fit[n.idx] = now
+                for level, dom in enumerate(n.domains):
+                    sums[level][dom] += delta
+        if len(self._fit) > 512:
+            self._fit.clear()
+        self._fit[key] = (len(log), fit, sums)
+        return fit, sums
+
     def free_summary(self, models: frozenset[str] | None) -> tuple[int, tuple[int, int, int]]:
+        """How many nodes have an allowed model, and the most (GPU, CPU, memory) free on one of them.
+        Kept per `models` and brought up to date from the nodes changed since (`_log`); the pool
+        is scanned again only when the node that had the most lost some."""
         cached = self._summary.get(models)
-        if cached is not None and cached[0] == self.changes:
-            return cached[1]
-        most = (0, 0, 0)
-        count = 0
-        for n in self.nodes:
-            if models is not None and n.model not in models:
-                continue
-            count += 1
-            here = (sum(n.gpus), n.cpu, n.mem)
-            if here > most:
-                most = here
-        self._summary[models] = (self.changes, (count, most))
+        log = self._log
+        if cached is not None and cached[0] == len(log):
+            return cached[1], cached[2]
+        if cached is not None and len(log) - cached[0] <= len(self.nodes):
+            _, count, most, where = cached
+            for i in dict.fromkeys(log[cached[0]:]):
+                n = self.nodes[i]
+                if models is not None and n.model not in models:
+                    continue
+                here = (sum(n.gpus), n.cpu, n.mem)
+                if i == where and here < most:
+                    cached = None  # the largest shrank: look at every node again
+                    break
+                if here > most:
+                    most, where = here, i
+        if cached is None or len(log) - cached[0] > len(self.nodes):
+            most, where, count = (0, 0, 0), -1, 0
+            for n in self.nodes:
+                if models is not None and n.model not in models:
+                    continue
+                count += 1
+                here = (sum(n.gpus), n.cpu, n.mem)
+                if here > most:
+                    most, where = here, n.idx
+        self._summary[models] = (len(log), count, most, where)
         return count, most
 
 

@@ -3,6 +3,7 @@ projects' borrowed work when it reclaims its nominal or takes lent quota), minim
 anti-thrash protection, and the claim a preemptor keeps while its victims exit."""
 from __future__ import annotations
 
+import heapq
 from datetime import datetime, timedelta
 
 from .placement import _Pool
@@ -13,8 +14,9 @@ from .state import _CycleState, _usage
 
 class _Preemption(_CycleState):
     def _fits(self, w, cohort: _Cohort, pool: _Pool, shape, need, models) -> bool:
-        if cohort.check(w.project, need) is not None:
-            return False
+        return cohort.check(w.project, need) is None and self._placeable(w, pool, shape, models)
+
+    def _placeable(self, w, pool: _Pool, shape, models) -> bool:
         trial = pool.place_gang(shape, w.replicas, models)
         if trial is None:
             return False
@@ -65,21 +67,38 @@ class _Preemption(_CycleState):
         """Preemption candidates among other projects' work while those projects borrow what w
         needs (of lower priority than `below` if given); recently re-admitted victims are spared
         (anti-thrash)."""
-        protected_since = self._protected_since()
-        out = []
+        out: list[tuple] = []
+        victims = self.victims
         for project in sorted(cohort.borrowers):
             if project == w.project:
                 continue
-            for r in self.candidates.get((w.pool, project), ()):
-                if r.id in self.victims or (below is not None and r.priority <= below):
+            for pattern, entries in self._reclaimable(w.pool, project).items():
+                # runs_borrowed reads only which resources a victim uses: one answer per such pattern.
+                if not cohort.runs_borrowed(project, pattern, need):
                     continue
-                if not cohort.runs_borrowed(project, r.per_replica.as_tuple(), need):
-                    continue
+                if below is None:
+                    out.extend(e for e in entries if e[4].id not in victims)
+                else:
+                    out.extend(e for e in entries if e[4].id not in victims and e[4].priority > below)
+        return out
+
+    def _reclaimable(self, pool: str, project: str) -> dict[tuple[bool, bool, bool], list[tuple]]:
+        """A project's preemptible running work that another project may take while it borrows, by
+        which resources it uses, as victim-order entries; recently re-admitted victims are left out
+        (anti-thrash). Fixed for the cycle, so built once per project."""
+        found = self.reclaimable.get((pool, project))
+        if found is None:
+            protected_since = self._protected_since()
+            found = {}
+            for r in self.candidates.get((pool, project), ()):
                 if (protected_since is not None and r.preemptions and r.admitted_at is not None
                         and r.admitted_at > protected_since):
                     continue  # preempted before and re-admitted too recently: not again yet
-                out.append((0, -r.priority, -_ts(r.admitted_at), -r.id, r))
-        return out
+                uses = r.per_replica.as_tuple()
+                found.setdefault((bool(uses[0]), bool(uses[1]), bool(uses[2])), []).append(
+                    (0, -r.priority, -_ts(r.admitted_at), -r.id, r))
+            self.reclaimable[(pool, project)] = found
+        return found
 
     def _victims(self, w, cohort: _Cohort, pool: _Pool, shape, need, models, candidates) -> list | None:
         """The minimal set of candidates whose exit lets w fit (quota and placement), or None.
@@ -90,17 +109,21 @@ class _Preemption(_CycleState):
         releasable = sum(c[4].per_replica.gpu_milli * len(c[4].placement) for c in candidates)
         if pool.free_gpu + releasable < need[0]:
             return None
-        # Borrowers first, then the lowest priority, then the most recently admitted (then submitted).
-        candidates = sorted(candidates, key=lambda c: c[:4])
+        # Borrowers first, then the lowest priority, then the most recently admitted (then submitted):
+        # taken from a heap in that order (the entries' first four fields are unique), since the
+        # search mostly stops after one or two.
+        heap = list(candidates)
+        heapq.heapify(heap)
         chosen: list[RunningWorkload] = []
         fits = False
-        for *_, r in candidates:
+        while heap:
+            r = heapq.heappop(heap)[4]
             if r.project != w.project and not cohort.runs_borrowed(r.project, r.per_replica.as_tuple(), need):
                 continue  # no longer borrowing after earlier victims: reclaim stops at its nominal
             self._release_running(r)
             chosen.append(r)
             if (pool.free_gpu >= need[0] and cohort.check(w.project, need) is None
-                    and self._fits(w, cohort, pool, shape, need, models)):
+                    and self._placeable(w, pool, shape, models)):
                 fits = True
                 break
         if not fits:

@@ -32,9 +32,11 @@ class _Quota:
 
     def draw(self, d: int, used: int) -> int:
         """How much of the cohort's lendable pool this quota takes with `used` in dimension d."""
-        guaranteed = self.nominal[d] - self.lend[d]
-        own_lendable = min(self.lend[d], max(0, used - guaranteed))
-        return own_lendable + max(0, used - self.nominal[d])
+        nominal, lend = self.nominal[d], self.lend[d]
+        above = used - (nominal - lend)  # used beyond the part of its nominal it keeps (guaranteed)
+        above = above if above > 0 else 0
+        own_lendable = lend if lend < above else above
+        return own_lendable + (used - nominal if used > nominal else 0)
 
     def share(self) -> float:
         best = 0.0
@@ -114,7 +116,10 @@ class _Cohort:
 
     def within_nominal(self, project: str, need: tuple[int, int, int]) -> bool:
         q = self.quotas.get(project)
-        return q is not None and all(q.used[d] + need[d] <= q.nominal[d] for d in range(3))
+        if q is None:
+            return False
+        used, nominal = q.used, q.nominal
+        return used[0] + need[0] <= nominal[0] and used[1] + need[1] <= nominal[1] and used[2] + need[2] <= nominal[2]
 
     def check(self, project: str, need: tuple[int, int, int]) -> QuotaBlock | None:
         """None if admitting `need` keeps the project within nominal + what it may borrow, else

@@ -32,6 +32,7 @@ class _CycleState:
             if r.preemptible and not r.stopping:
                 self.candidates.setdefault((r.pool, r.project), []).append(r)
         self.preempt_failed: set[tuple] = set()
+        self.reclaimable: dict[tuple[str, str], dict] = {}  # _Preemption._reclaimable's, per (pool, project)
         self.allocs: dict[int, list[tuple[_Node, list[int]]]] = {}
         for r in snapshot.running:
             self._occupy_running(r)

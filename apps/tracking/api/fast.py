@@ -32,7 +32,7 @@ from ..choices import RunStatus
 from ..conf import setting
 from ..dbthreads import run_sync, uses_pool
 from ..models import RUN_TOKEN_PREFIX, RunToken
-from ..services import ingest_rows, points_publish, run_ingest_with_token
+from ..services import ingest_rows, points_publish, run_ingest_with_token, run_progress_record
 from ..throttling import ingest_wait, run_token_identity
 from ..validation import parse_batch
 
@@ -179,6 +179,8 @@ async def ingest(*, request, token: str, project: str, pk: str, read_body) -> An
         return _error(409, f"The run is {outcome.status}; it no longer accepts data.")
     if outcome.duplicate:
         return Answer(200, {"points": 0, "params": 0, "duplicate": True})
+    if batch.progress is not None:
+        await run_sync(request, run_progress_record, run_id=entry.run_id, progress=batch.progress)
     if batch.points:
         await points_publish(run_id=entry.run_id, project_id=entry.project_id, rows=rows,
                              coalesce_project=uses_pool(request))

@@ -111,6 +111,27 @@ class BatchSerializer(serializers.Serializer):
     points = serializers.ListField(child=serializers.DictField(), required=False,
                                    help_text='[{"key": "loss", "step": 1, "value": 0.5, "time": 1700000000.0}]')
     params = serializers.DictField(required=False)
+    progress = serializers.DictField(
+        required=False, help_text='The sending rank\'s training progress (cairn SDK): {"replica": 0, "step": 120, '
+                                  '"steps": [[119, 0.21], [120, 0.20]]}: its last step and recent step times in seconds.')
+
+
+class CheckpointReportSerializer(StrictSerializer):
+    step = serializers.IntegerField(min_value=0, max_value=MAX_STEP)
+    size_bytes = serializers.IntegerField(min_value=0, max_value=2**62)
+    save_seconds = serializers.FloatField(min_value=0, max_value=10**7)
+    blocking_seconds = serializers.FloatField(min_value=0, max_value=10**7)
+    replica = serializers.IntegerField(min_value=0, max_value=100_000, default=0)
+    name = serializers.RegexField(r"^[A-Za-z0-9_.\-]{0,64}$", required=False, default="")
+    sha256 = serializers.RegexField(r"^[0-9a-f]{0,64}$", required=False, default="")
+    two_stage = serializers.BooleanField(required=False, default=False)
+
+
+class CheckpointReportedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    workload = serializers.IntegerField(source="workload_id")
+    attempt = serializers.IntegerField()
+    step = serializers.IntegerField()
 
 
 class BatchResultSerializer(serializers.Serializer):

@@ -15,18 +15,23 @@ from rest_framework.views import APIView
 from apps.core.serializers import DetailSerializer
 from apps.projects.api.base import ProjectScopedViewSet
 from apps.projects.choices import Action
+from apps.storage.api.parsers import ArchiveUploadParser
+from apps.storage.api.serializers import ModelRegisterQuerySerializer, ModelVersionSerializer
+from apps.storage.services import model_version_register
 
 from ..authentication import RunTokenAuthentication
 from ..models import RUN_TOKEN_PREFIX, MetricSummary, Param, Run, RunToken
 from ..parsers import IngestJSONParser
-from ..selectors import csv_rows, points_page, runs_compare, runs_listed, series_read
-from ..services import run_create, run_delete, run_finish, run_ingest, run_token_create
+from ..selectors import csv_rows, points_page, run_params, run_summaries, runs_compare, runs_listed, series_read
+from ..services import run_checkpoint_report, run_create, run_delete, run_finish, run_ingest, run_token_create
 from ..throttling import IngestRateThrottle
 from ..validation import parse_batch
 from . import fast
 from .serializers import (
     BatchResultSerializer,
     BatchSerializer,
+    CheckpointReportedSerializer,
+    CheckpointReportSerializer,
     CompareQuerySerializer,
     ExportQuerySerializer,
     PointsQuerySerializer,
@@ -40,7 +45,7 @@ from .serializers import (
 
 ERRORS = {400: DetailSerializer, 401: DetailSerializer, 403: DetailSerializer, 404: DetailSerializer,
           409: DetailSerializer}
-RUN_TOKEN_ACTIONS = frozenset({"batches", "finish"})
+RUN_TOKEN_ACTIONS = frozenset({"batches", "finish", "checkpoints", "register_model"})
 LIGHT_ACTIONS = frozenset({"series", "points", "export", "batches", "destroy"})
 
 
@@ -54,6 +59,9 @@ class RunViewSet(mixins.ListModelMixin, ProjectScopedViewSet):
 
     `batches` and `finish` also accept the run's own write-only token (CAIRN_RUN_TOKEN)."""
 
+    # Idempotent on `client_id` instead: the answer holds a run token, which must not be stored.
+    idempotency_keys = False
+
     queryset = Run.objects.select_related("created_by").prefetch_related(
         Prefetch("summaries", queryset=MetricSummary.objects.order_by("key"))
     )
@@ -62,7 +70,7 @@ class RunViewSet(mixins.ListModelMixin, ProjectScopedViewSet):
     ordering_fields = ["created_at", "name", "status"]
     ordering = ["-created_at", "-id"]
     required_actions = {"create": Action.SUBMIT, "destroy": Action.SUBMIT, "batches": Action.SUBMIT,
-                        "finish": Action.SUBMIT}
+                        "finish": Action.SUBMIT, "checkpoints": Action.SUBMIT, "register_model": Action.SUBMIT}
 
     @classmethod
     def as_view(cls, actions=None, **initkwargs):
@@ -146,6 +154,19 @@ class RunViewSet(mixins.ListModelMixin, ProjectScopedViewSet):
         result = run_ingest(run=run, batch=batch)
         return Response({"points": result.points, "params": result.params, "duplicate": result.duplicate})
 
+    @extend_schema(request=CheckpointReportSerializer, responses={201: CheckpointReportedSerializer, **ERRORS},
+                   summary="Report a checkpoint the SDK saved (cairn.checkpoint.save)",
+                   description="Accepts the run's write-only token, like batches. The run must belong to a "
+                               "training job's attempt; the checkpoint shows on the workload's timeline.")
+    @action(detail=True, methods=["post"])
+    def checkpoints(self, request, project=None, pk=None):
+        token_run = getattr(request.user, "run", None) if isinstance(request.auth, RunToken) else None
+        run = token_run or self.get_object()
+        serializer = CheckpointReportSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        checkpoint = run_checkpoint_report(run=run, **serializer.validated_data)
+        return Response(CheckpointReportedSerializer(checkpoint).data, status=status.HTTP_201_CREATED)
+
     @extend_schema(request=RunFinishSerializer, responses={200: RunSerializer, **ERRORS}, summary="Finish the run")
     @action(detail=True, methods=["post"])
     def finish(self, request, project=None, pk=None):
@@ -153,6 +174,31 @@ class RunViewSet(mixins.ListModelMixin, ProjectScopedViewSet):
         serializer.is_valid(raise_exception=True)
         run = run_finish(run=self.get_object(), status=serializer.validated_data["status"])
         return Response(RunSerializer(self._reload(run)).data)
+
+    @extend_schema(
+        parameters=[ModelRegisterQuerySerializer],
+        request={"application/gzip": OpenApiTypes.BINARY, "application/x-tar": OpenApiTypes.BINARY,
+                 "application/octet-stream": OpenApiTypes.BINARY},
+        responses={201: ModelVersionSerializer, 413: DetailSerializer, 415: DetailSerializer, **ERRORS},
+        summary="Register the run's output (a tar archive) as the next version of a model",
+        description="`cairn.register_model(name, path)` in a job. The version is stored in the project's "
+                    "artifact store with the run's params and metric summaries as lineage (docs/data.md).")
+    @action(detail=True, methods=["post"], url_path="register-model", parser_classes=[ArchiveUploadParser])
+    def register_model(self, request, project=None, pk=None):
+        query = ModelRegisterQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        token_run = getattr(request.user, "run", None) if isinstance(request.auth, RunToken) else None
+        run = token_run or self.get_object()
+        archive = request.data
+        if not hasattr(archive, "read"):
+            raise exceptions.ParseError("Send the model as a tar archive (Content-Type: application/gzip).")
+        summaries = run_summaries(runs=[run])[run.pk]
+        version = model_version_register(
+            project=run.project, name=query.validated_data["name"], archive=archive, run_id=run.pk,
+            workload_id=run.workload_id, params=run_params(runs=[run])[run.pk],
+            metrics={k: {"last": s["last"], "min": s["min"], "max": s["max"], "step": s["last_step"]}
+                     for k, s in summaries.items()})
+        return Response(ModelVersionSerializer(version).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(parameters=[SeriesQuerySerializer], responses={200: OpenApiTypes.OBJECT, **ERRORS},
                    summary="One series, downsampled to max_points (buckets keep first/last/min/max)")

@@ -1,30 +1,17 @@
-from django.conf import settings
 from rest_framework import serializers
 
-from apps.clusters.choices import Backend
-from apps.clusters.workdir import (
-    WorkingDirError,
-    check_container_working_dir,
-    check_working_dir,
-    check_working_dir_form,
-)
 from apps.workloads.api.isolation import IsolatedSpecMixin
 from apps.workloads.api.serializers import CommandField, RunTimeLimitField, WorkloadCreateSerializer
+from apps.workloads.api.workdir import WorkingDirMixin
 from apps.workloads.choices import Kind
 
 
-class TrainingJobCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
+class TrainingJobCreateSerializer(WorkingDirMixin, IsolatedSpecMixin, WorkloadCreateSerializer):
     """A (possibly distributed) training job: `replicas` processes started together (gang)."""
 
     kind = Kind.TRAINING
 
     command = CommandField(required=False, help_text="Shell string or argv list. Required unless `image` is given.")
-    working_dir = serializers.CharField(
-        required=False, max_length=4096, trim_whitespace=False,
-        help_text="Where the replicas start. Local pools: a path relative to the workload's own folder (created if "
-                  "missing), or an absolute path inside a directory the pool allows (`allowed_paths` of the pool). "
-                  "Kubernetes pools: an absolute path inside the container. Default: the workload's own folder.",
-    )
     replicas = serializers.IntegerField(required=False, default=1, min_value=1, max_value=512)
     max_runtime_seconds = RunTimeLimitField(
         required=False,
@@ -34,37 +21,78 @@ class TrainingJobCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
                   "afresh. The scheduler uses it for estimated starts and GPU-hour budgets.",
     )
 
+    hang_timeout_seconds = serializers.IntegerField(
+        required=False, min_value=1, max_value=7 * 86400,
+        help_text="Self-healing (docs/training.md): a rank that reports progress with the cairn SDK and makes no step "
+                  "and writes no output for this long is hung: its stacks are recorded and the whole gang restarts from "
+                  "the last checkpoint (reason Hung). Default 600.",
+    )
+    straggler_policy = serializers.ChoiceField(
+        choices=["alert", "evict", "off"], required=False,
+        help_text="What a straggler (a rank persistently slower than its peers) does: alert (an event and a badge; "
+                  "the default), evict (its node is cordoned as SlowNode and the gang resumes from the last checkpoint "
+                  "elsewhere) or off.",
+    )
+
     def validate(self, attrs):
         if not attrs.get("command") and not attrs.get("image"):
             raise serializers.ValidationError({"command": ["A training job needs a command (or an image)."]})
         return attrs
 
-    def validate_working_dir(self, value):
-        """What holds on every pool ('..', '~', NUL); the pool's own rules come in validate_for_pool."""
-        try:
-            return check_working_dir_form(value)
-        except WorkingDirError as exc:
-            raise serializers.ValidationError(str(exc)) from None
-
-    def validate_for_pool(self, pool) -> None:
-        super().validate_for_pool(pool)
-        value = self.validated_data.get("working_dir")
-        if not value:
-            return
-        try:
-            if pool.cluster.backend == Backend.KUBERNETES:
-                value = check_container_working_dir(value)
-            else:
-                value = check_working_dir(value, allowed_roots=pool.allowed_paths or [],
-                                          denied_roots=[str(settings.CAIRN_DATA_DIR)])
-        except WorkingDirError as exc:
-            raise serializers.ValidationError({"working_dir": [str(exc)]}) from None
-        self.validated_data["working_dir"] = value
-
     def build_spec(self, data):
         spec = super().build_spec(data)
         if data.get("command"):
             spec["command"] = data["command"]
-        if data.get("working_dir"):
-            spec["working_dir"] = data["working_dir"]
+        for key in ("hang_timeout_seconds", "straggler_policy"):
+            if data.get(key) is not None:
+                spec[key] = data[key]
         return spec
+
+
+class GoodputSerializer(serializers.Serializer):
+    goodput = serializers.FloatField(allow_null=True, source="ratio", help_text="Productive time / wall time.")
+    wall_seconds = serializers.FloatField()
+    productive_seconds = serializers.FloatField()
+    lost_seconds = serializers.FloatField(help_text="Work since the last checkpoint at each failure, redone after.")
+    overhead_seconds = serializers.FloatField(help_text="Restarts: from a failure to the next attempt's first step.")
+    gpu_hours_lost = serializers.FloatField()
+
+
+class CheckpointSerializer(serializers.Serializer):
+    attempt = serializers.IntegerField()
+    replica = serializers.IntegerField()
+    step = serializers.IntegerField()
+    name = serializers.CharField()
+    size_bytes = serializers.IntegerField()
+    save_seconds = serializers.FloatField()
+    blocking_seconds = serializers.FloatField()
+    two_stage = serializers.BooleanField()
+    time = serializers.DateTimeField(source="created_at")
+
+
+class RankProgressSerializer(serializers.Serializer):
+    replica = serializers.IntegerField()
+    attempt = serializers.IntegerField()
+    step = serializers.IntegerField()
+    step_seconds = serializers.FloatField(allow_null=True)
+    step_changed_at = serializers.DateTimeField()
+    reported_at = serializers.DateTimeField()
+
+
+class ResilienceSerializer(serializers.Serializer):
+    goodput = GoodputSerializer()
+    checkpoints = CheckpointSerializer(many=True, help_text="The last 50, oldest first.")
+    ranks = RankProgressSerializer(many=True, help_text="Each rank's last progress in the current attempt.")
+    stragglers = serializers.ListField(child=serializers.IntegerField(), help_text="Ranks flagged in this attempt.")
+    hang_timeout_seconds = serializers.IntegerField()
+    straggler_policy = serializers.CharField()
+
+
+class ProjectGoodputSerializer(serializers.Serializer):
+    jobs = serializers.IntegerField()
+    goodput = serializers.FloatField(allow_null=True)
+    wall_hours = serializers.FloatField()
+    productive_hours = serializers.FloatField()
+    lost_hours = serializers.FloatField()
+    overhead_hours = serializers.FloatField()
+    gpu_hours_lost = serializers.FloatField()

@@ -9,10 +9,12 @@ from rest_framework import serializers
 
 from apps.core.serializers import StrictSerializer
 from apps.projects.choices import Action, role_allows
+from apps.storage.api.serializers import DatasetMountListField, VolumeMountListField
 
 from ..choices import Kind, Priority, StopCause, WaitingOn, WorkloadStatus
 from ..deadlines import MAX_RUNTIME_LIMIT_SECONDS, MIN_RUNTIME_LIMIT_SECONDS
 from ..models import Workload, WorkloadEvent
+from .accelerators import AcceleratorSerializer, ArchField, accelerator_fields, check_accelerator
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -171,9 +173,14 @@ class WorkloadCreateSerializer(StrictSerializer):
                                 required=False, default=dict)
     resources = ResourcesSerializer(required=False)
     gpu_model = serializers.CharField(required=False, max_length=100, allow_blank=True, default="")
+    accelerator = AcceleratorSerializer(required=False, help_text="Accelerators per replica: {type, model, count}; "
+                                        "resources.gpu and gpu_model are the NVIDIA short form.")
+    arch = ArchField(required=False, help_text="CPU architecture(s) the image runs on: amd64, arm64 or a list.")
     priority = PriorityField(required=False, default=Priority.P3)
     preemptible = serializers.BooleanField(required=False)
     max_restarts = serializers.IntegerField(required=False, min_value=0, max_value=100, default=0)
+    volumes = VolumeMountListField()  # project volumes (apps/storage, docs/data.md)
+    datasets = DatasetMountListField()  # dataset versions, read-only, through the node cache
 
     def validate_name(self, value):
         if not NAME_RE.match(value):
@@ -195,12 +202,17 @@ class WorkloadCreateSerializer(StrictSerializer):
     def validate_for_pool(self, pool) -> None:
         """Checks that need the pool the workload goes to (known after validation); raise
         ValidationError like a field check. Subclasses extend it."""
+        check_accelerator(self.validated_data, pool)
 
     def build_spec(self, data: dict) -> dict:
         """The kind-specific part stored in Workload.spec."""
         spec = {"env": data.get("env", {})}
         if data.get("image"):
             spec["image"] = data["image"]
+        if data.get("volumes"):
+            spec["volumes"] = [dict(v) for v in data["volumes"]]
+        if data.get("datasets"):
+            spec["datasets"] = [dict(d) for d in data["datasets"]]
         return spec
 
     def to_submission(self) -> dict:
@@ -220,6 +232,7 @@ class WorkloadCreateSerializer(StrictSerializer):
             "gpu_model": data.get("gpu_model", ""),
             "max_restarts": data["max_restarts"],
             "max_runtime_seconds": data.get("max_runtime_seconds"),
+            **accelerator_fields(data),
         }
 
 
@@ -228,7 +241,7 @@ class EventSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = WorkloadEvent
-        fields = ["id", "time", "type", "reason", "message", "from_status", "to_status"]
+        fields = ["id", "time", "type", "reason", "message", "from_status", "to_status", "attachment"]
         read_only_fields = fields
 
 
@@ -241,10 +254,9 @@ class WorkloadResourcesOutSerializer(serializers.Serializer):
 def workload_endpoint(workload: Workload, *, user, role: str | None) -> str | None:
     """Where a running notebook or deployment is reached, for those who may reach it, else None.
 
-    Notebooks: only their creator, through Cairn's `open` link (which redirects to the notebook
-    and logs the creator in); Cairn has no notebook proxy yet, so anyone else holding the address
-    and its token could run code in the creator's kernel. Deployments: project members and above
-    (not viewers). The token itself never appears in an API answer.
+    Notebooks: Cairn's proxy at /nb/<project>/<id>/ (apps/notebooks/proxy.py), for their creator,
+    and for the project's owners and maintainers when the project shares notebooks. Deployments:
+    project members and above (not viewers). No credential of the IDE appears in an API answer.
     """
 
     if workload.status != WorkloadStatus.RUNNING or not isinstance(workload.runtime, dict):
@@ -252,9 +264,12 @@ def workload_endpoint(workload: Workload, *, user, role: str | None) -> str | No
     if not workload.runtime.get("url") or user is None or not getattr(user, "is_authenticated", False):
         return None
     if workload.kind == Kind.NOTEBOOK:
-        if workload.created_by_id is None or workload.created_by_id != user.pk:
+        creator = workload.created_by_id is not None and workload.created_by_id == user.pk
+        if not creator and not (workload.project.shared_notebooks
+                                and role_allows(role, Action.OPEN_SHARED_NOTEBOOKS)):
             return None
-        return f"/api/v1/projects/{workload.project.slug}/notebooks/{workload.pk}/open/"
+        ide = (workload.spec or {}).get("ide") if isinstance(workload.spec, dict) else None
+        return f"/nb/{workload.project.slug}/{workload.pk}/" + ("" if ide == "vscode" else "lab")
     if workload.kind == Kind.DEPLOYMENT and role_allows(role, Action.SUBMIT):
         url = workload.runtime["url"]
         return url if isinstance(url, str) else None
@@ -267,13 +282,16 @@ class WorkloadSerializer(serializers.ModelSerializer):
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     priority = PriorityField(read_only=True)
     resources = serializers.SerializerMethodField()
+    accelerator = serializers.SerializerMethodField(help_text="Accelerators per replica (null: none).")
+    arch = serializers.SerializerMethodField(help_text="CPU architectures it may run on (empty: any).")
     restarts = serializers.IntegerField(read_only=True)
     url = serializers.SerializerMethodField()
     ignored_env = serializers.SerializerMethodField(
         help_text="Keys of the spec's env that Cairn sets itself, ignored at the current attempt's launch.")
     endpoint = serializers.SerializerMethodField(
         help_text="Where a running notebook or deployment is reached; null for anyone who may not reach it. "
-                  "Notebooks: only their creator, through Cairn's open link (GET it in the browser). "
+                  "Notebooks: Cairn's proxy address (/nb/<project>/<id>/lab), for their creator (and the project's "
+                  "owners and maintainers when it shares notebooks). "
                   "Deployments: project members and above."
     )
     estimated_start = serializers.SerializerMethodField()
@@ -290,7 +308,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "kind", "project", "pool", "status", "status_reason", "status_message",
                   "pending_reason", "waiting_on", "estimated_start", "queue_position", "stop_cause", "preempted_by",
                   "preemptions", "exit_code", "priority",
-                  "preemptible", "replicas", "resources", "gpu_model", "max_restarts", "max_runtime_seconds",
+                  "preemptible", "replicas", "resources", "gpu_model", "accelerator", "arch", "max_restarts", "max_runtime_seconds",
                   "attempt", "restarts", "spec", "conditions", "placement", "ignored_env", "created_by", "created_at",
                   "updated_at", "admitted_at", "started_at", "finished_at", "url", "endpoint"]
         read_only_fields = fields
@@ -304,6 +322,15 @@ class WorkloadSerializer(serializers.ModelSerializer):
         request = self.context.get("request")
         view = self.context.get("view")
         return workload_endpoint(obj, user=getattr(request, "user", None), role=getattr(view, "role", None))
+
+    @extend_schema_field({"type": "object", "nullable": True, "properties": {
+        "type": {"type": "string"}, "model": {"type": "string"}, "count": {"type": "number"}}})
+    def get_accelerator(self, obj):
+        kind = obj.accelerator_type or ("nvidia" if obj.gpu_milli else "")
+        return {"type": kind, "model": obj.gpu_model, "count": obj.gpu_milli / 1000} if kind else None
+
+    def get_arch(self, obj) -> list[str]:
+        return [a for a in obj.arch.split("|") if a]
 
     def get_resources(self, obj) -> WorkloadResourcesOutSerializer:
         return {"gpu": obj.gpu_milli / 1000, "cpu": obj.cpu_milli / 1000, "memory_mb": obj.memory_mb}

@@ -2,7 +2,9 @@
 // utilisation (lib/cluster.ts utilColour), with util / memory / temperature / power on hover.
 import { Badge, Box, Group, Stack, Text, Tooltip } from "@mantine/core";
 import { memo } from "react";
-import { gpuTooltipLines, heatmapColumns, utilColour, utilGradient, utilTextColour, type NodeRow } from "../lib/cluster";
+import {
+  gpuTooltipLines, heatmapColumns, nodeKind, utilColour, utilGradient, utilTextColour, vendorLabel, type NodeRow,
+} from "../lib/cluster";
 
 const NAME_WIDTH = 170;
 
@@ -112,9 +114,14 @@ function Row({ node, columns, byIndex }: { node: NodeRow; columns: number; byInd
   return (
     <>
       <Group gap={4} wrap="nowrap" style={{ minWidth: 0, overflow: "hidden" }}>
-        <Text size="xs" truncate title={`${node.name}${node.poolName ? ` (${node.poolName})` : ""}`} style={{ minWidth: 0 }}>
+        <Text size="xs" truncate title={`${node.name}${node.poolName ? ` (${node.poolName})` : ""}: ${nodeKind(node)}`} style={{ minWidth: 0 }}>
           {node.name}
         </Text>
+        {(node.accelerator_type && node.accelerator_type !== "none") || node.cpu_arch ? (
+          <Badge size="xs" variant="outline" color="violet" style={{ flexShrink: 0 }} data-testid="heatmap-node-kind">
+            {[vendorLabel(node.accelerator_type), node.cpu_arch].filter(Boolean).join(" · ")}
+          </Badge>
+        ) : null}
         {node.cordoned && (
           <Badge size="xs" color="red" variant="light" style={{ flexShrink: 0 }}>
             cordoned

@@ -10,7 +10,9 @@ import { defaultProject, ME_KEY, rememberProject, signOut, useMe } from "../sess
 const PROJECT_PAGES = [
   { path: "workloads", label: "Workloads" },
   { path: "runs", label: "Runs & comparison" },
+  { path: "sweeps", label: "Sweeps" },
   { path: "quotas", label: "Quotas" },
+  { path: "storage", label: "Storage" },
 ] as const;
 
 export function ThemeToggle() {

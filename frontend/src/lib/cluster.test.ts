@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
-  allNodes, applyClusterFrame, applyNodeChanged, applyTelemetry, gpuTooltipLines, heatmapColumns, nodeUse, percentOf,
-  utilColour, utilGradient, utilTextColour, type ClusterOverview, type OverviewGpu, type OverviewNode,
+  allNodes, applyClusterFrame, applyNodeChanged, applyTelemetry, gpuTooltipLines, heatmapColumns, nodeKind, nodeUse, percentOf, poolKinds,
+  utilColour, utilGradient, utilTextColour, vendorLabel, type ClusterOverview, type OverviewGpu, type OverviewNode,
 } from "./cluster";
 
 function gpu(index: number, over: Partial<OverviewGpu> = {}): OverviewGpu {
@@ -126,5 +126,26 @@ describe("tables", () => {
     expect(percentOf(1, 3)).toBe(33.3);
     expect(percentOf(5, 0)).toBe(0);
     expect(percentOf(5, 2)).toBe(100);
+  });
+});
+
+describe("accelerator vendors and architectures", () => {
+  it("names a node by vendor, model and architecture", () => {
+    expect(nodeKind({ accelerator_type: "ascend", gpu_model: "910B3", gpu_count: 8, cpu_arch: "arm64" })).toBe(
+      "Ascend 910B3 · arm64",
+    );
+    expect(nodeKind({ accelerator_type: "amd", gpu_model: "", gpu_count: 8, cpu_arch: "" })).toBe("AMD");
+    expect(nodeKind({ accelerator_type: "none", gpu_model: "", gpu_count: 0, cpu_arch: "arm64" })).toBe("CPU · arm64");
+    // Older answers without the type: GPUs were NVIDIA's.
+    expect(nodeKind({ gpu_model: "A100", gpu_count: 4 })).toBe("NVIDIA A100");
+  });
+
+  it("lists a pool's types and architectures", () => {
+    expect(poolKinds({ accelerator_types: ["ascend", "nvidia"], architectures: ["amd64", "arm64"] })).toEqual([
+      "Ascend", "NVIDIA", "amd64", "arm64",
+    ]);
+    expect(poolKinds({ accelerator_types: ["none"] })).toEqual(["CPU only"]);
+    expect(poolKinds({})).toEqual([]);
+    expect(vendorLabel("intel")).toBe("");
   });
 });

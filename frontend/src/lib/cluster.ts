@@ -22,6 +22,8 @@ export interface OverviewNode {
   cluster: string;
   pool?: string | null;
   gpu_model: string;
+  accelerator_type?: string; // nvidia | amd | ascend | none (docs/accelerators.md)
+  cpu_arch?: string; // amd64 | arm64 | "" (unknown)
   gpu_count: number;
   gpu_memory_mb: number;
   health: string;
@@ -49,6 +51,8 @@ export interface OverviewPool {
   cluster: string;
   description: string;
   accelerator_models: string[];
+  accelerator_types?: string[];
+  architectures?: string[];
   nodes_total: number;
   nodes_schedulable: number;
   capacity_gpus: number;
@@ -69,6 +73,28 @@ export interface ClusterOverview {
   telemetry_max_age_seconds: number;
   pools: OverviewPool[];
   unpooled_nodes: OverviewNode[];
+}
+
+// ---- accelerator vendors and CPU architectures -------------------------------------------------
+
+const VENDORS: Record<string, string> = { nvidia: "NVIDIA", amd: "AMD", ascend: "Ascend" };
+
+/** A vendor for people: "NVIDIA", "AMD", "Ascend"; "" for none or unknown. */
+export function vendorLabel(type: string | null | undefined): string {
+  return (type && VENDORS[type]) || "";
+}
+
+/** What a node is, in a few words: "Ascend 910B3 · arm64", "NVIDIA A100 · amd64", "CPU · arm64". */
+export function nodeKind(node: { accelerator_type?: string; gpu_model: string; gpu_count: number; cpu_arch?: string }): string {
+  const vendor = vendorLabel(node.accelerator_type ?? (node.gpu_count ? "nvidia" : "none"));
+  const device = vendor ? [vendor, node.gpu_model].filter(Boolean).join(" ") : "CPU";
+  return node.cpu_arch ? `${device} · ${node.cpu_arch}` : device;
+}
+
+/** A pool's accelerator types and architectures for a badge row: ["NVIDIA", "Ascend", "amd64", "arm64"]. */
+export function poolKinds(pool: { accelerator_types?: string[]; architectures?: string[] }): string[] {
+  const types = (pool.accelerator_types ?? []).map((t) => vendorLabel(t) || (t === "none" ? "CPU only" : t));
+  return [...types, ...(pool.architectures ?? [])];
 }
 
 // ---- colour scale ---------------------------------------------------------------------------

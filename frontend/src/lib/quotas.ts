@@ -2,6 +2,7 @@
 // borrowed, lendable, GPU-hour budget. Derived values fall back to the documented formulas
 // when a field is missing from `usage`.
 
+import { poolKinds } from "./cluster";
 import { formatBytesMb, formatGpu } from "./format";
 
 export interface QuotaUsage {
@@ -46,6 +47,7 @@ export interface QuotaWait {
 export interface QuotaLike {
   id: number;
   pool: string;
+  pool_accelerators?: { types: string[]; architectures: string[] };
   nominal_gpu_milli?: number;
   nominal_cpu_milli?: number;
   nominal_memory_mb?: number;
@@ -59,6 +61,8 @@ export interface QuotaLike {
 export interface QuotaView {
   id: number;
   pool: string;
+  /** The pool's accelerator types and architectures, for people: ["Ascend", "arm64"]. */
+  poolKinds: string[];
   nominal: number;
   used: number;
   borrowed: number;
@@ -151,6 +155,10 @@ export function quotaView(quota: QuotaLike): QuotaView {
   return {
     id: quota.id,
     pool: quota.pool,
+    poolKinds: poolKinds({
+      accelerator_types: quota.pool_accelerators?.types,
+      architectures: quota.pool_accelerators?.architectures,
+    }),
     nominal,
     used,
     borrowed,

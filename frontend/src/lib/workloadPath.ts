@@ -19,3 +19,11 @@ export function workloadPath(project: string, id: number, action: WorkloadAction
     .replace("{project}", encodeURIComponent(project))
     .replace("{id}", String(id));
 }
+
+/** What may follow /notebooks/<id>/ : the notebook-only actions (start again, the culler's view). */
+export type NotebookAction = "start/" | "activity/";
+
+/** The typed-client path of a notebook-only action, e.g. "/api/v1/projects/{project}/notebooks/{id}/start/". */
+export function notebookRoute<A extends NotebookAction>(action: A): `/api/v1/projects/{project}/notebooks/{id}/${A}` {
+  return `/api/v1/projects/{project}/notebooks/{id}/${action}`;
+}

@@ -126,6 +126,8 @@ export function placeholderRow(frame: { workload: number; name: string; kind: Wo
     replicas: 1,
     resources: { gpu: 0, cpu: 0, memory_mb: 0 },
     gpu_model: "",
+    accelerator: null,
+    arch: [],
     max_restarts: 0,
     max_runtime_seconds: null,
     attempt: 0,

@@ -14,7 +14,8 @@ import { LiveIndicator } from "../components/LiveIndicator";
 import { WaitingOnBadge } from "../components/WaitingOnBadge";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import {
-  allNodes, applyClusterFrame, HEALTH_COLOUR, percentOf, type ClusterOverview, type NodeRow, type OverviewPool,
+  allNodes, applyClusterFrame, HEALTH_COLOUR, nodeKind, percentOf, poolKinds, type ClusterOverview, type NodeRow,
+  type OverviewPool,
 } from "../lib/cluster";
 import { formatBytesMb, formatGpu, formatPercent, formatRelative } from "../lib/format";
 import { formatAgo, formatWaiting } from "../lib/time";
@@ -67,6 +68,13 @@ function PoolCard({ pool }: { pool: OverviewPool }) {
               {pool.nodes_schedulable}/{pool.nodes_total} nodes
             </Badge>
           </Tooltip>
+        </Group>
+        <Group gap={4} data-testid="pool-kinds">
+          {poolKinds(pool).map((k) => (
+            <Badge key={k} size="xs" variant="light" color="violet">
+              {k}
+            </Badge>
+          ))}
         </Group>
         <Group gap={4}>
           {pool.accelerator_models.length ? (
@@ -165,8 +173,8 @@ function NodesTable({ nodes, now }: { nodes: NodeRow[]; now: number }) {
                 <Text size="sm">{n.poolName ?? <Text span c="dimmed" size="sm">none</Text>}</Text>
               </Table.Td>
               <Table.Td>
-                <Text size="sm" truncate maw={200} title={n.gpu_model}>
-                  {n.gpu_model || "—"}
+                <Text size="sm" truncate maw={220} title={nodeKind(n)} data-testid="node-kind">
+                  {nodeKind(n)}
                 </Text>
               </Table.Td>
               <Table.Td>

@@ -212,6 +212,11 @@ export function QuotasPage() {
                       <Text fw={500} size="sm">
                         {q.pool}
                       </Text>
+                      {q.poolKinds.length > 0 && (
+                        <Text size="xs" c="dimmed" data-testid="quota-pool-kinds">
+                          {q.poolKinds.join(" · ")}
+                        </Text>
+                      )}
                     </Table.Td>
                     <Table.Td>
                       <Text size="sm">{gpus(q.nominal)}</Text>

@@ -12,6 +12,7 @@ describe("sign-in", () => {
   it("loads the API reference and the admin as pages, routes the rest", () => {
     expect(isServerPage("/api/docs/")).toBe(true);
     expect(isServerPage("/admin/")).toBe(true);
+    expect(isServerPage("/nb/demo/7/lab")).toBe(true);
     expect(isServerPage("/projects/a/workloads")).toBe(false);
     expect(isServerPage("/apis")).toBe(false);
   });

@@ -13,7 +13,7 @@ export function safeNext(next: string | null): string {
 
 /** Pages Django serves itself (the API reference, the admin): loaded after sign-in, not routed. */
 export function isServerPage(path: string): boolean {
-  return /^\/(api|admin)\//.test(path);
+  return /^\/(api|admin|nb)\//.test(path);
 }
 
 export function SignInPage() {

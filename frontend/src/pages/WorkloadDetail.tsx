@@ -15,10 +15,13 @@ import { deriveSegments } from "../lib/timeline";
 import { mergeWorkloadState } from "../lib/workloads";
 import { useTopic } from "../live/LiveProvider";
 import { canWrite, useMe } from "../session";
-import { getEvents, getRuns, getWorkload, stopWorkload, type Workload } from "./workload/api";
+import { getEvents, getRuns, getWorkload, startNotebook, stopWorkload, type Workload } from "./workload/api";
 import { EventsPanel } from "./workload/EventsPanel";
 import { LogPanel } from "./workload/LogPanel";
 import { MetricsPanel } from "./workload/MetricsPanel";
+import { RevisionsPanel } from "./workload/RevisionsPanel";
+import { ServingPanel } from "./workload/ServingPanel";
+import { NotebookPanel } from "./workload/NotebookPanel";
 import { StatusTimeline } from "./workload/StatusTimeline";
 import { WorkloadHeader } from "./workload/WorkloadHeader";
 
@@ -96,6 +99,10 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
       }
       if (previous && frame.attempt !== undefined && previous.attempt !== frame.attempt) refreshRuns();
     } else if (frame.type === "workload.status") {
+      if (frame.reason === "IdleReclaimed" && frame.status === "stopping") {
+        notifications.show({ color: "orange", title: "Notebook reclaimed", message:
+          "It was idle past its idle_timeout and is being stopped; its files are kept: start it again to go on." });
+      }
       queryClient.setQueryData<Workload>(workloadKey, (old) =>
         old ? { ...old, status: frame.status as Workload["status"], status_reason: String(frame.reason ?? old.status_reason) } : old,
       );
@@ -121,6 +128,16 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
       });
     },
     onError: (error) => notifications.show({ color: "red", title: "Could not stop the workload", message: (error as Error).message }),
+  });
+
+  const start = useMutation({
+    mutationFn: () => startNotebook(project, id),
+    onSuccess: (data) => {
+      queryClient.setQueryData(workloadKey, data);
+      refreshEvents();
+      notifications.show({ color: "blue", title: "Starting again", message: `${data.name} is ${data.status}; its files are kept.` });
+    },
+    onError: (error) => notifications.show({ color: "red", title: "Could not start the notebook", message: (error as Error).message }),
   });
 
   if (workload.error && !workload.data) {
@@ -158,8 +175,14 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
         canStop={!deleted && STOPPABLE.has(w.status) && canWrite(role)}
         stopping={stop.isPending}
         onStop={() => stop.mutate()}
+        canStart={!deleted && w.kind === "notebook" && w.status === "stopped" && canWrite(role)}
+        starting={start.isPending}
+        onStart={() => start.mutate()}
       />
+      {w.kind === "notebook" && <NotebookPanel project={project} workload={w} now={now} />}
       <StatusTimeline workload={w} now={now} segments={segments} eventsError={events.error} />
+      {kind === "deployment" && <ServingPanel project={project} workload={w} />}
+      {kind === "deployment" && <RevisionsPanel project={project} workload={w} canWrite={!deleted && canWrite(role)} />}
       {showMetrics && (
         <MetricsPanel project={project} workload={w} runs={runList} runsLoading={runs.isPending} runsError={runs.error} onRetry={() => runs.refetch()} />
       )}

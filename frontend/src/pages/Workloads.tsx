@@ -2,6 +2,7 @@
 import {
   Anchor, Button, Group, MultiSelect, Pagination, Select, Stack, Table, Text, Title, Tooltip,
 } from "@mantine/core";
+import { notifications } from "@mantine/notifications";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useMemo } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
@@ -85,6 +86,10 @@ export function WorkloadsPage() {
   }, 800);
   useTopic("workloads", (frame) => {
     if (!frame.type.startsWith("workload.")) return;
+    if (frame.type === "workload.status" && frame.reason === "IdleReclaimed" && frame.status === "stopping") {
+      notifications.show({ color: "orange", title: "Idle notebook reclaimed", message:
+        `Notebook ${frame.workload} was idle past its idle_timeout and is being stopped; its files are kept.` });
+    }
     queryClient.setQueryData<WorkloadPage>(queryKey, (old) => applyWorkloadFrame(old, frame, { filters, project }));
     refetchSoon();
   });

@@ -18,7 +18,7 @@ from typing import Any
 
 from .run import Run, run_from_env
 
-__all__ = ["Run", "current_run", "finish", "init", "log", "log_params"]
+__all__ = ["Run", "current_run", "finish", "init", "log", "log_params", "progress"]
 
 _current: Run | None = None
 _warned = False
@@ -51,6 +51,14 @@ def log(data: Mapping[str, Any], step: int | None = None) -> None:
         _no_run()
         return
     _current.log(data, step=step)
+
+
+def progress(step: int, seconds: float | None = None) -> None:
+    """Report that this rank reached `step` (also done by `log(..., step=)`), and optionally the time
+    it spent on that step's own work (`seconds`, without collective waits); Cairn uses it to tell a
+    hung or straggling rank. Nothing happens before `cairn.init()`."""
+    if _current is not None:
+        _current.progress(step, seconds)
 
 
 def log_params(params: Mapping[str, Any]) -> None:

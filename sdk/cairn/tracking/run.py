@@ -61,6 +61,13 @@ class Run:
         self._warned: set[str] = set()
         self._finished = False
         self.exit_timeout = exit_timeout
+        # Progress (hang and straggler detection): reported by the ranks of a Cairn job only.
+        replica = os.environ.get("CAIRN_REPLICA", "")
+        self._replica = int(replica) if replica.isdigit() and os.environ.get("CAIRN_WORKLOAD_ID") else None
+        self._progress_step: int | None = None
+        self._progress_time = 0.0
+        if self._replica is not None:
+            _stacks_on_signal()
         self.sender = Sender(resolve_run=self._resolve, batch_size=batch_size, flush_interval=flush_interval,
                              max_buffer=max_buffer)
         if params:
@@ -110,6 +117,7 @@ class Run:
                     self._warn_once("step", f"cairn: step must be an integer >= 0, not {step!r}; ignored this call")
                     return
                 self._next_step = max(self._next_step, step + 1)
+            self._note_progress(step, now)
             points = []
             for key, value in data.items():
                 if not isinstance(key, str) or not KEY_PATTERN.match(key):
@@ -124,6 +132,39 @@ class Run:
                 self.sender.add_points(points)
         except Exception as exc:  # noqa: BLE001 - logging must never break training
             self._warn_once("log", f"cairn: log() failed: {exc}")
+
+    def _note_progress(self, step: int, now: float, seconds: float | None = None) -> None:
+        """A step beyond the last one seen: report it with its duration (`seconds`, else the wall time
+        since the previous step, per step when several passed)."""
+        if self._replica is None:
+            return
+        previous = self._progress_step
+        if previous is not None and step <= previous:
+            return
+        steps = []
+        if seconds is not None:
+            steps.append((step, seconds))
+        elif previous is not None:
+            steps.append((step, max(now - self._progress_time, 0.0) / (step - previous)))
+        self._progress_step, self._progress_time = step, now
+        self.sender.add_progress(self._replica, step, steps)
+
+    def progress(self, step: int, seconds: float | None = None) -> None:
+        """Say that training reached `step` (cheap: call it every step). `seconds`: the time this
+        rank spent on the step's own work, without waiting in collectives; in synchronous data
+        parallel training every rank's wall time per step is the same (the all-reduce waits for the
+        slowest), so straggler detection needs this. Default: the wall time since the last step."""
+        try:
+            if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+                return
+            if seconds is not None and (not isinstance(seconds, int | float) or not math.isfinite(seconds)
+                                        or seconds < 0):
+                seconds = None
+            with self._lock:
+                self._next_step = max(self._next_step, step + 1)
+                self._note_progress(step, time.time(), None if seconds is None else float(seconds))
+        except Exception as exc:  # noqa: BLE001
+            self._warn_once("progress", f"cairn: progress() failed: {exc}")
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         try:
@@ -153,6 +194,8 @@ class Run:
         try:
             if self._sampler is not None:
                 self._sampler.stop()
+            if self._replica is not None and self._progress_step is not None:
+                self.sender.add_progress(self._replica, self._progress_step, [], done=True)
             deadline = time.monotonic() + timeout
             ok = self.sender.close(timeout)
             target = self.sender.target()
@@ -188,6 +231,20 @@ class Run:
     def _at_exit(self) -> None:
         if not self._finished:
             self.finish(timeout=self.exit_timeout)
+
+
+def _stacks_on_signal() -> None:
+    """Inside a Cairn job: SIGUSR2 prints every thread's Python stack to stderr (the replica's log).
+    Cairn sends it to diagnose a hung rank when py-spy cannot attach (docs/training.md)."""
+    import faulthandler
+    import signal
+    import sys
+
+    try:
+        if os.environ.get("CAIRN_STACKS_ON_SIGUSR2", "1") != "0" and threading.current_thread() is threading.main_thread():
+            faulthandler.register(signal.SIGUSR2, file=sys.stderr, all_threads=True)
+    except (AttributeError, ValueError, OSError, RuntimeError):
+        pass
 
 
 def run_from_env(environ: Mapping[str, str] | None = None, **overrides: Any) -> Run:

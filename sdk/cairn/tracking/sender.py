@@ -62,6 +62,7 @@ class Sender:
         self._session_factory = session_factory
         self._points: deque = deque()
         self._params: dict[str, Any] = {}
+        self._progress: dict | None = None  # {"replica", "step", "steps": [[step, seconds], ...]}
         self._cond = threading.Condition()
         self._inflight: dict | None = None
         self._closing = False
@@ -98,6 +99,20 @@ class Sender:
             self._params.update(params)
             self._cond.notify_all()
 
+    def add_progress(self, replica: int, step: int, steps: list[tuple[int, float]], done: bool = False) -> None:
+        """The rank's latest step and the step times since the last report: sent with the next batch.
+        `done`: the rank is finishing (cairn.finish), so a quiet shutdown is not taken for a hang."""
+        with self._cond:
+            if self._disabled or self._closing:
+                return
+            if self._progress is None:
+                self._progress = {"replica": replica, "step": step, "steps": []}
+                self._cond.notify_all()
+            self._progress["step"] = step
+            if done:
+                self._progress["done"] = True
+            self._progress["steps"] = (self._progress["steps"] + [[s, round(t, 6)] for s, t in steps])[-500:]
+
     def pending(self) -> int:
         with self._cond:
             return len(self._points) + (len(self._inflight["points"]) if self._inflight else 0)
@@ -109,7 +124,7 @@ class Sender:
             self._flush_waiters += 1
             self._cond.notify_all()
             try:
-                while self._points or self._params or self._inflight:
+                while self._points or self._params or self._progress or self._inflight:
                     if self._disabled:
                         return False
                     remaining = deadline - time.monotonic()
@@ -156,9 +171,9 @@ class Sender:
         last_send = 0.0
         while True:
             with self._cond:
-                while not (self._points or self._params or self._inflight) and not self._closing:
+                while not (self._points or self._params or self._progress or self._inflight) and not self._closing:
                     self._cond.wait(1.0)
-                if self._closing and not (self._points or self._params or self._inflight):
+                if self._closing and not (self._points or self._params or self._progress or self._inflight):
                     return
                 # Coalesce: at most one request per flush_interval unless a full batch or a flush waits.
                 wait = last_send + self.flush_interval - time.monotonic()
@@ -189,6 +204,7 @@ class Sender:
                     self.stats.dropped_points += len(self._points)
                     self._points.clear()
                     self._params.clear()
+                    self._progress = None
                 self._cond.notify_all()
                 if self._disabled:
                     return
@@ -198,6 +214,7 @@ class Sender:
             self._disabled = True
             self._points.clear()
             self._params.clear()
+            self._progress = None
             self._inflight = None
             self._cond.notify_all()
 
@@ -205,7 +222,8 @@ class Sender:
         n = min(self.batch_size, len(self._points))
         points = [self._points.popleft() for _ in range(n)]
         params, self._params = self._params, {}
-        return {"batch_id": uuid.uuid4().hex, "points": points, "params": params}
+        progress, self._progress = self._progress, None
+        return {"batch_id": uuid.uuid4().hex, "points": points, "params": params, "progress": progress}
 
     def _send(self, session, batch: dict) -> str:
         """'ok', 'retry' (connection error, 5xx, 429), 'dropped' (this batch is bad) or 'fatal' (run gone)."""
@@ -225,6 +243,8 @@ class Sender:
                 "points": [{"key": k, "step": s, "value": v, "time": t} for k, s, v, t in batch["points"]]}
         if batch["params"]:
             body["params"] = batch["params"]
+        if batch.get("progress"):
+            body["progress"] = batch["progress"]
         try:
             response = session.post(url, json=body, headers=headers, timeout=self.timeout)
         except Exception as exc:  # noqa: BLE001 - connection refused, timeout, reset...

@@ -18,6 +18,14 @@ What it does like a real API server:
   whole in `logs[(namespace, pod)]` (all stamped 2026-01-01T00:00:00Z). `follow` is not
   emulated: a follow request is answered like a plain read.
 
+The service proxy (`/api/v1/namespaces/<ns>/services/[http:]<name>[:<port>]/proxy/<path>`), as
+Cairn's notebook proxy uses it from outside a cluster: authenticated like every request, the
+Authorization header removed (a real API server consumes it too), the rest of the request and
+its body forwarded to the address the test gives the Service in `service_backends[(namespace,
+name)] = "127.0.0.1:<port>"` (it plays kube-proxy and the pod), and the answer relayed back; an
+Upgrade (websocket) request is tunnelled both ways until either side closes. Every proxied
+request is kept in `proxied` (method, path, headers).
+
 Fault injection: `fail(method, path_contains, status, times)` answers the next matching requests
 with that status; `stall(method, path_contains, seconds, times)` delays them (client timeouts).
 kmock (PyPI) was tried first: its watch streams ignore resourceVersion and never answer 410,
@@ -29,6 +37,7 @@ import copy
 import itertools
 import json
 import re
+import socket
 import threading
 import time
 import uuid
@@ -178,6 +187,8 @@ class KubeEmulator:
         self._last_log_ns = 0
         self.stopping = False
         self.server: ThreadingHTTPServer | None = None
+        self.service_backends: dict[tuple[str, str], str] = {}  # (namespace, service) -> "host:port"
+        self.proxied: list[tuple[str, str, dict]] = []  # (method, path, headers) sent through the service proxy
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -386,6 +397,9 @@ class KubeEmulator:
         return [h for h in self.history if h[0] > rv]
 
 
+SERVICE_PROXY = re.compile(r"/api/v1/namespaces/([^/]+)/services/([^/]+)/proxy(/.*)?")
+
+
 class _Handler(BaseHTTPRequestHandler):
     emulator: KubeEmulator
     protocol_version = "HTTP/1.0"
@@ -445,6 +459,10 @@ class _Handler(BaseHTTPRequestHandler):
                              "gitTreeState": "clean", "buildDate": _now(), "goVersion": "go", "compiler": "gc",
                              "platform": "linux/amd64"})
             return
+        proxied = SERVICE_PROXY.fullmatch(urlparse(self.path).path)
+        if proxied:
+            self._service_proxy(method, *proxied.groups())
+            return
         route = self._route()
         if route is None:
             self._send(404, _status(404, "NotFound", f"no route for {self.path}"))
@@ -491,6 +509,57 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(*em.delete(plural, namespace, name, propagation=propagation))
         else:
             self._send(405, _status(405, "MethodNotAllowed", f"{method} {self.path}"))
+
+    def _service_proxy(self, method: str, namespace: str, service: str, rest: str | None) -> None:
+        em = self.emulator
+        parts = service.split(":")
+        name = parts[1] if len(parts) == 3 else parts[0]  # [scheme:]name[:port]
+        target = em.service_backends.get((namespace, name))
+        if em.get("services", namespace, name) is None or target is None:
+            self._send(503, _status(503, "ServiceUnavailable", f'no endpoints available for service "{name}"'))
+            return
+        query = urlparse(self.path).query
+        path = (rest or "/") + (f"?{query}" if query else "")
+        headers = [(k, v) for k, v in self.headers.items()
+                   if k.lower() not in ("authorization", "host", "connection", "content-length")]
+        em.proxied.append((method, path, dict(headers)))
+        em.verbs.add(("", "services/proxy", {"GET": "get", "HEAD": "get", "OPTIONS": "get", "POST": "create",
+                                             "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]))
+        upgrade = self.headers.get("Upgrade", "").lower() == "websocket"
+        host, _, port = target.rpartition(":")
+        try:
+            upstream = socket.create_connection((host, int(port)), timeout=30)
+        except OSError as exc:  # as a real API server answers when the pod does not listen (yet)
+            self._send(503, _status(503, "ServiceUnavailable", f"error trying to reach service: {exc}"))
+            return
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if not upgrade else b""
+        lines = [f"{method} {path} HTTP/1.1", f"Host: {target}",
+                 "Connection: Upgrade" if upgrade else "Connection: close",
+                 *[f"{k}: {v}" for k, v in headers]]
+        if not upgrade:
+            lines.append(f"Content-Length: {len(body)}")
+        upstream.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        self.close_connection = True
+
+        def pump(source, sink):
+            try:
+                while chunk := source.recv(65536):
+                    sink.sendall(chunk)
+            except OSError:
+                pass
+            finally:
+                for end in (source, sink):
+                    try:
+                        end.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        upstream.settimeout(None)
+        if upgrade:
+            back = threading.Thread(target=pump, args=(self.connection, upstream), daemon=True)
+            back.start()
+        pump(upstream, self.connection)
+        upstream.close()
 
     def _watch(self, resource: Resource, namespace: str, query: dict) -> None:
         em = self.emulator

@@ -1,6 +1,7 @@
 """The manifest builders are pure: no cluster, no database. Every object they produce is
 validated against the Kubernetes JSON schemas that kubernetes-validate ships in its wheel
 (so this works offline), in strict mode (unknown fields are errors)."""
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from apps.backends.kubernetes.manifests import (
     namespace_manifest,
     workload_manifests,
 )
+from tests.s3emu import s3_server  # noqa: F401 - the S3 emulator fixture
 
 K8S_VERSION = "1.37.0"
 
@@ -82,6 +84,7 @@ VARIANTS = {
                                   pool_node_selector={"pool": "a100"}),
     "training-image-only": view(spec={"image": "ghcr.io/acme/train:1.2", "working_dir": "/workspace"}),
     "training-with-limit": view(active_deadline_seconds=7200),
+    "training-excluded-nodes": view(placement_nodes=("gpu-1", "gpu-3"), excluded_nodes=("gpu-2",)),
     "notebook": view(kind="notebook", replicas=1, gpu_milli=1000, spec={"env": {}}, notebook_token="t0k"),
     "notebook-image": view(kind="notebook", replicas=1, gpu_milli=0, spec={"image": "jupyter/scipy", "env": {}}),
     "deployment": view(kind="deployment", replicas=2, gpu_milli=500,
@@ -98,6 +101,7 @@ OPTIONS = {
                            tolerations=({"key": "dedicated", "operator": "Equal", "value": "ml",
                                          "effect": "NoSchedule"},),
                            storage_class="fast", image_pull_secrets=("regcred",)),
+    "shared-checkpoints": ClusterOptions(checkpoint_claim="team-checkpoints"),
 }
 
 
@@ -132,7 +136,7 @@ def test_a_broken_manifest_is_caught_by_the_validator():
 
 def test_training_is_an_indexed_job_with_a_headless_service():
     objs = by_kind(workload_manifests(view(), ClusterOptions()))
-    assert set(objs) == {"Job", "Service"}
+    assert set(objs) == {"Job", "Service", "PersistentVolumeClaim"}
     job, svc = objs["Job"], objs["Service"]
     assert job["metadata"]["name"] == "cairn-42-1"
     assert job["metadata"]["namespace"] == svc["metadata"]["namespace"] == "cairn-vision"
@@ -262,16 +266,20 @@ def test_notebook_is_a_statefulset_with_a_service_a_home_pvc_and_a_token_secret(
     assert objs["Secret"]["stringData"] == {"token": "t0k"}
 
 
-def test_deployment_has_service_and_autoscaler_bounded_by_the_admitted_replicas():
+def test_deployment_has_a_service_and_an_hpa_only_when_the_cluster_asks_for_one():
     objs = by_kind(workload_manifests(VARIANTS["deployment"], ClusterOptions()))
-    assert set(objs) == {"Service", "Deployment", "HorizontalPodAutoscaler"}
+    assert set(objs) == {"Service", "Deployment"}  # Cairn's autoscaler sets the replicas
     assert objs["Deployment"]["spec"]["replicas"] == 2
+    container = objs["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/", "port": 9000}
+    objs = by_kind(workload_manifests(VARIANTS["deployment"], ClusterOptions(deployment_hpa=True)))
+    assert set(objs) == {"Service", "Deployment", "HorizontalPodAutoscaler"}
     hpa = objs["HorizontalPodAutoscaler"]
     assert hpa["apiVersion"] == "autoscaling/v2"
     assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cairn-42"}
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 2)
     assert objs["Service"]["spec"]["ports"][0]["targetPort"] == 9000
-    scaled = by_kind(workload_manifests(VARIANTS["deployment-autoscaled"], ClusterOptions()))
+    scaled = by_kind(workload_manifests(VARIANTS["deployment-autoscaled"], ClusterOptions(deployment_hpa=True)))
     assert scaled["HorizontalPodAutoscaler"]["spec"]["maxReplicas"] == 5
 
 
@@ -292,3 +300,152 @@ def test_run_token_is_delivered_through_a_secret_not_the_pod_spec(variant):
     container = pod_template(manifests)["spec"]["containers"][0]
     assert container["envFrom"] == [{"secretRef": {"name": "cairn-42-1-run"}}]
     assert "crt_secret" not in str(pod_template(manifests))
+
+
+def test_training_pods_get_the_checkpoint_volume_and_a_memory_backed_shm_sized_from_the_request():
+    objs = by_kind(workload_manifests(view(memory_mb=32768), ClusterOptions(storage_class="fast")))
+    claim = objs["PersistentVolumeClaim"]
+    assert claim["metadata"]["name"] == "cairn-42-checkpoints"
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"] and claim["spec"]["storageClassName"] == "fast"
+    pod = objs["Job"]["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["checkpoints"]["persistentVolumeClaim"]["claimName"] == "cairn-42-checkpoints"
+    assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "16384Mi"}
+    container = pod["containers"][0]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts == {"checkpoints": "/cairn/checkpoints", "dshm": "/dev/shm"}
+    assert env_of(container)["CAIRN_CHECKPOINT_DIR"] == "/cairn/checkpoints"
+    small = pod_template(workload_manifests(view(memory_mb=100), ClusterOptions()))["spec"]
+    assert {v["name"]: v for v in small["volumes"]}["dshm"]["emptyDir"]["sizeLimit"] == "64Mi"
+
+
+def test_a_shared_checkpoint_claim_gives_each_job_its_own_sub_folder():
+    objs = by_kind(workload_manifests(view(), ClusterOptions(checkpoint_claim="team-checkpoints")))
+    assert "PersistentVolumeClaim" not in objs
+    pod = objs["Job"]["spec"]["template"]["spec"]
+    assert {v["name"]: v for v in pod["volumes"]}["checkpoints"]["persistentVolumeClaim"]["claimName"] == (
+        "team-checkpoints")
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "checkpoints")
+    assert mount["subPath"] == "vision/42"
+
+
+def test_an_excluded_node_becomes_a_not_in_node_affinity_term():
+    pod = pod_template(workload_manifests(view(placement_nodes=("gpu-1", "gpu-2"), excluded_nodes=("gpu-2",)),
+                                          ClusterOptions()))["spec"]
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    expressions = terms[0]["matchExpressions"]
+    assert {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gpu-1"]} in expressions
+    assert {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gpu-2"]} in expressions
+# -- project volumes (apps/storage) ---------------------------------------------------------------
+
+VOLUMES = [{"name": "images", "mount": "/data/images", "read_only": False},
+           {"name": "ckpt", "mount": "/mnt/ckpt", "read_only": True}]
+
+
+@pytest.mark.parametrize("kind, extra", [("training", {"command": ["t"]}), ("notebook", {}),
+                                         ("deployment", {"command": ["s"], "port": 80})])
+def test_volumes_become_readwritemany_claims_mounted_as_the_spec_asks(kind, extra):
+    v = view(kind=kind, replicas=1, spec={"env": {}, **extra, "volumes": VOLUMES},
+             volume_sizes={"images": 50, "ckpt": 5})
+    objects = workload_manifests(v, ClusterOptions(volume_storage_class="cephfs"))
+    for manifest in objects:
+        validate(manifest)
+    claims = [o for o in objects if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"].startswith("cairn-vol-")]
+    assert [c["metadata"]["name"] for c in claims] == ["cairn-vol-images", "cairn-vol-ckpt"]
+    assert objects[:2] == claims  # before the pods that mount them
+    assert claims[0]["spec"] == {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "50Gi"}},
+                                 "storageClassName": "cephfs"}
+    assert "cairn.dev/workload" not in claims[0]["metadata"]["labels"]  # the project's, not the workload's
+    pod = pod_template(objects)["spec"]
+    by_name = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m for m in pod["containers"][0]["volumeMounts"]}
+    assert mounts["/data/images"]["readOnly"] is False
+    assert mounts["/mnt/ckpt"]["readOnly"] is True
+    assert by_name[mounts["/mnt/ckpt"]["name"]]["persistentVolumeClaim"] == {"claimName": "cairn-vol-ckpt",
+                                                                              "readOnly": True}
+    assert all("hostPath" not in vol for vol in pod["volumes"])
+
+
+def test_without_a_storage_class_the_claim_takes_the_clusters_default():
+    v = view(spec={"command": ["t"], "volumes": VOLUMES[:1]}, volume_sizes={"images": 2})
+    claim = workload_manifests(v, ClusterOptions())[0]
+    assert "storageClassName" not in claim["spec"]
+    validate(claim)
+
+
+def test_a_served_model_is_the_artifacts_claim_mounted_read_only_at_its_versions_folder():
+    v = view(kind="deployment", replicas=1, gpu_milli=0,
+             spec={"command": ["serve"], "port": 80, "model": {"name": "resnet", "version": 3, "mount": "/model"}},
+             volume_sizes={"artifacts": 20})
+    objects = workload_manifests(v, ClusterOptions())
+    for manifest in objects:
+        validate(manifest)
+    assert objects[0]["kind"] == "PersistentVolumeClaim" and objects[0]["metadata"]["name"] == "cairn-vol-artifacts"
+    pod = pod_template(objects)["spec"]
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] == "/model")
+    assert mount == {"name": "model", "mountPath": "/model", "readOnly": True, "subPath": "models/resnet/3"}
+    assert {"name": "model", "persistentVolumeClaim": {"claimName": "cairn-vol-artifacts", "readOnly": True}} in pod["volumes"]
+
+
+# -- datasets (apps/storage): the node cache's init container, NFS and host paths -----------------------
+
+DATASETS = (
+    {"name": "imgs", "version": 2, "mount": "/datasets/imgs", "digest": "d" * 64, "source": "s3",
+     "location": {"bucket": "corpus", "prefix": "imgs"}, "manifest": [{"key": "a", "size": 1, "etag": "x"}],
+     "store": {"bucket": "corpus", "prefix": "imgs", "access_key_id": "AK", "secret_access_key": "SK"}},
+    {"name": "shared", "version": 1, "mount": "/mnt/shared", "digest": "e" * 64, "source": "nfs",
+     "location": {"server": "nfs.lab", "path": "/export/shared"}},
+    {"name": "scans", "version": 1, "mount": "/data/scans", "digest": "f" * 64, "source": "host_path",
+     "location": {"path": "/srv/scans"}},
+)
+
+
+@pytest.mark.parametrize("kind, extra", [("training", {"command": ["t"]}), ("notebook", {}),
+                                         ("deployment", {"command": ["s"], "port": 80})])
+def test_datasets_mount_read_only_and_s3_versions_come_through_the_node_cache(kind, extra):
+    v = view(kind=kind, replicas=1, spec={"env": {}, **extra}, datasets=DATASETS)
+    objects = workload_manifests(v, ClusterOptions(cache_image="registry.local/cairn:1.0"))
+    for manifest in objects:
+        validate(manifest)
+    secret = next(o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"].endswith("-datasets"))
+    job = json.loads(secret["stringData"]["job.json"])
+    assert job["entries"][0]["digest"] == "d" * 64 and job["entries"][0]["store"]["secret_access_key"] == "SK"
+    pod = pod_template(objects)["spec"]
+    [init] = pod["initContainers"]
+    assert init["image"] == "registry.local/cairn:1.0"
+    assert init["command"][:2] == ["python", "/app/apps/storage/cachefill.py"]
+    assert init["securityContext"]["runAsNonRoot"] is True and init["securityContext"]["privileged"] is False
+    mounts = {m["mountPath"]: m for m in pod["containers"][0]["volumeMounts"]}
+    assert mounts["/datasets/imgs"] == {"name": "dataset-cache", "mountPath": "/datasets/imgs", "readOnly": True,
+                                        "subPath": f"{'d' * 64}/data"}
+    assert all(mounts[p]["readOnly"] is True for p in ("/mnt/shared", "/data/scans"))
+    volumes = {vol["name"]: vol for vol in pod["volumes"]}
+    assert volumes["dataset-cache"]["hostPath"] == {"path": "/var/lib/cairn/dataset-cache", "type": "DirectoryOrCreate"}
+    assert {"server": "nfs.lab", "path": "/export/shared", "readOnly": True} in [
+        vol.get("nfs") for vol in volumes.values()]
+    assert "secret_access_key" not in json.dumps(pod)  # credentials only in the Secret
+
+
+def test_the_init_containers_job_fills_a_cache_with_the_same_filler(tmp_path, s3_server):  # noqa: F811
+    """The Secret's job.json, run through cachefill.py as the init container would, fills the cache."""
+    import subprocess
+    import sys
+
+    from apps.storage import cachefill
+
+    s3_server.make_bucket("corpus")
+    s3_server.store("corpus").put("imgs/a.bin", b"hello")
+    store = {"bucket": "corpus", "prefix": "imgs", "endpoint_url": s3_server.url, "region": "us-east-1",
+             "access_key_id": "AK", "secret_access_key": "SK"}
+    etag = next(iter(s3_server.store("corpus", "imgs").list()))[0]["e_tag"]
+    dataset = {**DATASETS[0], "store": store, "manifest": [{"key": "a.bin", "size": 5, "etag": etag}]}
+    objects = workload_manifests(view(replicas=1, datasets=(dataset,)), ClusterOptions())
+    secret = next(o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"].endswith("-datasets"))
+    job = json.loads(secret["stringData"]["job.json"])
+    job["cache_root"] = str(tmp_path / "cache")  # the hostPath, here
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job))
+    done = subprocess.run([sys.executable, cachefill.__file__, str(path), "--"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "cache" / ("d" * 64) / "data" / "a.bin").read_bytes() == b"hello"

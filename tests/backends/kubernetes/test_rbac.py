@@ -13,6 +13,40 @@ from apps.workloads.models import Workload
 
 from .conftest import eventually
 
+
+def _through_the_service_proxy(emulator, workload) -> None:
+    """The notebook proxy's verbs (apps/backends/kubernetes/proxy.py): each HTTP method Jupyter's
+    API uses, sent through the service proxy to a small server standing in for the pod."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import httpx
+
+    from apps.backends.kubernetes.proxy import notebook_upstream
+
+    class Pod(BaseHTTPRequestHandler):
+        def _ok(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _ok
+
+        def log_message(self, *args):
+            pass
+
+    pod = ThreadingHTTPServer(("127.0.0.1", 0), Pod)
+    threading.Thread(target=pod.serve_forever, daemon=True).start()
+    try:
+        emulator.service_backends[(NS, f"cairn-{workload.pk}")] = f"127.0.0.1:{pod.server_address[1]}"
+        upstream = notebook_upstream(workload, "t")
+        with httpx.Client(headers=dict(upstream.headers), timeout=10) as client:
+            for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+                assert client.request(method, upstream.base + "/nb/x/1/api/contents/a", content=b"{}").status_code == 200
+    finally:
+        pod.shutdown()
+
 RBAC = Path(__file__).resolve().parents[3] / "platform" / "kubernetes" / "rbac.yaml"
 NS = "cairn-vision"
 
@@ -38,7 +72,7 @@ def test_rbac_manifests_validate_and_have_no_wildcards():
 
 
 def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_workload, k8s_cluster, kubelet):
-    k8s_cluster.config = {"volcano": True}
+    k8s_cluster.config = {"volcano": True, "deployment_hpa": True}  # every object kind Cairn may create
     k8s_cluster.save(update_fields=["config"])
     backend = KubernetesBackend()
     kubelet.add_node("gpu-a")
@@ -59,6 +93,8 @@ def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_
             kubelet.running(NS, pod)
         backend.launch(workload, attempt=workload.attempt)  # a redelivery: 409 everywhere, read back
         backend.logs(workload, replica=0, attempt=workload.attempt)
+        if workload.kind == "notebook":
+            _through_the_service_proxy(emulator, workload)
         backend.signal(workload)
         backend.signal(workload, force=True)
     reconciler = ClusterReconciler(k8s_cluster, watch_timeout=1)

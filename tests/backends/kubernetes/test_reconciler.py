@@ -155,6 +155,17 @@ def test_a_deployment_deleted_behind_cairns_back_is_created_again(reconciler, ma
     assert status_of(workload).status == "running"
 
 
+def test_cairns_autoscaler_sets_the_deployments_replicas_without_an_hpa(reconciler, make_workload, emulator):
+    workload = make_workload(kind="deployment", replicas=2, spec={"command": ["serve"], "port": 8000, "env": {}})
+    workload_dispatch(workload_id=workload.pk)
+    assert emulator.get("horizontalpodautoscalers", NS, f"cairn-{workload.pk}") is None
+    Workload.objects.filter(pk=workload.pk).update(replicas=3)  # a scale-up admitted by the scheduler
+    assert until(reconciler, lambda: emulator.get("deployments", NS, f"cairn-{workload.pk}")["spec"]["replicas"] == 3)
+    Workload.objects.filter(pk=workload.pk).update(replicas=0)  # scaled to zero
+    assert until(reconciler, lambda: emulator.get("deployments", NS, f"cairn-{workload.pk}")["spec"]["replicas"] == 0)
+    assert status_of(workload).status == "running"
+
+
 def test_crash_looping_deployment_pod_that_ran_out_of_memory(reconciler, make_workload, kubelet):
     workload = make_workload(kind="deployment", spec={"command": ["serve"], "port": 8000, "env": {}})
     workload_dispatch(workload_id=workload.pk)

@@ -1,9 +1,11 @@
 """`make run`: Cairn on one machine with no external services.
 
 One process: the ASGI web server (HTTP + websockets), and in threads the scheduler, the
-outbox relay (which runs tasks in-process), the local reconciler and the telemetry sampler. Ctrl-C stops the web
-server, then the loops, then every replica process Cairn started (their workloads end STOPPED,
-reason ServerShutdown, and are not started again by the next start).
+outbox relay (which runs tasks in-process), the local reconciler, the telemetry sampler (this
+machine's CPU, memory and GPUs), the periodic tasks (retention, pruning: apps/portal/periodic.py)
+and the sweep driver. Ctrl-C stops the web server, then the loops, then every replica process
+Cairn started (their workloads end STOPPED, reason ServerShutdown, and are not started again by
+the next start).
 
 The port is bound first, before anything starts: a busy port is a clear error naming it and how
 to pick another; "Cairn is running" is printed once the server accepts connections.
@@ -24,8 +26,12 @@ from apps.backends.loops import run_reconciler_loop
 from apps.backends.services import local_backend_shutdown
 from apps.core.loops import run_loop
 from apps.core.outbox import outbox_relay, outbox_wakeup
+from apps.notebooks.loops import run_culler_loop
 from apps.scheduling.services import scheduling_cycle
+from apps.sweeps.driver import sweeps_drive
 from apps.telemetry.loops import run_telemetry_loop
+
+from ...periodic import run_periodic_loop
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +68,14 @@ class Command(BaseCommand):
                 "stop": stop, "interval": settings.CAIRN["RECONCILER_INTERVAL"]}),
             # This machine's CPU, memory and GPUs for the cluster page and node telemetry.
             threading.Thread(target=run_telemetry_loop, name="telemetry", daemon=True, kwargs={"stop": stop}),
+            threading.Thread(target=run_periodic_loop, name="periodic", daemon=True, kwargs={"stop": stop}),
+            # Notebooks idle past their idle_timeout are stopped (docs/notebooks.md).
+            threading.Thread(target=run_culler_loop, name="culler", daemon=True, kwargs={"stop": stop}),
         ]
+        if settings.CAIRN["SWEEP_DRIVER_EMBEDDED"]:
+            # Hyper-parameter sweeps: asks Optuna for trials and follows them (apps/sweeps/driver.py).
+            loops.append(threading.Thread(target=run_loop, name="sweeps", daemon=True, kwargs={
+                "name": "sweeps", "work": sweeps_drive, "interval": settings.CAIRN["SWEEP_INTERVAL"], "stop": stop}))
         for thread in loops:
             thread.start()
 

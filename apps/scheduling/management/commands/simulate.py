@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from apps.clusters.models import ResourcePool
+from apps.scheduling.datasim import DatasetCacheModel
 from apps.scheduling.policy import (
     DEFAULT_GPU_NODE_RESERVE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
@@ -34,6 +35,8 @@ from apps.scheduling.simulation import (
     equal_quotas,
     load_alibaba_nodes,
     load_alibaba_tasks,
+    mixed_cluster,
+    per_type,
     simulate,
 )
 from apps.workloads.models import Workload
@@ -113,6 +116,16 @@ class Command(BaseCommand):
                                  "that never checkpoint preempted again and again); figures cover what ran.")
         parser.add_argument("--unknown-durations", action="store_true",
                             help="Do not tell the policy how long jobs run (no start estimates for reservations).")
+        parser.add_argument("--mixed", metavar="SHARE[:TYPE[:MODEL[:ARCH]]]",
+                            help="Relabel this share of the nodes (and of the GPU jobs) as another accelerator type "
+                                 "and CPU architecture, default ascend:910B:arm64 (the rest: nvidia on amd64), and "
+                                 "report utilisation and waits per type. See docs/accelerators.md.")
+        parser.add_argument("--datasets", type=int, metavar="N",
+                            help="Jobs read one of N datasets (Zipf popularity, an assumption: the trace has none) "
+                                 "through LRU node caches; prints the cache hit rate with and without data-aware "
+                                 "placement (apps/scheduling/datasim.py).")
+        parser.add_argument("--dataset-gb", type=float, default=50.0, help="Size of each dataset (with --datasets).")
+        parser.add_argument("--cache-gb", type=float, default=200.0, help="Each node's cache (with --datasets).")
         parser.add_argument("--chart", help="Write a PNG chart here (needs matplotlib).")
         parser.add_argument("--json", action="store_true", help="Print the metrics as JSON.")
         parser.add_argument("--no-progress", action="store_true")
@@ -135,6 +148,10 @@ class Command(BaseCommand):
             raise CommandError("No nodes to schedule on.")
         pool = nodes[0].pool
         quotas = self._override(quotas, opts["quota"], pool)
+        types = None
+        if opts["mixed"]:
+            nodes, jobs, node_types, job_types = self._mixed(nodes, jobs, opts["mixed"])
+            types = (node_types, job_types)
         gpus = sum(n.allocatable.gpu_milli for n in nodes) / 1000
         policies = ["fifo", "cairn"] if opts["policy"] == "both" else [opts["policy"]]
         results = []
@@ -155,8 +172,14 @@ class Command(BaseCommand):
             finally:
                 if bar:
                     bar.close()
+        if opts["datasets"]:
+            self._datasets(nodes, quotas, jobs, opts)
         if opts["json"]:
-            self.stdout.write(json.dumps([r.as_dict() for r in results], indent=2))
+            dicts = [r.as_dict() for r in results]
+            if types:
+                for d, r in zip(dicts, results, strict=True):
+                    d["per_type"] = per_type(r, nodes, jobs, *types)
+            self.stdout.write(json.dumps(dicts, indent=2))
         else:
             self.stdout.write(f"{len(jobs)} jobs, {len(nodes)} nodes, {gpus:g} GPUs, {len(quotas)} quotas\n")
             header = f"{'':66}" + "".join(f"{r.policy:>14}" for r in results)
@@ -166,6 +189,8 @@ class Command(BaseCommand):
             self._per_project(jobs, results)
             self._per_priority(jobs, results)
             self._bigger_than_nominal(jobs, quotas)
+            if types:
+                self._per_type(results, nodes, jobs, *types)
             for r in results:
                 self._wait_reasons(r)
         if opts["chart"]:
@@ -174,6 +199,20 @@ class Command(BaseCommand):
             except ImportError:
                 raise CommandError("--chart needs matplotlib (pip install -r requirements-dev.txt)") from None
             self.stderr.write(f"chart written to {opts['chart']}")
+
+    def _datasets(self, nodes, quotas, jobs, opts) -> None:
+        """The node caches' hit rate for jobs that read datasets, with and without data-aware placement."""
+        self.stdout.write(f"\ndatasets: {opts['datasets']} of {opts['dataset_gb']:g} GB, Zipf popularity, "
+                          f"{opts['cache_gb']:g} GB LRU cache per node (an assumption: the trace names no datasets)")
+        for locality in (False, True):
+            model = DatasetCacheModel([j.id for j in jobs], datasets=opts["datasets"], dataset_gb=opts["dataset_gb"],
+                                      cache_gb=opts["cache_gb"], seed=opts["seed"], locality=locality)
+            simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="cairn", cycle_interval=opts["cycle_interval"],
+                     grace_seconds=opts["grace"], known_durations=not opts["unknown_durations"],
+                     gpu_node_reserve=opts["gpu_node_reserve"], time_limit=opts["time_limit"], data=model)
+            label = "data-aware placement" if locality else "placement ignoring caches"
+            self.stdout.write(f"  {label:28} hit rate {model.hit_rate:6.1%}  ({model.hits} hits, {model.misses} fills, "
+                              f"{model.filled_gb:,.0f} GB filled)")
 
     def _per_project(self, jobs: list[SimJob], results) -> None:
         """Who waits: per project, its jobs, the GPU-hours they asked for, and per policy their
@@ -199,6 +238,34 @@ class Command(BaseCommand):
             if show_unstarted:
                 cells += [str(counts[project]) for counts in unstarted]
             self.stdout.write(f"{project[:36]:36}{count:>8}{gpu_hours:>10,.1f}" + "".join(f"{c:>18}" for c in cells))
+
+    @staticmethod
+    def _mixed(nodes, jobs, text: str):
+        parts = text.split(":")
+        try:
+            share = float(parts[0])
+            kind, model, arch = (parts[1:] + ["ascend", "910B", "arm64"][len(parts) - 1:])[:3]
+            if kind not in ("amd", "ascend", "nvidia") or arch not in ("amd64", "arm64") or len(parts) > 4:
+                raise ValueError
+            return mixed_cluster(nodes, jobs, share=share, accelerator=kind, model=model, arch=arch)
+        except ValueError:
+            raise CommandError(f"--mixed {text!r}: expected SHARE[:TYPE[:MODEL[:ARCH]]] with a share between 0 and 1, "
+                               "TYPE nvidia, amd or ascend and ARCH amd64 or arm64, e.g. 0.25:ascend:910B:arm64") from None
+
+    def _per_type(self, results, nodes, jobs, node_types, job_types) -> None:
+        """Utilisation and waits per accelerator type (a mixed cluster, --mixed)."""
+        columns = [f"{figure} {r.policy}" for r in results for figure in ("util", "wait (s)", "p99 (s)", "started")]
+        self.stdout.write("\nper accelerator type" + " " * 16 + f"{'devices':>8}{'jobs':>10}"
+                          + "".join(f"{c:>16}" for c in columns))
+        figures = [per_type(r, nodes, jobs, node_types, job_types) for r in results]
+        for kind in figures[0]:
+            cells = []
+            for f in figures:
+                row = f[kind]
+                cells += [f"{row['utilisation']:.1%}", f"{row['avg_queue_delay']:,.0f}", f"{row['p99_queue_delay']:,.0f}",
+                          f"{row['started']:.0f}"]
+            self.stdout.write(f"{kind:36}{figures[0][kind]['devices']:>8g}{figures[0][kind]['jobs']:>10}"
+                              + "".join(f"{c:>16}" for c in cells))
 
     def _per_priority(self, jobs: list[SimJob], results) -> None:
         """Waits per priority class (of the jobs that started): a change that shortens the average

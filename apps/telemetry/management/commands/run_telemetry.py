@@ -1,7 +1,7 @@
-"""`manage.py run_telemetry`: sample this machine (psutil, NVML) for the local cluster, scrape the
-DCGM exporters of Kubernetes nodes (TELEMETRY_DCGM_URL_TEMPLATE), and apply retention hourly
-(telemetry rollups, and tracking's batch ids: this is the platform's hourly housekeeping).
-`manage.py run_embedded` runs the same pass in a thread (apps/telemetry/loops.py)."""
+"""`manage.py run_telemetry`: sample this machine (psutil, NVML) for the local cluster and scrape
+the DCGM exporters of Kubernetes nodes (TELEMETRY_DCGM_URL_TEMPLATE), every TELEMETRY_INTERVAL
+seconds. Retention is `manage.py run_periodic`'s. `manage.py run_embedded` runs the same pass in a
+thread (apps/telemetry/loops.py)."""
 import threading
 
 from django.core.management.base import BaseCommand
@@ -12,7 +12,7 @@ from ...loops import TelemetryPass, run_telemetry_loop
 
 
 class Command(BaseCommand):
-    help = "Collect node and GPU telemetry (local sampler, DCGM exporter scrapes) and apply retention."
+    help = "Collect node and GPU telemetry (local sampler, DCGM exporter scrapes)."
 
     def add_arguments(self, parser):
         parser.add_argument("--interval", type=float, default=None)

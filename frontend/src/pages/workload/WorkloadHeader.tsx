@@ -4,6 +4,7 @@ import { Anchor, Badge, Box, Button, Card, Group, SimpleGrid, Stack, Text, Title
 import { Link } from "react-router";
 import { StatusBadge } from "../../components/StatusBadge";
 import { formatClock, formatDuration, formatRelative } from "../../lib/format";
+import { lineageLink, servedModel } from "../../lib/models";
 import { KIND_LABEL, type WorkloadKind } from "../../lib/status";
 import { runningTime, type TimelineSegment } from "../../lib/timeline";
 import { formatTimeLeft, gpuLabel, runTimeLimitInfo, statusExplanation, statusLine } from "../../lib/workloads";
@@ -31,16 +32,25 @@ export interface WorkloadHeaderProps {
   canStop: boolean;
   stopping: boolean;
   onStop: () => void;
+  /** A stopped notebook: "Start again" (its files are kept). */
+  canStart?: boolean;
+  starting?: boolean;
+  onStart?: () => void;
 }
 
-export function WorkloadHeader({ workload: w, now, segments, project, canStop, stopping, onStop }: WorkloadHeaderProps) {
+export function WorkloadHeader({
+  workload: w, now, segments, project, canStop, stopping, onStop, canStart, starting, onStart,
+}: WorkloadHeaderProps) {
   const ran = runningTime(segments);
   // Where a running notebook or deployment is reached. The API gives it only to those who may
-  // reach it: a notebook's creator (Cairn's open link, which logs them in), a deployment's members.
+  // reach it: a notebook's creator (and owners/maintainers of a project that shares notebooks),
+  // through Cairn's proxy /nb/<project>/<id>/; a deployment's members.
   const serviceUrl = w.endpoint && w.status === "running" ? w.endpoint : null;
   const explanation = statusExplanation(w);
   // Run-time limits are a training-job setting; the other kinds run until stopped.
   const limit = w.kind === "training" ? runTimeLimitInfo(w, now) : null;
+  const model = servedModel(w.spec);
+  const lineage = model ? lineageLink(project, model) : null;
   return (
     <Card withBorder padding="md">
       <Group justify="space-between" align="flex-start" wrap="nowrap">
@@ -78,6 +88,11 @@ export function WorkloadHeader({ workload: w, now, segments, project, canStop, s
           <Button component={Link} to={`/projects/${project}/runs?workload=${w.id}`} variant="default">
             Runs
           </Button>
+          {canStart && (
+            <Button variant="filled" loading={starting} onClick={onStart} data-testid="start-again">
+              Start again
+            </Button>
+          )}
           {canStop && (
             <Button color="red" variant="filled" loading={stopping} onClick={onStop} data-testid="stop-workload">
               Stop
@@ -92,6 +107,16 @@ export function WorkloadHeader({ workload: w, now, segments, project, canStop, s
           {w.gpu_model ? <Text span size="xs" c="dimmed">{` ${w.gpu_model}`}</Text> : null}
         </Field>
         <Field label="Replicas">{w.replicas}</Field>
+        {model && (
+          <Field label="Model">
+            <span data-testid="served-model">{model.ref}</span>
+            {lineage && (
+              <Anchor component={Link} to={lineage} size="xs" ml={6} data-testid="model-run-link">
+                run {model.run}
+              </Anchor>
+            )}
+          </Field>
+        )}
         <Field label="User">{w.created_by}</Field>
         <Field label="Priority">
           {w.priority}

@@ -1,7 +1,7 @@
 // The workload page's API calls, on the kind-independent /workloads/<id>/ routes
 // (lib/workloadPath.ts): every kind answers with the same Workload and Event shapes.
 import { api, unwrap, type Schemas } from "../../api/client";
-import { workloadRoute } from "../../lib/workloadPath";
+import { notebookRoute, workloadRoute } from "../../lib/workloadPath";
 
 export type Workload = Schemas["Workload"];
 export type WorkloadEvent = Schemas["Event"];
@@ -31,4 +31,14 @@ export function getRuns(project: string, id: number): Promise<Schemas["Paginated
 
 export function stopWorkload(project: string, id: number): Promise<Workload> {
   return unwrap(api.POST(workloadRoute("stop/"), { params: { path: { project, id } } }));
+}
+
+/** Start a stopped notebook again (its files are kept). */
+export function startNotebook(project: string, id: number): Promise<Workload> {
+  return unwrap(api.POST(notebookRoute("start/"), { params: { path: { project, id } } }));
+}
+
+/** Idle time, culling deadline and GPU utilisation, as the idle culler last saw them. */
+export function getNotebookActivity(project: string, id: number): Promise<Schemas["NotebookActivity"]> {
+  return unwrap(api.GET(notebookRoute("activity/"), { params: { path: { project, id } } }));
 }

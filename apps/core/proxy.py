@@ -1,0 +1,269 @@
+"""Reverse proxying from ASGI, for any kind that serves an app behind Cairn: HTTP streamed both ways,
+and websockets (text and binary frames, subprotocols, close codes).
+
+Kind-independent: the caller decides who may pass and where to (an upstream base URL and the
+headers to send, its credential included); this module only moves bytes. The HTTP side uses
+httpx (request bodies stream from the client as they arrive, responses stream back chunk by
+chunk: nothing is buffered); the websocket side uses the `websockets` library.
+
+    await proxy_http(scope, receive, send, client=..., url=..., headers=...)
+    await proxy_websocket(scope, receive, send, url=..., headers=...)
+
+Both answer a failure to reach the upstream themselves (502/503/504 as `{"detail": ...}`, or a
+refused handshake).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterable
+from http.cookiejar import CookieJar, DefaultCookiePolicy
+from http.cookies import SimpleCookie
+
+import httpx
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.typing import Subprotocol
+
+logger = logging.getLogger(__name__)
+
+HOP_BY_HOP = frozenset({
+    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
+    b"transfer-encoding", b"upgrade", b"host",
+})
+# Never sent on to an upstream: the client's credentials for Cairn, and forwarding headers a
+# client could forge (the proxy writes its own).
+CREDENTIALS = frozenset({b"authorization", b"cookie", b"x-forwarded-for", b"x-forwarded-host",
+                         b"x-forwarded-proto", b"x-forwarded-prefix"})
+# Websocket handshake headers the client library writes itself.
+_WS_HANDSHAKE = frozenset({b"sec-websocket-key", b"sec-websocket-version", b"sec-websocket-extensions",
+                           b"sec-websocket-protocol", b"sec-websocket-accept", b"origin"})
+_RESPONSE_DROP = frozenset({
+    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
+    b"transfer-encoding", b"upgrade", b"server", b"date",
+})
+
+
+class _ClientGone(Exception):
+    pass
+
+
+def upstream_client(**options) -> httpx.AsyncClient:
+    """An httpx client for proxying: it keeps no cookies. One client serves every visitor, so a
+    cookie an upstream sets must not be stored and sent on with the next visitor's requests."""
+    jar = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+    return httpx.AsyncClient(cookies=jar, **options)  # the jar itself: httpx.Cookies(...) would be copied into a default one
+
+
+async def answer(send, status: int, detail: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    """A JSON `{"detail": ...}` answer (the API's error shape)."""
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def cookies_of(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The request's cookies by name (a malformed Cookie header counts as none)."""
+    jar = SimpleCookie()
+    for name, value in headers:
+        if name == b"cookie":
+            try:
+                jar.load(value.decode("latin-1"))
+            except Exception:  # noqa: BLE001
+                continue
+    return {key: morsel.value for key, morsel in jar.items()}
+
+
+def upstream_headers(scope, *, keep_cookies_except: Iterable[str] = (), extra: Iterable[tuple[bytes, bytes]] = (),
+                     prefix: str = "") -> list[tuple[bytes, bytes]]:
+    """The client's request headers fit to send upstream: no hop-by-hop headers, none of the
+    client's credentials (Authorization; the cookies named in `keep_cookies_except` are removed,
+    the others kept), X-Forwarded-* written by us, then `extra` (the upstream's own credential)."""
+    raw = list(scope.get("headers", ()))
+    out = [(n, v) for n, v in raw if n not in HOP_BY_HOP and n not in CREDENTIALS]
+    if scope["type"] == "websocket":
+        out = [(n, v) for n, v in out if n not in _WS_HANDSHAKE]
+    dropped = set(keep_cookies_except)
+    kept = [f"{k}={v}" for k, v in cookies_of(raw).items() if k not in dropped]
+    if kept:
+        out.append((b"cookie", "; ".join(kept).encode("latin-1")))
+    client = scope.get("client")
+    host = dict(raw).get(b"host", b"")
+    if client:
+        out.append((b"x-forwarded-for", str(client[0]).encode()))
+    if host:
+        out.append((b"x-forwarded-host", host))
+    scheme = scope.get("scheme") or ("ws" if scope["type"] == "websocket" else "http")
+    out.append((b"x-forwarded-proto", {"ws": b"http", "wss": b"https"}.get(scheme, scheme.encode())))
+    if prefix:
+        out.append((b"x-forwarded-prefix", prefix.rstrip("/").encode()))
+    out.extend(extra)
+    return out
+
+
+def raw_path(scope) -> str:
+    """The request's path as the client sent it (still percent-encoded) with its query string."""
+    path = (scope.get("raw_path") or scope.get("path", "/").encode()).decode("latin-1")
+    query = scope.get("query_string") or b""
+    return path + ("?" + query.decode("latin-1") if query else "")
+
+
+# -- HTTP ----------------------------------------------------------------------------------------
+
+async def proxy_http(scope, receive, send, *, client: httpx.AsyncClient, url: str,
+                     headers: list[tuple[bytes, bytes]], timeout: float = 30.0,
+                     response_drop: Iterable[bytes] = (), response_extra: Iterable[tuple[bytes, bytes]] = (),
+                     what: str = "the upstream", starting_page: bytes | None = None) -> int | None:
+    """Forward one HTTP request to `url` and stream the answer back. Returns the upstream's status
+    (None when it could not be reached). `timeout`: seconds for the status line and headers.
+    `starting_page`: HTML answered (503, Retry-After) instead of JSON when the upstream refuses the
+    connection, for a browser loading a page while the app is still starting."""
+    first = await receive()
+    if first["type"] == "http.disconnect":
+        return None
+    first_body = first.get("body", b"")
+    if first.get("more_body", False):
+        async def body():
+            yield first_body
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _ClientGone
+                yield message.get("body", b"")
+                if not message.get("more_body", False):
+                    return
+
+        content = body()
+    else:
+        content = first_body
+    # Built directly (not client.build_request): nothing of the client's own (cookies, defaults) is added.
+    request = httpx.Request(scope.get("method", "GET"), url, headers=headers, content=content,
+                            extensions={"timeout": client.timeout.as_dict()})
+    try:
+        async with asyncio.timeout(timeout):
+            response = await client.send(request, stream=True)
+    except TimeoutError:
+        await answer(send, 504, f"{what} did not answer within {timeout:g}s.")
+        return None
+    except _ClientGone:
+        return None
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        logger.info("proxy: %s refused the connection: %r", what, exc)
+        if starting_page is not None:
+            await send({"type": "http.response.start", "status": 503, "headers": [
+                (b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(starting_page)).encode()),
+                (b"cache-control", b"no-store"), (b"retry-after", b"2")]})
+            await send({"type": "http.response.body", "body": starting_page})
+            return None
+        await answer(send, 503, f"{what} is not accepting connections (starting up, or stopping).")
+        return None
+    except httpx.HTTPError as exc:
+        logger.warning("proxy: forwarding to %s failed: %r", what, exc)
+        await answer(send, 502, f"Forwarding to {what} failed: {exc.__class__.__name__}.")
+        return None
+    drop = _RESPONSE_DROP | frozenset(response_drop)
+    out = [(n.lower(), v) for n, v in response.headers.raw if n.lower() not in drop]
+    out += [(b"x-accel-buffering", b"no"), *response_extra]
+    try:
+        await send({"type": "http.response.start", "status": response.status_code, "headers": out})
+
+        async def pump():
+            async for chunk in response.aiter_raw():
+                if chunk:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        async def watch():
+            while True:
+                if (await receive())["type"] == "http.disconnect":
+                    return
+
+        pumping, watching = asyncio.create_task(pump()), asyncio.create_task(watch())
+        done, pending = await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        if pumping in done and pumping.exception() is not None:
+            # The upstream broke off mid-answer: the client sees a truncated answer, not a whole one.
+            logger.info("proxy: %s broke off its answer: %r", what, pumping.exception())
+    finally:
+        await response.aclose()
+    return response.status_code
+
+
+# -- websockets ----------------------------------------------------------------------------------
+
+async def refuse_websocket(receive, send, code: int = 1008, reason: str = "") -> None:
+    """Refuse a websocket before its handshake completes: the client sees HTTP 403 and no socket opens."""
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        await send({"type": "websocket.close", "code": code, "reason": reason[:120]})
+
+
+async def proxy_websocket(scope, receive, send, *, url: str, headers: list[tuple[bytes, bytes]],
+                          open_timeout: float = 10.0, what: str = "the upstream", ssl=None) -> None:
+    """Open a websocket to `url` (ws:// or wss://) with the client's subprotocols, then accept the
+    client's with the one the upstream chose, and relay frames both ways (text stays text, bytes
+    stay bytes) until either side closes; the close code and reason are passed on."""
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    offered = [Subprotocol(p) for p in scope.get("subprotocols") or []]
+    try:
+        upstream = await ws_connect(
+            url, additional_headers=[(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers],
+            subprotocols=offered or None, open_timeout=open_timeout, max_size=None, compression=None,
+            user_agent_header=None, proxy=None, ping_interval=None,
+            **({"ssl": ssl} if ssl is not None and url.startswith("wss:") else {}),
+        )
+    except (OSError, TimeoutError, InvalidHandshake) as exc:
+        status = exc.response.status_code if isinstance(exc, InvalidStatus) else None
+        logger.info("proxy: websocket to %s failed (%s): %r", what, status, exc)
+        await send({"type": "websocket.close", "code": 1011, "reason": f"{what} refused the websocket."[:120]})
+        return
+    await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
+
+    async def client_to_upstream():
+        while True:
+            message = await receive()
+            if message["type"] == "websocket.disconnect":
+                await upstream.close(code=_passable(message.get("code", 1000)))
+                return
+            if message["type"] != "websocket.receive":
+                continue
+            if message.get("bytes") is not None:
+                await upstream.send(message["bytes"])
+            elif message.get("text") is not None:
+                await upstream.send(message["text"])
+
+    async def upstream_to_client():
+        try:
+            async for frame in upstream:
+                if isinstance(frame, bytes):
+                    await send({"type": "websocket.send", "bytes": frame})
+                else:
+                    await send({"type": "websocket.send", "text": frame})
+        except ConnectionClosed:
+            pass
+        await send({"type": "websocket.close", "code": _passable(upstream.close_code or 1000),
+                    "reason": (upstream.close_reason or "")[:120]})
+
+    tasks = {asyncio.create_task(client_to_upstream()), asyncio.create_task(upstream_to_client())}
+    try:
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        for task in done:
+            if task.exception() is not None and not isinstance(task.exception(), ConnectionClosed):
+                logger.info("proxy: websocket relay with %s ended: %r", what, task.exception())
+    finally:
+        await upstream.close()
+
+
+def _passable(code: int) -> int:
+    """A close code one side may send the other (1005/1006/1015 are reserved for reporting)."""
+    return 1000 if code in (1005, 1006, 1015) or not (1000 <= code < 5000) else code

@@ -1,0 +1,62 @@
+"""Readiness: a deployment's replica gets traffic only once an HTTP GET on its readiness path
+(spec `readiness_path`, default `/`) answers with a status below 400.
+
+`replica_ready` is the kind's probe (KindSpec.probe_ready): the local reconciler calls it for
+every live replica at each pass and records the answer as `ready` in the replica's record; the
+gateway forwards only to replicas recorded ready (selectors.deployment_targets). On Kubernetes the
+same path is the pod's readinessProbe, and the Service sends traffic to ready pods only.
+"""
+from __future__ import annotations
+
+import os
+
+import httpx
+
+from .conf import setting
+
+DEFAULT_PATH = "/"
+_MAX_UNIX_PATH = 100  # bytes; an AF_UNIX address holds 107
+
+
+def readiness_path(spec: dict | None) -> str:
+    path = (spec or {}).get("readiness_path") or DEFAULT_PATH
+    return path if str(path).startswith("/") else f"/{path}"
+
+
+def probe(*, socket: str | None = None, url: str | None = None, path: str = DEFAULT_PATH,
+          timeout: float | None = None) -> bool:
+    """One GET on `path` of a replica reached by its unix socket or its base URL."""
+    timeout = float(setting("SERVE_PROBE_TIMEOUT_SECONDS")) if timeout is None else timeout
+    dir_fd = None
+    try:
+        if socket:
+            uds = socket
+            if len(os.fsencode(socket)) > _MAX_UNIX_PATH:  # reached through a short alias, as the gateway does
+                folder, name = os.path.split(socket)
+                dir_fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                uds = f"/proc/self/fd/{dir_fd}/{name}"
+            client = httpx.Client(transport=httpx.HTTPTransport(uds=uds), timeout=timeout)
+            target = f"http://replica{path}"
+        elif url:
+            client = httpx.Client(timeout=timeout)
+            target = f"{url.rstrip('/')}{path}"
+        else:
+            return False
+        with client:
+            answer = client.get(target, headers={"User-Agent": "cairn-readiness-probe"})
+            return answer.status_code < 400
+    except (httpx.HTTPError, OSError):
+        return False
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)
+
+
+def replica_ready(workload, record: dict) -> bool:
+    """KindSpec.probe_ready for deployments: probe one local replica (its bridge socket or port)."""
+    path = readiness_path(workload.spec)
+    if record.get("socket"):
+        return probe(socket=str(record["socket"]), path=path)
+    if record.get("port"):
+        return probe(url=f"http://127.0.0.1:{int(record['port'])}", path=path)
+    return False

@@ -1,0 +1,89 @@
+"""Reading dataset sources: listing an S3-compatible prefix (obstore) or a host path into a
+version manifest [{"key", "size", "etag"}], sorted by key, and its digest (the cache key)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+MAX_OBJECTS = 1_000_000
+
+
+class SourceError(Exception):
+    """The source could not be read; the message is meant for the user."""
+
+
+def s3_store(location: dict, credentials: dict):
+    from obstore.store import S3Store
+
+    return S3Store(location["bucket"], **store_options(location, credentials))
+
+
+def store_options(location: dict, credentials: dict) -> dict:
+    """obstore's S3Store keyword arguments (only those with a value: it refuses None), with short
+    timeouts and few retries so that an unreachable endpoint answers in seconds."""
+    endpoint = location.get("endpoint_url") or ""
+    options: dict = {"region": location.get("region") or "us-east-1",
+                     "client_options": {"connect_timeout": "5s", "timeout": "60s"},
+                     "retry_config": {"max_retries": 2, "backoff": {"init_backoff": timedelta(milliseconds=100),
+                                                                    "max_backoff": timedelta(seconds=2), "base": 2},
+                                      "retry_timeout": timedelta(seconds=15)}}
+    if location.get("prefix"):
+        options["prefix"] = location["prefix"]
+    if endpoint:
+        options["endpoint"] = endpoint
+        options["allow_http"] = endpoint.startswith("http://")
+    if credentials.get("access_key_id"):
+        options["access_key_id"] = credentials["access_key_id"]
+        options["secret_access_key"] = credentials.get("secret_access_key") or ""
+    else:
+        options["skip_signature"] = True
+    return options
+
+
+def s3_manifest(location: dict, credentials: dict) -> list[dict]:
+    try:
+        store = s3_store(location, credentials)
+        items = []
+        for batch in store.list():
+            for meta in batch:
+                items.append({"key": meta["path"], "size": int(meta["size"]), "etag": (meta.get("e_tag") or "")})
+                if len(items) > MAX_OBJECTS:
+                    raise SourceError(f"The prefix holds more than {MAX_OBJECTS} objects.")
+    except SourceError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - obstore raises its own error types; the user needs the text
+        raise SourceError(f"The S3 prefix could not be listed: {str(exc).splitlines()[0][:300]}") from None
+    return sorted(items, key=lambda i: i["key"])
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def host_path_manifest(path: str) -> list[dict]:
+    root = Path(path)
+    if not root.is_dir():
+        raise SourceError(f"'{path}' is not a directory on this machine.")
+    items = []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            full = Path(dirpath) / name
+            if full.is_symlink() or not full.is_file():
+                continue
+            items.append({"key": str(full.relative_to(root)), "size": full.stat().st_size,
+                          "etag": f"sha256:{_sha256(full)}"})
+            if len(items) > MAX_OBJECTS:
+                raise SourceError(f"The folder holds more than {MAX_OBJECTS} files.")
+    return sorted(items, key=lambda i: i["key"])
+
+
+def manifest_digest(source: str, location: dict, manifest: list[dict]) -> str:
+    body = json.dumps({"source": source, "location": location, "manifest": manifest}, sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()

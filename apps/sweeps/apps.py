@@ -1,0 +1,21 @@
+from django.apps import AppConfig
+
+
+class SweepsConfig(AppConfig):
+    name = "apps.sweeps"
+    label = "sweeps"
+
+    def ready(self) -> None:
+        # The seams of the apps below: each trial's attempt gets its params (env + run params),
+        # a trial stopped by pruning ends STOPPED with reason Pruned, and a project whose sweeps
+        # still run is not deleted.
+        from apps.backends.launch_env import attempt_env_providers
+        from apps.projects.services import project_delete_checks
+        from apps.workloads.lifecycle import kept_stop_reasons
+
+        from .choices import PRUNED_REASON
+        from .services import project_has_no_running_sweeps, trial_env_for_attempt
+
+        attempt_env_providers.append(trial_env_for_attempt)
+        kept_stop_reasons.add(PRUNED_REASON)
+        project_delete_checks.append(project_has_no_running_sweeps)

@@ -1,0 +1,198 @@
+"""A gang is launched at most once per attempt, whatever is killed when (issue 25, item 6).
+
+A real Celery worker process (Redis broker) dispatches an 8-replica gang and is SIGKILLed the
+moment the first replica has started, i.e. in the middle of the launch. The reconciler then
+resumes the launch: the replicas already started are adopted, the missing ones started, so
+every (attempt, replica) is started exactly once, all share the attempt's master port and run
+token (which is committed with the claim, before any replica starts), and the gang finishes.
+
+Before the durable claim, the launch ran inside one transaction: the kill rolled it back, the
+reconciler launched attempt 1 again and killed the first launch's replicas (a gang launched
+twice; their run token did not even exist any more).
+"""
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from django.conf import settings as django_settings
+from django.utils import timezone
+
+from apps.backends.local.paths import replica_record_path
+from apps.backends.tasks import workload_dispatch_task
+from apps.tracking.authentication import run_token_find
+from apps.workloads.choices import WorkloadStatus
+from apps.workloads.models import Workload
+from tests.backends.helpers import reconcile_until, wait_for
+from tests.factories import WorkloadFactory
+from tests.processes import cairn_env, celery_worker
+
+S = WorkloadStatus
+REPLICAS = 8
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
+
+# Each replica writes one line when it starts, then waits for the test's go file.
+REPLICA = """
+import os, sys, time
+with open(sys.argv[1], "a") as f:
+    f.write(" ".join([os.environ["CAIRN_ATTEMPT"], os.environ["CAIRN_REPLICA"], str(os.getpid()),
+                      os.environ["MASTER_PORT"], os.environ.get("CAIRN_RUN_TOKEN", "")]) + "\\n")
+deadline = time.time() + 600  # the test's teardown kills it long before
+while not os.path.exists(sys.argv[2]) and time.time() < deadline:
+    time.sleep(0.05)
+"""
+
+
+def _gang(pool, shared_dir: Path, n: int):
+    script = shared_dir / "replica.py"
+    script.write_text(REPLICA)
+    starts, go = shared_dir / f"starts-{n}.txt", shared_dir / f"go-{n}"
+    workload = WorkloadFactory(
+        pool=pool, status=S.ADMITTED, replicas=REPLICAS, admitted_at=timezone.now(),
+        placement=[{"replica": i, "node": "node-a"} for i in range(REPLICAS)],
+        spec={"command": ["python", str(script), str(starts), str(go)], "env": {}},
+    )
+    return workload, starts, go
+
+
+def _starts(path: Path) -> list[list[str]]:
+    return [line.split(" ") for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_worker_killed_mid_dispatch_never_launches_a_replica_twice(settings, pool, shared_dir, tmp_path):
+    settings.CAIRN = {**settings.CAIRN, "STOP_GRACE_SECONDS": 2}
+    pool.allowed_paths = [str(shared_dir)]
+    pool.save(update_fields=["allowed_paths"])
+    env = cairn_env(REDIS_URL=django_settings.REDIS_URL, CAIRN_MODE="server")
+    mid_launch = None
+    # The kill lands mid-launch on the first try on any machine we know of; a fast machine that
+    # finished all eight in between gets another two tries (each try is a valid crash test too).
+    for n in range(3):
+        workload, starts, go = _gang(pool, shared_dir, n)
+        worker = celery_worker(env, tmp_path / f"worker-{n}.log")
+        try:
+            workload_dispatch_task.apply_async(args=[workload.pk], retry=False)
+            first = replica_record_path(workload.pk, 1, 0)
+            wait_for(lambda first=first, worker=worker: first.exists() or worker.popen.poll() is not None,
+                     timeout=120, interval=0.002,
+                     what="the first replica to start")
+            os.killpg(worker.popen.pid, signal.SIGKILL)
+            worker.popen.wait(10)
+        finally:
+            worker.stop()
+        workload.refresh_from_db()
+        started_before = len(list(replica_record_path(workload.pk, 1, 0).parent.glob("replica-*.json")))
+        # The claim was committed before any replica started: attempt 1, with who was launching it.
+        assert workload.attempt == 1, worker.output()
+        if workload.status == S.ADMITTED:
+            assert workload.runtime["launching"]["owner"]["pid"] == worker.popen.pid
+            mid_launch = (workload, starts, go, started_before)
+            break
+        assert workload.status == S.RUNNING  # killed after the launch committed: nothing to resume
+        go.touch()
+    assert mid_launch is not None, "the worker was never killed in the middle of a launch"
+    workload, starts, go, started_before = mid_launch
+
+    workload = reconcile_until(workload, S.RUNNING, timeout=60)  # the reconciler resumes the launch
+    wait_for(lambda: len(_starts(starts)) >= REPLICAS, timeout=60, what="every replica to start")
+    time.sleep(0.5)  # a replica started twice would have written its line by now
+    lines = _starts(starts)
+    started = [(attempt, replica) for attempt, replica, *_ in lines]
+    assert sorted(started) == sorted(("1", str(r)) for r in range(REPLICAS)), lines  # each exactly once
+    assert len({master_port for *_, master_port, _ in lines}) == 1  # one gang: one rendezvous
+    tokens = {token for *_, token in lines}
+    assert len(tokens) == 1 and run_token_find(tokens.pop()) is not None  # the token outlived the kill
+    assert workload.attempt == 1 and "launching" not in workload.runtime
+    assert sorted(r["replica"] for r in workload.runtime["replicas"]) == list(range(REPLICAS))
+    reasons = list(workload.events.values_list("reason", flat=True))
+    assert "LaunchResumed" in reasons and reasons.count("Started") == 1
+    assert 0 < started_before <= REPLICAS
+
+    go.touch()
+    workload = reconcile_until(workload, S.SUCCEEDED, timeout=60)
+    assert workload.attempt == 1
+    assert Workload.objects.get(pk=workload.pk).exit_code == 0
+
+
+def test_a_replica_whose_record_was_never_written_is_adopted_by_its_command_line(pool, shared_dir, settings):
+    """The launcher died between starting a replica and writing its record: the next launch of
+    the attempt finds the replica's supervisor by its command line and does not start it again."""
+    from apps.backends.local.backend import LocalBackend
+
+    pool.allowed_paths = [str(shared_dir)]
+    pool.save(update_fields=["allowed_paths"])
+    workload, starts, go = _gang(pool, shared_dir, 9)
+    backend = LocalBackend()
+    first = backend.launch(workload, attempt=1)
+    wait_for(lambda: len(_starts(starts)) == REPLICAS, timeout=60, what="every replica to start")
+    for replica in (0, 3):
+        replica_record_path(workload.pk, 1, replica).unlink()
+    again = backend.launch(workload, attempt=1)
+    assert [(r["replica"], r["pid"]) for r in again["replicas"]] == [(r["replica"], r["pid"]) for r in first["replicas"]]
+    time.sleep(0.5)
+    assert len(_starts(starts)) == REPLICAS  # nothing started twice
+    go.touch()
+
+
+def test_a_foreign_process_with_the_same_tags_is_not_adopted(pool, shared_dir, tmp_path):
+    """Another Cairn on the machine (another data directory) has a workload 1, attempt 1, replica 0
+    too: its process is not taken for ours, even when ours left no record."""
+    import subprocess
+    import sys
+
+    from apps.backends.local.backend import LocalBackend
+    from apps.backends.local.paths import replica_exit_path
+
+    pool.allowed_paths = [str(shared_dir)]
+    pool.save(update_fields=["allowed_paths"])
+    workload, starts, go = _gang(pool, shared_dir, 10)
+    workload.replicas = 1
+    tags = {"CAIRN_WORKLOAD_ID": str(workload.pk), "CAIRN_ATTEMPT": "1", "CAIRN_REPLICA": "0"}
+    foreign = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", str(tmp_path / "elsewhere" / "replica-0.exit")],
+        env={**os.environ, **tags}, start_new_session=True)
+    try:
+        assert not replica_exit_path(workload.pk, 1, 0).exists()
+        runtime = LocalBackend().launch(workload, attempt=1)
+        assert runtime["replicas"][0]["pid"] != foreign.pid
+        wait_for(lambda: len(_starts(starts)) == 1, timeout=60, what="our replica to start")
+    finally:
+        foreign.kill()
+        foreign.wait()
+        go.touch()
+
+
+def test_a_claim_of_a_live_process_that_lost_its_database_is_taken_over(pool, shared_dir):
+    """PostgreSQL restarted while a worker launched: the worker lives on, its claim stays. A
+    reconciler that gets the row lock (a launching worker would hold it) takes over a claim older
+    than CLAIM_GRACE; a fresh one it leaves alone."""
+    import subprocess
+    import sys
+
+    from apps.backends import services
+    from apps.backends.local.backend import process_identity
+    from apps.backends.services import reconcile_once
+
+    pool.allowed_paths = [str(shared_dir)]
+    pool.save(update_fields=["allowed_paths"])
+    workload, starts, go = _gang(pool, shared_dir, 11)
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        identity = {**process_identity(), "pid": owner.pid, "create_time": psutil.Process(owner.pid).create_time()}
+        claim = {"token": "t", "owner": identity, "at": time.time(), "placement": workload.placement, "env": {}}
+        Workload.objects.filter(pk=workload.pk).update(attempt=1, runtime={
+            "backend": "local", "attempt": 1, "replicas": [], "alive": True, "launching": claim})
+        reconcile_once()
+        workload.refresh_from_db()
+        assert workload.status == S.ADMITTED and workload.runtime["launching"]["token"] == "t"  # fresh: left alone
+        claim["at"] = time.time() - services.CLAIM_GRACE - 1
+        Workload.objects.filter(pk=workload.pk).update(runtime={**workload.runtime, "launching": claim})
+        workload = reconcile_until(workload, S.RUNNING, timeout=60)
+        assert workload.attempt == 1 and "LaunchResumed" in workload.events.values_list("reason", flat=True)
+    finally:
+        owner.kill()
+        owner.wait()
+        go.touch()
