@@ -288,8 +288,10 @@ async def _serve_authorized(scope, receive, send, decision, *, token, project, n
         if too_large:
             await _answer(send, 413, f"The request body is larger than the {limit} bytes a deployment accepts.")
             return
-    targets = split_canary(targets, decision.canary_revision, decision.canary_weight)
-    await _forward(scope, receive, send, targets, name=name, prefix=prefix, method=method,
+    group = split_canary(targets, decision.canary_revision, decision.canary_weight)
+    # A replica of the chosen group that refuses the connection (being replaced) is retried on
+    # the other group rather than failing the request.
+    await _forward(scope, receive, send, group, fallback=targets, name=name, prefix=prefix, method=method,
                    headers=_upstream_headers(scope, raw_headers, prefix),
                    path=_upstream_path(scope, prefix, rest), token=token)
 
@@ -344,7 +346,8 @@ class _TooLarge(Exception):
     pass
 
 
-async def _forward(scope, receive, send, targets, *, name, prefix, method, headers, path, token) -> None:
+async def _forward(scope, receive, send, targets, *, fallback=(), name, prefix, method, headers, path,
+                   token) -> None:
     limit = int(setting("SERVE_MAX_BODY_BYTES"))
     first = await receive()
     if first["type"] == "http.disconnect":
@@ -380,7 +383,7 @@ async def _forward(scope, receive, send, targets, *, name, prefix, method, heade
     timeout = float(setting("SERVE_TIMEOUT_SECONDS"))
     tries = max(1, int(setting("SERVE_MAX_TRIES")))
     while True:
-        target = _pick(targets, tried)
+        target = _pick(targets, tried) or _pick(fallback, tried)
         if target is None:
             await _answer(send, 503, f"No replica of deployment '{name}' accepted the connection "
                                      "(starting up, or stopping).")

@@ -128,9 +128,14 @@ def deployment_scale_admit(*, workload_id: int, placement: list[dict]) -> Worklo
 def deployment_scale_wait(*, workload_id: int, reason: str, waiting_on: str) -> None:
     """The scheduler keeps a scale-up waiting: say why, on the deployment."""
     text = f"Scale-up waits: {reason}"
-    DeploymentScale.objects.filter(workload_id=workload_id).exclude(pending_reason=text).update(pending_reason=text)
-    Workload.objects.filter(pk=workload_id, status=WorkloadStatus.RUNNING).exclude(
-        pending_reason=text, waiting_on=waiting_on).update(pending_reason=text, waiting_on=waiting_on)
+    with transaction.atomic():
+        # Lock order: the workload, then its scale row (as deployment_scale_to does), or a cold
+        # start in the gateway and the scheduler's cycle deadlock on the two rows.
+        if workload_locked(workload_id) is None:
+            return
+        Workload.objects.filter(pk=workload_id, status=WorkloadStatus.RUNNING).exclude(
+            pending_reason=text, waiting_on=waiting_on).update(pending_reason=text, waiting_on=waiting_on)
+        DeploymentScale.objects.filter(workload_id=workload_id).exclude(pending_reason=text).update(pending_reason=text)
 
 
 def scale_ups_pending() -> list[tuple[Workload, int, DeploymentScale]]:
@@ -153,27 +158,37 @@ def deployment_autoscale(*, now: float | None = None) -> int:
     reader = window_reader()
     longest = max(autoscaling_policy(w).stable_window for w in workloads)
     windows = reader([w.pk for w in workloads], now - longest) if reader else {}
-    rows = {row.workload_id: row for row in DeploymentScale.objects.filter(workload__in=workloads)}
     changed = 0
     for workload in workloads:
-        policy = autoscaling_policy(workload)
-        row = rows.get(workload.pk) or _scale_row(workload)
-        # A deployment nobody has called yet counts from its start: not scaled to zero at once.
-        started = workload.started_at.timestamp() if workload.started_at else now
-        state = State(panic_until=row.panic_until, panic_peak=row.panic_peak,
-                      last_demand=row.last_demand if row.last_demand is not None else started)
-        current = max(workload.replicas, row.desired) if row.requested_at else workload.replicas
-        decision = decide(policy, now=now, current=current, samples=windows.get(workload.pk, []), state=state)
-        DeploymentScale.objects.filter(pk=row.pk).update(
-            panic_until=decision.state.panic_until, panic_peak=decision.state.panic_peak,
-            last_demand=decision.state.last_demand,
-            decision={"desired": decision.desired, "stable_concurrency": round(decision.stable_concurrency, 3),
-                      "panic_concurrency": round(decision.panic_concurrency, 3), "panicking": decision.panicking,
-                      "reason": decision.reason, "at": now})
-        if decision.desired != row.desired or decision.desired != workload.replicas and not row.requested_at:
-            deployment_scale_to(workload_id=workload.pk, desired=decision.desired, reason=decision.reason)
-            changed += 1
+        with transaction.atomic():
+            changed += _autoscale_one(workload, windows, now)
     return changed
+
+
+def _autoscale_one(workload: Workload, windows: dict, now: float) -> int:
+    # The workload's row is locked before its scale row, the order every writer keeps (a cold
+    # start in the gateway takes them in this order too: the other order deadlocks).
+    workload = workload_locked(workload.pk)
+    if workload is None or workload.status != WorkloadStatus.RUNNING:
+        return 0
+    policy = autoscaling_policy(workload)
+    row = _scale_row(workload)
+    # A deployment nobody has called yet counts from its start: not scaled to zero at once.
+    started = workload.started_at.timestamp() if workload.started_at else now
+    state = State(panic_until=row.panic_until, panic_peak=row.panic_peak,
+                  last_demand=row.last_demand if row.last_demand is not None else started)
+    current = max(workload.replicas, row.desired) if row.requested_at else workload.replicas
+    decision = decide(policy, now=now, current=current, samples=windows.get(workload.pk, []), state=state)
+    DeploymentScale.objects.filter(pk=row.pk).update(
+        panic_until=decision.state.panic_until, panic_peak=decision.state.panic_peak,
+        last_demand=decision.state.last_demand,
+        decision={"desired": decision.desired, "stable_concurrency": round(decision.stable_concurrency, 3),
+                  "panic_concurrency": round(decision.panic_concurrency, 3), "panicking": decision.panicking,
+                  "reason": decision.reason, "at": now})
+    if decision.desired != row.desired or decision.desired != workload.replicas and not row.requested_at:
+        deployment_scale_to(workload_id=workload.pk, desired=decision.desired, reason=decision.reason)
+        return 1
+    return 0
 
 
 def deployment_cold_start(*, workload_id: int) -> None:

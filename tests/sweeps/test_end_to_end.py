@@ -151,7 +151,13 @@ def _wait_ended(name, timeout):
     def ended():
         sweep, _ = _sweep(name)
         return sweep.status in ("completed", "stopped", "failed")
-    wait_for(ended, timeout=timeout, interval=0.5, message=f"sweep {name} to end")
+    try:
+        wait_for(ended, timeout=timeout, interval=0.5, message=f"sweep {name} to end")
+    except AssertionError as exc:  # say where it stands
+        sweep, trials = _sweep(name)
+        raise AssertionError(f"{exc}: sweep {sweep.status} ({sweep.status_message}), trials " + "; ".join(
+            f"#{t.number} {t.status} told={t.told} workload={t.workload_id}:"
+            f"{t.workload.status if t.workload else None} {t.message}" for t in trials)) from None
     return _sweep(name)
 
 
