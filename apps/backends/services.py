@@ -125,9 +125,12 @@ def workload_dispatch(*, workload_id: int, skip_locked: bool = False) -> Workloa
         if not isinstance(claim, dict):
             return claim or workload
     # The claim is committed: from here on, a crash leaves a record of what was being started.
+    # The claim is ours, so we wait for the row lock (never skip it): a claim left unlaunched
+    # because someone held the row for a moment would keep every other dispatcher away for
+    # LAUNCH_CLAIM_TIMEOUT (a trial of a sweep stayed ADMITTED for minutes so).
     try:
         with transaction.atomic():
-            workload = workload_locked(workload_id, skip_locked=skip_locked)
+            workload = workload_locked(workload_id)
             if workload is None:
                 return None
             current = (workload.runtime or {}).get("launching") or {}

@@ -196,3 +196,47 @@ def test_a_claim_of_a_live_process_that_lost_its_database_is_taken_over(pool, sh
         owner.kill()
         owner.wait()
         go.touch()
+
+
+def test_a_claim_whose_row_is_busy_for_a_moment_is_still_launched_by_its_claimer(pool, shared_dir, monkeypatch):
+    """The reconciler claims (skip_locked) and, before it launches, another transaction holds the
+    row for a moment (the in-process dispatch task of the same workload, seen in the sweeps e2e
+    test). The claimer must wait for the row and launch: passing over it left a live claim that
+    kept every dispatcher away for LAUNCH_CLAIM_TIMEOUT (300 s)."""
+    import threading
+
+    from django.db import close_old_connections, transaction
+
+    from apps.backends import services
+    from apps.workloads.lifecycle import workload_locked
+
+    pool.allowed_paths = [str(shared_dir)]
+    pool.save(update_fields=["allowed_paths"])
+    workload, starts, go = _gang(pool, shared_dir, 21)
+    go.touch()
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_row():
+        try:
+            with transaction.atomic():
+                workload_locked(workload.pk)
+                locked.set()
+                release.wait(10)
+        finally:
+            close_old_connections()
+
+    claim_attempt = services._claim_attempt
+
+    def claim_then_someone_locks(w):
+        claim = claim_attempt(w)
+        holder = threading.Thread(target=hold_the_row, daemon=True)
+        transaction.on_commit(lambda: (holder.start(), locked.wait(10), threading.Timer(1.0, release.set).start()))
+        return claim
+
+    monkeypatch.setattr(services, "_claim_attempt", claim_then_someone_locks)
+    services.workload_dispatch(workload_id=workload.pk, skip_locked=True)
+    workload.refresh_from_db()
+    assert locked.is_set()
+    assert workload.status == S.RUNNING and workload.attempt == 1
+    wait_for(lambda: len(_starts(starts)) == REPLICAS, timeout=60, what="every replica to start")
+    reconcile_until(workload, S.SUCCEEDED, timeout=60)

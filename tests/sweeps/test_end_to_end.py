@@ -161,11 +161,6 @@ def _wait_ended(name, timeout):
     return _sweep(name)
 
 
-# Known problem, open: in the full parallel suite this sweep sometimes never ends (timed out at 200 s
-# twice on 2026-11-25 after the round-2 merges); alone, or beside tests/training, it passes in ~15 s.
-# The same path (6 trials, 2 at a time, to completion) is also proven by
-# test_driver_killed_mid_sweep_continues_without_losing_or_repeating_a_trial. Not strict, so a pass counts.
-@pytest.mark.xfail(strict=False, reason="hangs in the full parallel suite; root cause not yet found (closing note)")
 def test_random_sweep_of_six_trials_two_at_a_time_completes(tmp_path, shared_dir, settings):
     _seed(shared_dir, cpu_milli=4000)
     _, server = _server(tmp_path)
