@@ -8,6 +8,7 @@ from django.utils import timezone
 from apps.accounts.models import ApiToken, User
 from apps.audit.choices import AuditAction
 from apps.audit.services import audit_record
+from apps.clusters.choices import Backend as ClusterBackend
 from apps.core.errors import ConflictError, ServiceError
 from apps.quotas.models import Quota
 from apps.quotas.selectors import quota_usage
@@ -331,6 +332,10 @@ def deployment_revision_create(*, workload: Workload, changes: dict, strategy: s
         if rollout.surge_wanted or rollout.surge:
             raise ConflictError("A rolling update with surge replicas is still in progress: wait until it is complete.")
         base = workload.replicas - rollout.surge
+        if workload.pool.cluster.backend == ClusterBackend.KUBERNETES and (strategy == "canary" or max_surge):
+            # The Deployment controller replaces the pods itself; no canary or surge there yet.
+            raise ServiceError("On a Kubernetes cluster a new revision rolls out as a rolling update without "
+                               "surge: strategy canary and max_surge are not supported there yet.")
         if strategy == "canary" and base < 1:
             raise ServiceError("A canary needs a running replica: the deployment is scaled to zero.")
         current = DeploymentRevision.objects.get(workload=workload, number=rollout.stable_revision).spec
