@@ -59,12 +59,13 @@ class DeploymentScale(models.Model):
 
 
 class DeploymentRevision(models.Model):
-    """One version of what a deployment runs: its command, image and env. Revision 1 is what it
-    was created with; each change makes the next one, rolled out by the reconciler."""
+    """One version of what a deployment runs: its command, image, env and resources (per replica:
+    gpu_milli, cpu_milli, memory_mb). Revision 1 is what it was created with; each change makes the
+    next one, rolled out by the reconciler."""
 
     workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()
-    spec = models.JSONField(default=dict)  # {"command", "image", "env"}
+    spec = models.JSONField(default=dict)  # {"command", "image", "env", "resources"}
     strategy = models.CharField(max_length=16, default="rolling")  # rolling | canary
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -77,13 +78,23 @@ class DeploymentRevision(models.Model):
 class DeploymentRollout(models.Model):
     """Which revision a deployment's replicas run: `stable_revision` on all of them, except during
     a canary, when the last replica runs `canary_revision` and gets `canary_weight` percent of the
-    requests. Replicas are replaced `max_unavailable` at a time (a rolling update)."""
+    requests. Replicas are replaced `max_unavailable` at a time (a rolling update).
+
+    Surge: a rollout may run extra replicas for a while (`max_surge` in a rolling update; one for
+    the canary of a single-replica deployment). They are asked of the scheduler like a scale-up
+    (`surge_wanted`); once admitted they are the top `surge` of `Workload.replicas`, and released
+    when the rolling update is complete (or the canary is promoted and rolled out, or withdrawn)."""
 
     workload = models.OneToOneField(Workload, on_delete=models.CASCADE, related_name="rollout", primary_key=True)
     stable_revision = models.PositiveIntegerField(default=1)
     canary_revision = models.PositiveIntegerField(null=True, blank=True)
     canary_weight = models.PositiveSmallIntegerField(default=0)  # percent of requests
     max_unavailable = models.PositiveSmallIntegerField(default=1)
+    max_surge = models.PositiveSmallIntegerField(default=0)
+    surge_wanted = models.PositiveSmallIntegerField(default=0)  # extra replicas the rollout asks for
+    surge = models.PositiveSmallIntegerField(default=0)  # of them, admitted (counted in Workload.replicas)
+    surge_requested_at = models.DateTimeField(null=True, blank=True)
+    pending_reason = models.TextField(blank=True)  # why the surge waits (the scheduler's words)
     updated_at = models.DateTimeField(auto_now=True)
 
     def revision_of(self, replica: int, replicas: int) -> int:

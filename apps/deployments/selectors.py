@@ -91,7 +91,11 @@ def deployment_revision_plan(workload: Workload) -> tuple[int, int, dict[int, tu
     for replica in range(workload.replicas):
         number = rollout.revision_of(replica, workload.replicas)
         plan[replica] = (number, {**(workload.spec or {}), **specs.get(number, {})})
-    return max(1, rollout.max_unavailable), rollout.stable_revision, plan
+    # Unavailable replicas are counted against all of them, surge included: with `surge` extra
+    # replicas admitted, `max_unavailable + surge` of them may be missing or not ready while the
+    # deployment keeps its own number minus max_unavailable ready (0 with max_unavailable 0 and no
+    # surge admitted yet: the rollout waits for its surge).
+    return rollout.max_unavailable + rollout.surge, rollout.stable_revision, plan
 
 
 def deployment_revisions(*, workload: Workload) -> QuerySet[DeploymentRevision]:
@@ -111,10 +115,15 @@ def deployment_rollout_status(*, workload: Workload) -> dict:
         revision = record.get("revision")
         ready = bool(record.get("ready"))
         complete = complete and ready and (revision or rollout.stable_revision) == wanted
-        replicas.append({"replica": replica, "revision": revision, "ready": ready})
+        replicas.append({"replica": replica, "revision": revision, "ready": ready,
+                         "surge": replica >= workload.replicas - rollout.surge})
+    # A surge still wanted: the canary has no replica yet, or the rolling update has not ended.
+    complete = complete and rollout.surge_wanted <= rollout.surge and not (
+        rollout.surge and rollout.canary_revision is None)
     return {"stable_revision": rollout.stable_revision, "canary_revision": rollout.canary_revision,
             "canary_weight": rollout.canary_weight, "max_unavailable": rollout.max_unavailable,
-            "replicas": replicas, "complete": complete}
+            "max_surge": rollout.max_surge, "surge": rollout.surge, "surge_wanted": rollout.surge_wanted,
+            "pending_reason": rollout.pending_reason, "replicas": replicas, "complete": complete}
 def model_source(spec: dict | None) -> dict | None:
     """The model a deployment's spec serves, as resolved at submit (apps/storage put the version's
     run in the spec, so no query is needed): {model, version, mount, run, workload}, or None."""

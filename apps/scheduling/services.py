@@ -18,6 +18,7 @@ from apps.clusters.models import Node
 from apps.core.outbox import outbox_enqueue
 from apps.deployments.services import (
     deployment_autoscale,
+    deployment_rollouts_advance,
     deployment_scale_admit,
     deployment_scale_wait,
     scale_ups_pending,
@@ -216,6 +217,11 @@ def scheduling_cycle() -> CycleResult:
                 deployment_autoscale()
         except Exception:
             logger.exception("scheduler: the deployments' autoscaler failed; scheduling goes on")
+        try:  # rollouts that are complete release their surge replicas before the snapshot
+            with transaction.atomic():
+                deployment_rollouts_advance()
+        except Exception:
+            logger.exception("scheduler: releasing the deployments' rollout surges failed; scheduling goes on")
         snapshot, accels, asks = scheduling_inputs(now=now)
         decisions = explain(schedule(snapshot), snapshot, accels, asks)
         fills = _fill_bytes([w.id for w in snapshot.pending])

@@ -46,7 +46,9 @@ class KindSpec:
     probe_ready: Callable[[Any, dict], bool] | None = None
     # revision_plan(workload) -> (max_unavailable, stable, {replica: (revision, spec)}): which revision
     # each replica should run and the spec to start it with (rolling updates, canaries); `stable` is
-    # the revision of replicas started with the workload's own spec. None: one revision.
+    # the revision of replicas started with the workload's own spec; `max_unavailable` counts
+    # against all of `workload.replicas` (a rollout's admitted surge included; 0: none may go
+    # now). None: one revision.
     revision_plan: Callable[[Any], tuple[int, int, dict[int, tuple[int, dict]]]] | None = None
 
     @property

@@ -697,14 +697,18 @@ def cmd_rollout(app: App) -> int:
     line = f"Revision {status.get('stable_revision')}"
     if canary is not None:
         line += f", canary revision {canary} with {status.get('canary_weight')}% of requests"
+    if status.get("surge_wanted"):
+        line += f", {status.get('surge')} of {status.get('surge_wanted')} surge replica(s) admitted"
     line += " — complete" if status.get("complete") else " — in progress"
     app.say(line)
+    if status.get("pending_reason"):
+        app.say(status["pending_reason"])
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for column in ("REPLICA", "REVISION", "READY"):
+    for column in ("REPLICA", "REVISION", "READY", "SURGE"):
         table.add_column(column, no_wrap=True)
     for replica in status.get("replicas") or []:
         add_row(table, replica.get("replica"), replica.get("revision") or "",
-                "yes" if replica.get("ready") else "no")
+                "yes" if replica.get("ready") else "no", "yes" if replica.get("surge") else "")
     app.out.print(table)
     return EXIT_OK
 

@@ -86,7 +86,10 @@ def notebook_token(workload_id: int) -> str:
 
 
 def view_for(workload: Workload, *, attempt: int, run_env: dict | None = None) -> m.WorkloadView:
+    plan_of = kind_spec(workload.kind).revision_plan
+    max_unavailable, revision, _ = plan_of(workload) if plan_of else (1, 1, {})
     return m.WorkloadView(
+        revision=revision, max_unavailable=max_unavailable,
         id=workload.pk, kind=workload.kind, name=workload.name, project=workload.project.slug, attempt=attempt,
         replicas=workload.replicas, gpu_milli=workload.gpu_milli, cpu_milli=workload.cpu_milli,
         memory_mb=workload.memory_mb, spec=dict(workload.spec or {}), gpu_model=workload.gpu_model,
@@ -287,6 +290,29 @@ class KubernetesBackend(Backend):
         clients = clients_for(workload.pool.cluster)
         _ignore_missing(clients, clients.apps.patch_namespaced_deployment, m.object_name(workload.pk),
                         namespace_of(workload), {"spec": {"replicas": workload.replicas}})
+
+    def roll_out(self, workload: Workload, deployment: dict) -> int | None:
+        """A deployment's new stable revision (its command, image, env or size changed): put it in
+        the Deployment's pod template; the Deployment controller replaces the pods, at most
+        max_unavailable at a time, each new one ready (its readiness probe) before the next old
+        one goes. Returns the revision rolled out; None when there is nothing to change, or the
+        rollout waits for its surge."""
+        plan_of = kind_spec(workload.kind).revision_plan
+        max_unavailable, revision, _ = plan_of(workload) if plan_of else (1, 1, {})
+        template = (deployment.get("spec") or {}).get("template") or {}
+        running = ((template.get("metadata") or {}).get("annotations") or {}).get(m.ANNOTATION_REVISION)
+        # (the informer's copy may not show our own patch yet: the runtime remembers it)
+        if running == str(revision) or (workload.runtime or {}).get("revision") == revision or max_unavailable < 1:
+            return None
+        view = view_for(workload, attempt=workload.attempt)
+        fresh = next(o for o in m.deployment_manifests(view, options_for(workload.pool.cluster))
+                     if o["kind"] == "Deployment")
+        patch = {"spec": {"strategy": m.deployment_strategy(max_unavailable),
+                          "template": m.revised_template(template, fresh["spec"]["template"], revision)}}
+        clients = self._clients(workload)
+        clients.call(clients.apps.patch_namespaced_deployment, m.object_name(workload.pk), namespace_of(workload),
+                     patch)
+        return revision
 
     def observe(self, workload: Workload) -> list[ReplicaState]:
         try:

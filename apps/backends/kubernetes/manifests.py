@@ -33,6 +33,7 @@ LABEL_PROJECT = "cairn.dev/project"
 LABEL_WORKLOAD = "cairn.dev/workload"
 LABEL_KIND = "cairn.dev/kind"
 LABEL_ATTEMPT = "cairn.dev/attempt"
+ANNOTATION_REVISION = "cairn.dev/revision"  # a deployment's pod template: the revision it runs
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "cairn"
 MANAGED_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
@@ -116,6 +117,11 @@ class WorkloadView:
     volume_sizes: dict[str, int] = field(default_factory=dict)
     # Datasets the spec mounts, resolved: spec entry + location (+ manifest and store for S3).
     datasets: tuple[dict, ...] = ()
+    # Deployments: the revision the pod template runs (its command, image, env and resources are
+    # the spec's and the size's above) and how many pods the Deployment controller may take
+    # down at a time while it replaces them (Cairn's admitted surge included; at least 1).
+    revision: int = 1
+    max_unavailable: int = 1
 
 
 # -- names and labels ----------------------------------------------------------------------------
@@ -582,13 +588,40 @@ def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[di
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(view, name, options), "spec": {
             "replicas": view.replicas,
             "selector": {"matchLabels": selector_labels(view)},
+            # No surge of the controller's own: Cairn's scheduler admits a surge (as more replicas).
+            "strategy": deployment_strategy(view.max_unavailable),
             "template": {
-                "metadata": {"labels": workload_labels(view)},
+                "metadata": {"labels": workload_labels(view),
+                             "annotations": {ANNOTATION_REVISION: str(view.revision)}},
                 "spec": pod_spec(view, options, container=container, restart_policy="Always"),
             },
         }},
         *hpa,
     ]
+
+
+def deployment_strategy(max_unavailable: int) -> dict:
+    return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": max(1, max_unavailable), "maxSurge": 0}}
+
+
+# What a new revision changes in a Deployment's container (the rest of the pod template, e.g.
+# the attempt's run Secret and the placement, stays as it was created).
+REVISION_CONTAINER_FIELDS = ("command", "image", "env", "resources")
+
+
+def revised_template(template: dict, fresh: dict, revision: int) -> dict:
+    """The pod template `template` (a Deployment's, as stored) running what the freshly built
+    template `fresh` runs: its container's REVISION_CONTAINER_FIELDS and the revision annotation."""
+    new_main = next(c for c in fresh["spec"]["containers"] if c["name"] == CONTAINER)
+    containers = []
+    for container in template["spec"]["containers"]:
+        if container.get("name") == CONTAINER:
+            container = {k: v for k, v in container.items() if k not in REVISION_CONTAINER_FIELDS}
+            container.update({k: new_main[k] for k in REVISION_CONTAINER_FIELDS if k in new_main})
+        containers.append(container)
+    metadata = dict(template.get("metadata") or {})
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), ANNOTATION_REVISION: str(revision)}
+    return {**template, "metadata": metadata, "spec": {**template["spec"], "containers": containers}}
 
 
 def workload_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict]:

@@ -331,6 +331,13 @@ class ClusterReconciler:
                 and (obj.get("spec") or {}).get("replicas") != workload.replicas):
             self.backend.scale(workload)  # Cairn's autoscaler changed the admitted replicas
             scaled = True
+        revision = self.backend.roll_out(workload, obj) if kind == "Deployment" and obj is not None else None
+        if revision is not None:
+            workload_runtime_save(workload, {**(workload.runtime or {}), "revision": revision})
+            workload_event_record(workload=workload, reason="RolloutStarted",
+                                  message=f"Revision {revision} is in the Deployment's pod template: the Deployment "
+                                          "controller replaces the pods (a rolling update).")
+            scaled = True
         return self._update_conditions(workload, [pod_view(p) for p in pods if (p.get("metadata") or {}).get(
             "deletionTimestamp") is None]) or scaled
 

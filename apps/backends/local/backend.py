@@ -202,9 +202,12 @@ class LocalBackend(Backend):
         runtime = workload.runtime or {}
         attempt = int(runtime.get("attempt") or workload.attempt)
         attempt_dir(workload.pk, attempt).mkdir(parents=True, exist_ok=True)
-        if spec is not None:  # another revision's command, image or env (a rolling update, a canary)
+        if spec is not None:  # another revision's command, image, env or size (a rolling update, a canary)
             workload = copy.copy(workload)
             workload.spec = spec
+            for key, value in (spec.get("resources") or {}).items():
+                if key in ("gpu_milli", "cpu_milli", "memory_mb"):
+                    setattr(workload, key, int(value))
         context = self._attempt_context(workload, attempt=attempt, master_port=int(runtime.get("master_port") or 0),
                                         token=runtime.get("token"))
         ports = {int(r["port"]) for r in runtime.get("replicas", []) if isinstance(r, dict) and r.get("port")}

@@ -1,9 +1,19 @@
+from decimal import Decimal
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.serializers import StrictSerializer
 from apps.workloads.api.isolation import IsolatedSpecMixin
-from apps.workloads.api.serializers import CommandField, WorkloadCreateSerializer, WorkloadSerializer
+from apps.workloads.api.serializers import (
+    MAX_CPU_PER_REPLICA,
+    MAX_GPU_PER_REPLICA,
+    CommandField,
+    MemoryField,
+    ResourcesSerializer,
+    WorkloadCreateSerializer,
+    WorkloadSerializer,
+)
 from apps.workloads.api.workdir import WorkingDirMixin
 from apps.workloads.choices import Kind
 
@@ -148,31 +158,76 @@ class DeploymentRevisionSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class RevisionResourcesSerializer(StrictSerializer):
+    """A new size per replica: only what is given changes (as a workload's `resources`)."""
+
+    gpu = serializers.DecimalField(max_digits=6, decimal_places=3, min_value=0, max_value=MAX_GPU_PER_REPLICA,
+                                   required=False, help_text="GPUs per replica; fractions below 1 share a GPU.")
+    cpu = serializers.DecimalField(max_digits=7, decimal_places=3, min_value=Decimal("0.001"),
+                                   max_value=MAX_CPU_PER_REPLICA, required=False, help_text="CPU cores per replica.")
+    memory = MemoryField(required=False, help_text="Memory per replica: '512Mi', '4Gi' or MiB as a number.")
+
+    validate_gpu = ResourcesSerializer.validate_gpu
+    validate_memory = ResourcesSerializer.validate_memory
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError("Give at least one of gpu, cpu, memory.")
+        return attrs
+
+    @staticmethod
+    def sizes(data: dict) -> dict:
+        """The validated values as the Workload's per-replica fields."""
+        sizes = {}
+        if "gpu" in data:
+            sizes["gpu_milli"] = int(data["gpu"] * 1000)
+        if "cpu" in data:
+            sizes["cpu_milli"] = int(data["cpu"] * 1000)
+        if "memory" in data:
+            sizes["memory_mb"] = data["memory"]
+        return sizes
+
+
 class DeploymentRevisionCreateSerializer(StrictSerializer):
-    """What changes (at least one of command, image, env) and how it is rolled out."""
+    """What changes (at least one of command, image, env, resources) and how it is rolled out."""
 
     command = CommandField(required=False)
     image = serializers.CharField(required=False, max_length=500)
     env = serializers.DictField(child=serializers.CharField(allow_blank=True, max_length=10000), required=False)
+    resources = RevisionResourcesSerializer(required=False, help_text="A new size per replica (rolling update only).")
     strategy = serializers.ChoiceField(choices=["rolling", "canary"], default="rolling")
     canary_weight = serializers.IntegerField(min_value=1, max_value=99, default=10,
                                              help_text="Percent of requests the canary gets (strategy canary).")
-    max_unavailable = serializers.IntegerField(min_value=1, max_value=64, default=1,
-                                               help_text="Replicas replaced at a time in a rolling update.")
-    max_surge = serializers.IntegerField(min_value=0, max_value=0, default=0,
-                                         help_text="Extra replicas during a rolling update: 0 only for now (each "
-                                                   "extra replica would need its own admission).")
+    max_unavailable = serializers.IntegerField(
+        min_value=0, max_value=64, required=False,
+        help_text="Replicas below the deployment's number during a rolling update (default 1, or 0 with max_surge).")
+    max_surge = serializers.IntegerField(
+        min_value=0, max_value=16, default=0,
+        help_text="Extra replicas of the new revision during a rolling update, admitted by the scheduler "
+                  "under the project's quota like a scale-up: each is ready before an old one stops.")
 
     def validate(self, attrs):
-        if not any(key in attrs for key in ("command", "image", "env")):
-            raise serializers.ValidationError({"detail": "Give a new command, image or env."})
+        if not any(key in attrs for key in ("command", "image", "env", "resources")):
+            raise serializers.ValidationError({"detail": "Give a new command, image, env or resources."})
+        attrs.setdefault("max_unavailable", 0 if attrs["max_surge"] else 1)
+        if attrs["max_unavailable"] == 0 and attrs["max_surge"] == 0:
+            raise serializers.ValidationError(
+                {"detail": "max_unavailable and max_surge cannot both be 0: no replica could be replaced."})
         return attrs
+
+    def changes(self) -> dict:
+        data = self.validated_data
+        found = {key: data[key] for key in ("command", "image", "env") if key in data}
+        if "resources" in data:
+            found["resources"] = RevisionResourcesSerializer.sizes(data["resources"])
+        return found
 
 
 class RolloutReplicaSerializer(serializers.Serializer):
     replica = serializers.IntegerField()
     revision = serializers.IntegerField(allow_null=True)
     ready = serializers.BooleanField()
+    surge = serializers.BooleanField(help_text="An extra replica of the rollout, released when it ends.")
 
 
 class RolloutStatusSerializer(serializers.Serializer):
@@ -180,5 +235,9 @@ class RolloutStatusSerializer(serializers.Serializer):
     canary_revision = serializers.IntegerField(allow_null=True)
     canary_weight = serializers.IntegerField()
     max_unavailable = serializers.IntegerField()
+    max_surge = serializers.IntegerField()
+    surge = serializers.IntegerField(help_text="Surge replicas admitted (counted in the deployment's replicas).")
+    surge_wanted = serializers.IntegerField(help_text="Surge replicas the rollout asks the scheduler for.")
+    pending_reason = serializers.CharField(help_text="Why the surge waits (the scheduler's words), or empty.")
     replicas = RolloutReplicaSerializer(many=True)
     complete = serializers.BooleanField(help_text="Every replica runs its planned revision and is ready.")

@@ -97,7 +97,7 @@ class DeploymentViewSet(KindWorkloadViewSet):
         return Response(DeploymentRevisionSerializer(deployment_revisions(workload=workload), many=True).data)
 
     @extend_schema(request=DeploymentRevisionCreateSerializer, responses={201: DeploymentRevisionSerializer, **ERRORS},
-                   summary="Change the command, image or env: a new revision, rolled out (member or above)")
+                   summary="Change the command, image, env or resources: a new revision, rolled out (member or above)")
     @revisions.mapping.post
     def create_revision(self, request, project=None, pk=None):
         workload = self.get_object()
@@ -105,9 +105,9 @@ class DeploymentViewSet(KindWorkloadViewSet):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         revision = deployment_revision_create(
-            workload=workload, changes={k: data[k] for k in ("command", "image", "env") if k in data},
-            strategy=data["strategy"], canary_weight=data["canary_weight"], max_unavailable=data["max_unavailable"],
-            user=request.user)
+            workload=workload, changes=serializer.changes(), strategy=data["strategy"],
+            canary_weight=data["canary_weight"], max_unavailable=data["max_unavailable"],
+            max_surge=data["max_surge"], user=request.user)
         return Response(DeploymentRevisionSerializer(revision).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: RolloutStatusSerializer, **ERRORS}, summary="Which revision each replica runs")

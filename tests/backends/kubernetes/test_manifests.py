@@ -13,6 +13,7 @@ from apps.backends.kubernetes.manifests import (
     ClusterOptions,
     WorkloadView,
     namespace_manifest,
+    revised_template,
     workload_manifests,
 )
 from tests.s3emu import s3_server  # noqa: F401 - the S3 emulator fixture
@@ -449,3 +450,25 @@ def test_the_init_containers_job_fills_a_cache_with_the_same_filler(tmp_path, s3
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "cache" / ("d" * 64) / "data" / "a.bin").read_bytes() == b"hello"
+
+
+def test_a_deployments_new_revision_changes_only_its_containers_command_image_env_and_size():
+    options = ClusterOptions()
+    first = by_kind(workload_manifests(view(kind="deployment", replicas=2, gpu_milli=0, cpu_milli=500, memory_mb=256,
+                                            spec={"command": ["serve"], "port": 80, "env": {"V": "1"}},
+                                            run_env={"CAIRN_RUN_ID": "7"}), options))["Deployment"]
+    assert first["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    assert first["spec"]["template"]["metadata"]["annotations"] == {"cairn.dev/revision": "1"}
+    second = by_kind(workload_manifests(view(kind="deployment", replicas=2, gpu_milli=0, cpu_milli=1000,
+                                             memory_mb=512, revision=2, max_unavailable=0,
+                                             spec={"command": ["serve", "--v2"], "image": "model:2", "port": 80,
+                                                   "env": {"V": "2"}}), options))["Deployment"]
+    assert second["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 1  # never 0 with maxSurge 0
+    revised = revised_template(first["spec"]["template"], second["spec"]["template"], 2)
+    validate({**first, "spec": {**first["spec"], "template": revised}})
+    [main] = revised["spec"]["containers"]
+    assert main["command"] == ["serve", "--v2"] and main["image"] == "model:2" and env_of(main)["V"] == "2"
+    assert main["resources"]["requests"]["cpu"] == "1000m" or main["resources"]["requests"]["cpu"] in ("1", 1)
+    assert main["envFrom"] == first["spec"]["template"]["spec"]["containers"][0]["envFrom"]  # the attempt's Secret
+    assert revised["metadata"]["annotations"] == {"cairn.dev/revision": "2"}
+    assert revised["metadata"]["labels"] == first["spec"]["template"]["metadata"]["labels"]  # the selector holds

@@ -329,3 +329,48 @@ def test_new_credentials_restart_the_clusters_watches(k8s_cluster, emulator):
     finally:
         for reconciler in manager.clusters.values():
             reconciler.stop(timeout=0)
+
+
+def test_a_new_revision_is_rolled_out_through_the_deployments_pod_template(reconciler, make_workload, emulator,
+                                                                             k8s_project, k8s_pool):
+    from apps.core.errors import ServiceError
+    from apps.deployments.services import deployment_revision_create
+    from tests.factories import QuotaFactory
+
+    QuotaFactory(project=k8s_project, pool=k8s_pool)
+    workload = make_workload(kind="deployment", replicas=2, cpu_milli=500, memory_mb=256,
+                             spec={"command": ["serve"], "port": 8000, "env": {"V": "1"}})
+    workload_dispatch(workload_id=workload.pk)
+    name = f"cairn-{workload.pk}"
+    assert until(reconciler, lambda: emulator.get("deployments", NS, name) is not None)
+    before = emulator.get("deployments", NS, name)["spec"]["template"]
+    assert before["metadata"]["annotations"]["cairn.dev/revision"] == "1"
+    for strategy, surge in (("canary", 0), ("rolling", 1)):  # the Deployment controller has neither yet
+        try:
+            deployment_revision_create(workload=status_of(workload), changes={"env": {"V": "2"}}, strategy=strategy,
+                                       max_surge=surge)
+        except ServiceError as exc:
+            assert "Kubernetes" in str(exc)
+        else:
+            raise AssertionError(f"{strategy} / max_surge {surge} was accepted on Kubernetes")
+
+    deployment_revision_create(workload=status_of(workload), changes={"env": {"V": "2"}, "image": "model:2",
+                                                                      "resources": {"cpu_milli": 1000}},
+                               max_unavailable=2)
+
+    def rolled_out():
+        template = emulator.get("deployments", NS, name)["spec"]["template"]
+        return template["metadata"]["annotations"]["cairn.dev/revision"] == "2" and template
+
+    template = until(reconciler, rolled_out)
+    [main] = [c for c in template["spec"]["containers"] if c["name"] == "main"]
+    assert {e["name"]: e.get("value") for e in main["env"]}["V"] == "2" and main["image"] == "model:2"
+    assert main["resources"]["requests"]["cpu"] in ("1", "1000m")
+    assert template["metadata"]["labels"] == before["metadata"]["labels"]
+    deployment = emulator.get("deployments", NS, name)
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 2, "maxSurge": 0}
+    assert deployment["spec"]["replicas"] == 2
+    for _ in range(5):  # level-triggered, and said once
+        reconciler.reconcile_pass()
+    assert WorkloadEvent.objects.filter(workload=workload, reason="RolloutStarted").count() == 1
+    assert status_of(workload).status == "running" and status_of(workload).cpu_milli == 1000

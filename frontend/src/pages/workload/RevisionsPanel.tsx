@@ -10,7 +10,12 @@ import type { Workload } from "./api";
 
 interface Revision {
   number: number;
-  spec: { command?: unknown; image?: string; env?: Record<string, string> };
+  spec: {
+    command?: unknown;
+    image?: string;
+    env?: Record<string, string>;
+    resources?: { gpu_milli?: number; cpu_milli?: number; memory_mb?: number };
+  };
   strategy: string;
   created_by: string | null;
   created_at: string;
@@ -20,7 +25,10 @@ interface Rollout {
   stable_revision: number;
   canary_revision: number | null;
   canary_weight: number;
-  replicas: { replica: number; revision: number | null; ready: boolean }[];
+  replicas: { replica: number; revision: number | null; ready: boolean; surge: boolean }[];
+  surge: number;
+  surge_wanted: number;
+  pending_reason: string;
   complete: boolean;
 }
 
@@ -30,6 +38,11 @@ function describe(spec: Revision["spec"]): string {
   if (spec.image) parts.push(`image ${spec.image}`);
   const env = Object.entries(spec.env ?? {});
   if (env.length) parts.push(env.map(([k, v]) => `${k}=${v}`).join(" "));
+  const size = spec.resources;
+  if (size) {
+    const gpu = size.gpu_milli ? ` ${size.gpu_milli / 1000} GPU` : "";
+    parts.push(`${(size.cpu_milli ?? 0) / 1000} CPU ${size.memory_mb ?? 0} MiB${gpu}`);
+  }
   return parts.join(" · ");
 }
 
@@ -91,13 +104,18 @@ export function RevisionsPanel({ project, workload: w, canWrite }: { project: st
           </Group>
         )}
       </Group>
+      {r?.pending_reason && (
+        <Text size="sm" c="yellow.8" mb="xs" data-testid="rollout-pending">
+          {r.pending_reason}
+        </Text>
+      )}
       {revisions.isPending ? (
         <Loading label="Loading revisions…" />
       ) : revisions.error ? (
         <ErrorState error={revisions.error} onRetry={() => revisions.refetch()} />
       ) : list.length === 0 ? (
         <Text size="sm" c="dimmed">
-          One revision so far. Changing the command, image or env (API: POST …/deployments/{w.id}/revisions/) makes the next
+          One revision so far. Changing the command, image, env or resources (API: POST …/deployments/{w.id}/revisions/) makes the next
           one, rolled out replica by replica or as a canary.
         </Text>
       ) : (
@@ -106,7 +124,7 @@ export function RevisionsPanel({ project, workload: w, canWrite }: { project: st
             <Table.Tr>
               <Table.Th w={80}>Revision</Table.Th>
               <Table.Th w={90}>Rollout</Table.Th>
-              <Table.Th>Command, image, env</Table.Th>
+              <Table.Th>Command, image, env, size</Table.Th>
               <Table.Th w={160}>Created</Table.Th>
               <Table.Th w={120}>Replicas</Table.Th>
             </Table.Tr>
@@ -131,7 +149,7 @@ export function RevisionsPanel({ project, workload: w, canWrite }: { project: st
                     {formatRelative(rev.created_at)}
                     {rev.created_by ? ` · ${rev.created_by}` : ""}
                   </Table.Td>
-                  <Table.Td>{running.length ? running.map((x) => `#${x.replica}${x.ready ? "" : " (starting)"}`).join(", ") : "—"}</Table.Td>
+                  <Table.Td>{running.length ? running.map((x) => `#${x.replica}${x.surge ? " (surge)" : ""}${x.ready ? "" : " (starting)"}`).join(", ") : "—"}</Table.Td>
                 </Table.Tr>
               );
             })}
