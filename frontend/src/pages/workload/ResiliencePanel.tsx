@@ -139,10 +139,10 @@ function RestartsTable({ data }: { data: Resilience }) {
       <Table fz="sm" verticalSpacing={4} stickyHeader data-testid="restarts-table">
         <Table.Thead>
           <Table.Tr>
-            <Table.Th w={170}>Time</Table.Th>
+            <Table.Th w={170}>Restarted</Table.Th>
             <Table.Th w={80}>Attempt</Table.Th>
             <Table.Th w={130}>Cause</Table.Th>
-            <Table.Th w={190}>Lost</Table.Th>
+            <Table.Th w={280}>Lost</Table.Th>
             <Table.Th>Resumed</Table.Th>
           </Table.Tr>
         </Table.Thead>
