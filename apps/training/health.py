@@ -17,6 +17,12 @@ from dataclasses import dataclass, field
 DEFAULT_HANG_TIMEOUT = 600  # seconds: 10 minutes without a step and without a line of output
 
 
+def hang_timeout_of(spec: Mapping | None) -> float:
+    """A job's `hang_timeout_seconds` (its spec), or the default."""
+    value = (spec or {}).get("hang_timeout_seconds")
+    return float(value) if isinstance(value, int | float) and value > 0 else float(DEFAULT_HANG_TIMEOUT)
+
+
 @dataclass(frozen=True)
 class RankActivity:
     """What Cairn last saw of one rank, as epoch seconds (None: never in this attempt)."""

@@ -11,7 +11,7 @@ from apps.workloads.choices import TERMINAL, WorkloadStatus
 from apps.workloads.kinds import kind_spec
 from apps.workloads.models import Workload
 
-from .health import DEFAULT_HANG_TIMEOUT, AttemptSpan, Goodput, attempt_losses, goodput, peer_ratios
+from .health import AttemptSpan, Goodput, attempt_losses, goodput, hang_timeout_of, peer_ratios
 from .models import AttemptProgress, Checkpoint, ReplicaProgress
 
 
@@ -49,8 +49,7 @@ def _attempt_trail(workload: Workload) -> list[tuple[AttemptSpan, AttemptEnd | N
     last_checkpoints: dict[int, float] = {}
     for attempt, created in Checkpoint.objects.filter(workload=workload).values_list("attempt", "created_at"):
         last_checkpoints[attempt] = max(last_checkpoints.get(attempt, 0.0), created.timestamp())
-    timeout = (workload.spec or {}).get("hang_timeout_seconds")
-    timeout = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else float(DEFAULT_HANG_TIMEOUT)
+    timeout = hang_timeout_of(workload.spec)
     spans: list[dict] = []
 
     def close(at: float, failed: bool, reason: str, message: str, restarted: bool = True) -> None:
@@ -134,7 +133,7 @@ def workload_resilience(workload: Workload, *, now: datetime | None = None) -> d
     spans = [span for span, _ in trail]
     gpus = workload.replicas * workload.gpu_milli / 1000
     summary = goodput(spans, now=now_ts, gpus=gpus)
-    losses = attempt_losses(sorted(spans, key=lambda a: a.started_at), now=now_ts)
+    losses = attempt_losses(spans, now=now_ts)  # in the trail's order, which is by start
     resumed_at = dict(AttemptProgress.objects.filter(workload=workload).values_list("attempt", "first_step"))
     restarts = []
     for index, (_, end) in enumerate(trail):
@@ -164,6 +163,6 @@ def workload_resilience(workload: Workload, *, now: datetime | None = None) -> d
     return {
         "goodput": summary, "checkpoints": checkpoints, "ranks": ranks, "restarts": restarts,
         "stragglers": sorted(flagged),
-        "hang_timeout_seconds": spec.get("hang_timeout_seconds") or DEFAULT_HANG_TIMEOUT,
+        "hang_timeout_seconds": int(hang_timeout_of(spec)),
         "straggler_policy": spec.get("straggler_policy") or "alert",
     }
