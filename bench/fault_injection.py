@@ -169,7 +169,8 @@ def run_scenario(project, pool, fault: str, every: int) -> dict:
         "detect": detected.created_at.timestamp() - fault_at if detected and fault_at else None,
         "resume": resumed.first_step_at.timestamp() - fault_at if resumed and fault_at else None,
         "resumed_at_step": resumed.first_step if resumed else None, "redone": redone,
-        "lost": result.lost_seconds * workload.replicas, "overhead": result.overhead_seconds * workload.replicas,
+        "lost": result.lost_seconds * workload.replicas, "hung": result.hung_seconds * workload.replicas,
+        "overhead": result.overhead_seconds * workload.replicas,
         "goodput": result.ratio,
     }
 
@@ -221,16 +222,18 @@ def main() -> None:
     table = ["| fault | checkpoints | end | attempts | detected after | resumed after | resumed at step | "
              "steps redone | work lost | restart overhead | goodput |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        hung = f" (hung {fmt(r['hung'], ' replica-s')})" if r["hung"] else ""
         table.append(
             f"| {r['fault']} | {'every ' + str(r['every']) + ' steps' if r['every'] else 'none'} | {r['status']} | "
             f"{r['attempts']} | {fmt(r['detect'])} | {fmt(r['resume'])} | {r['resumed_at_step']} | {r['redone']} | "
-            f"{fmt(r['lost'], ' replica-s')} | {fmt(r['overhead'], ' replica-s')} | "
+            f"{fmt(r['lost'], ' replica-s')}{hung} | {fmt(r['overhead'], ' replica-s')} | "
             f"{fmt(r['goodput'], '')} |")
     body = "\n".join([
         f"examples/ddp_train.py, 2 ranks, {STEPS} steps of ~{STEP_SECONDS}s, fault at step {FAULT_STEP} "
         f"(straggler: from the start, policy evict); hang_timeout {HANG_TIMEOUT} s, stop grace 1 s, restart backoff 0.5 s. "
         "Times are from the fault (straggler: from the start of the job) to Cairn's event and to the next "
-        "attempt's first reported step; work lost and overhead are the goodput accounting (apps/training/health.py).",
+        "attempt's first reported step; work lost (of it hung: from when the rank got stuck to the restart) and "
+        "overhead are the goodput accounting (apps/training/health.py).",
         "", *table])
     print(body)
     if not args.no_write:

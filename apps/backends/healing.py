@@ -17,7 +17,7 @@ from django.utils import timezone
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Node
 from apps.clusters.services import node_cordon
-from apps.training.health import DEFAULT_HANG_TIMEOUT, RankActivity, StragglerRule, detect_stragglers, hung_ranks
+from apps.training.health import RankActivity, StragglerRule, detect_stragglers, hang_timeout_of, hung_ranks
 from apps.training.selectors import progress_of_attempt, step_times
 from apps.workloads.choices import EventType
 from apps.workloads.kinds import kind_spec
@@ -34,8 +34,7 @@ ALERT, EVICT, OFF = "alert", "evict", "off"
 STRAGGLER_POLICIES = (ALERT, EVICT, OFF)
 
 def hang_timeout(workload: Workload) -> float:
-    value = (workload.spec or {}).get("hang_timeout_seconds")
-    return float(value) if isinstance(value, int | float) and value > 0 else float(DEFAULT_HANG_TIMEOUT)
+    return hang_timeout_of(workload.spec)
 
 
 def straggler_policy(workload: Workload) -> str:

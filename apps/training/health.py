@@ -17,6 +17,12 @@ from dataclasses import dataclass, field
 DEFAULT_HANG_TIMEOUT = 600  # seconds: 10 minutes without a step and without a line of output
 
 
+def hang_timeout_of(spec: Mapping | None) -> float:
+    """A job's `hang_timeout_seconds` (its spec), or the default."""
+    value = (spec or {}).get("hang_timeout_seconds")
+    return float(value) if isinstance(value, int | float) and value > 0 else float(DEFAULT_HANG_TIMEOUT)
+
+
 @dataclass(frozen=True)
 class RankActivity:
     """What Cairn last saw of one rank, as epoch seconds (None: never in this attempt)."""
@@ -175,43 +181,57 @@ class StragglerDetector:
 class AttemptSpan:
     """One attempt of a training job, in epoch seconds: when it started and ended (None: running),
     whether it ended in a failure Cairn restarted it from, when its first step was reported (the
-    end of the restart overhead) and when its last checkpoint was saved (work after it is lost
-    at a failure)."""
+    end of the restart overhead), when its last checkpoint was saved (work after it is lost at a
+    failure) and, for an attempt found hung, when it stopped making progress."""
 
     started_at: float
     ended_at: float | None = None
     failed: bool = False
     first_step_at: float | None = None
     last_checkpoint_at: float | None = None
+    hung_at: float | None = None
+
+
+@dataclass(frozen=True)
+class AttemptLoss:
+    """What one attempt cost: `lost` (work since its last checkpoint at its failure, of which
+    `hung` was spent stuck) and `overhead` (the gap before it and its start-up to its first step)."""
+
+    lost: float = 0.0
+    hung: float = 0.0
+    overhead: float = 0.0
+
+    @property
+    def redone(self) -> float:
+        return self.lost - self.hung
 
 
 @dataclass(frozen=True)
 class Goodput:
     wall_seconds: float
     productive_seconds: float
-    lost_seconds: float  # work lost since the last checkpoint at each failure
+    lost_seconds: float  # work lost since the last checkpoint at each failure (redone + hung)
     overhead_seconds: float  # restarts: from each attempt's start to its first step
     gpu_hours_lost: float
+    hung_seconds: float = 0.0  # of lost_seconds: the time hung attempts made no progress before Cairn saw it
 
     @property
     def ratio(self) -> float | None:
         return self.productive_seconds / self.wall_seconds if self.wall_seconds > 0 else None
 
+    @property
+    def redone_seconds(self) -> float:
+        """Of lost_seconds: the steps since the last checkpoint the next attempt did again."""
+        return max(self.lost_seconds - self.hung_seconds, 0.0)
 
-def goodput(attempts: list[AttemptSpan], *, now: float, gpus: float) -> Goodput:
-    """Productive time / wall time of a job. Lost: at each failed attempt, the time from its last
-    checkpoint (or, with none, from its first step) to its end; overhead: the start-up of every
-    attempt after the first (launch, rendezvous, loading the checkpoint) until its first step,
-    and the gap between a failure and the next start. `gpus`: GPUs the job holds (all replicas)."""
-    if not attempts:
-        return Goodput(0.0, 0.0, 0.0, 0.0, 0.0)
-    attempts = sorted(attempts, key=lambda a: a.started_at)
-    end_of_job = attempts[-1].ended_at if attempts[-1].ended_at is not None else now
-    wall = max(end_of_job - attempts[0].started_at, 0.0)
-    lost = overhead = 0.0
+
+def attempt_losses(attempts: list[AttemptSpan], *, now: float) -> list[AttemptLoss]:
+    """Per attempt (in the order given, sorted by start): see `goodput`."""
+    out = []
     previous_end = None
     for index, attempt in enumerate(attempts):
         end = attempt.ended_at if attempt.ended_at is not None else now
+        overhead = lost = hung = 0.0
         if index > 0:
             if previous_end is not None:
                 overhead += max(attempt.started_at - previous_end, 0.0)
@@ -224,10 +244,45 @@ def goodput(attempts: list[AttemptSpan], *, now: float, gpus: float) -> Goodput:
                 since = attempt.started_at
             else:  # its start-up is counted as overhead already
                 since = attempt.first_step_at if attempt.first_step_at is not None else end
-            lost += max(end - since, 0.0)
+            lost = max(end - since, 0.0)
+            if attempt.hung_at is not None:  # stuck from then on: nothing done, not even work to redo
+                hung = min(max(end - attempt.hung_at, 0.0), lost)
+        out.append(AttemptLoss(lost=lost, hung=hung, overhead=overhead))
         previous_end = end
-    lost = min(lost, wall)
-    overhead = min(overhead, wall - lost)
+    return out
+
+
+def goodput(attempts: list[AttemptSpan], *, now: float, gpus: float) -> Goodput:
+    """Productive time / wall time of a job. Lost: at each failed attempt, the time from its last
+    checkpoint (or, with none, from its first step) to its end, of which a hung attempt spent
+    the part from `hung_at` stuck; overhead: the start-up of every attempt after the first
+    (launch, rendezvous, loading the checkpoint) until its first step, and the gap between a
+    failure and the next start. `gpus`: GPUs the job holds (all replicas)."""
+    if not attempts:
+        return Goodput(0.0, 0.0, 0.0, 0.0, 0.0)
+    attempts = sorted(attempts, key=lambda a: a.started_at)
+    end_of_job = attempts[-1].ended_at if attempts[-1].ended_at is not None else now
+    wall = max(end_of_job - attempts[0].started_at, 0.0)
+    losses = attempt_losses(attempts, now=now)
+    lost = min(sum(loss.lost for loss in losses), wall)
+    hung = min(sum(loss.hung for loss in losses), lost)
+    overhead = min(sum(loss.overhead for loss in losses), wall - lost)
     productive = max(wall - lost - overhead, 0.0)
     return Goodput(wall_seconds=wall, productive_seconds=productive, lost_seconds=lost, overhead_seconds=overhead,
-                   gpu_hours_lost=(lost + overhead) * gpus / 3600.0)
+                   gpu_hours_lost=(lost + overhead) * gpus / 3600.0, hung_seconds=hung)
+
+
+def peer_ratios(times: Mapping[int, Mapping[int, float]], *, window: int = StragglerRule.window
+                ) -> dict[int, float | None]:
+    """How much slower each rank is than its peers: the median, over the last `window` steps all
+    ranks reported, of its step time / the median of the others' at that step (1.0: as fast;
+    None: fewer than two ranks or no common step). What the dashboard shows next to a straggler."""
+    if len(times) < 2:
+        return {rank: None for rank in times}
+    steps = sorted(set.intersection(*(set(s) for s in times.values())))[-window:]
+    out: dict[int, float | None] = {}
+    for rank, mine in times.items():
+        ratios = [r for r in (_ratio_to_peers(mine[s], [times[o][s] for o in times if o != rank]) for s in steps)
+                  if r is not None]
+        out[rank] = statistics.median(ratios) if ratios else None
+    return out

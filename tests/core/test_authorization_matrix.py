@@ -85,7 +85,8 @@ CASES += [  # notebooks: start again (its creator, else maintainers), the culler
     Case("get", f"{P}/notebooks/reclaimed/", "viewer"),
 ]
 CASES += [  # self-healing training (docs/training.md)
-    Case("get", f"{P}/training-jobs/{{training_running}}/resilience/", "viewer"),
+    Case("get", f"{P}/workloads/{{training_running}}/resilience/", "viewer"),
+    Case("get", f"{P}/workloads/{{deployment_running}}/resilience/", "viewer"),
     Case("get", f"{P}/training-jobs/goodput/", "viewer"),
 ]
 CASES += [  # tracking

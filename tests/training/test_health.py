@@ -6,9 +6,11 @@ from apps.training.health import (
     RankActivity,
     StragglerDetector,
     StragglerRule,
+    attempt_losses,
     detect_stragglers,
     goodput,
     hung_ranks,
+    peer_ratios,
 )
 from apps.workloads.lifecycle import FAIL, MOVE, RESTART, AttemptFailed, Facts, decide
 
@@ -115,6 +117,32 @@ def test_without_checkpoints_a_failure_loses_the_whole_attempt():
                 AttemptSpan(started_at=100, ended_at=None, first_step_at=110)]
     result = goodput(attempts, now=150, gpus=1)
     assert (result.lost_seconds, result.overhead_seconds, result.productive_seconds) == (100, 10, 40)
+
+
+def test_a_hung_attempt_splits_its_lost_work_into_hung_and_redone():
+    # checkpoint at 40, stuck from 70 (no progress, no output), restarted at 100
+    attempts = [AttemptSpan(started_at=0, ended_at=100, failed=True, first_step_at=5, last_checkpoint_at=40,
+                            hung_at=70),
+                AttemptSpan(started_at=102, ended_at=150, first_step_at=110)]
+    result = goodput(attempts, now=200, gpus=2)
+    assert (result.lost_seconds, result.hung_seconds, result.redone_seconds) == (60, 30, 30)
+    assert result.overhead_seconds == 10  # gap 100 -> 102, start-up 102 -> 110
+    assert [(a.lost, a.hung, a.overhead) for a in attempt_losses(attempts, now=200)] == [(60, 30, 0), (0, 0, 10)]
+
+
+def test_hung_time_is_never_more_than_the_work_lost():
+    attempts = [AttemptSpan(started_at=0, ended_at=100, failed=True, last_checkpoint_at=90, hung_at=50),
+                AttemptSpan(started_at=100, ended_at=120, first_step_at=101)]
+    result = goodput(attempts, now=200, gpus=1)
+    assert (result.lost_seconds, result.hung_seconds, result.redone_seconds) == (10, 10, 0)
+
+
+def test_peer_ratios_say_how_much_slower_each_rank_is_than_the_median_of_its_peers():
+    times = _times({0: 1.0, 1: 1.0, 2: 3.0}, steps=range(20))
+    ratios = peer_ratios(times)
+    assert ratios[2] == pytest.approx(3.0) and ratios[0] == pytest.approx(0.5)  # peers 1.0 and 3.0: median 2.0
+    assert peer_ratios({0: {1: 1.0}}) == {0: None}
+    assert peer_ratios({0: {1: 1.0}, 1: {2: 1.0}}) == {0: None, 1: None}  # no common step
 
 
 def test_goodput_of_nothing_and_of_a_clean_run():

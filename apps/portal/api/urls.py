@@ -14,7 +14,7 @@ from apps.storage.api.views import DatasetViewSet, RegisteredModelViewSet, Volum
 from apps.sweeps.api.views import SweepViewSet
 from apps.telemetry.api.views import ClusterOverviewView, NodeTelemetryView, WorkloadTelemetryViewSet
 from apps.tracking.api.views import RunViewSet
-from apps.training.api.views import TrainingJobViewSet
+from apps.training.api.views import TrainingJobViewSet, WorkloadResilienceViewSet
 from apps.workloads.api.views import WorkloadReadViewSet
 
 router = SimpleRouter()
@@ -48,6 +48,9 @@ urlpatterns = [
     path("", include("apps.audit.api.urls")),
     path("projects/<str:project>/audit/", ProjectAuditEventViewSet.as_view({"get": "list"}),
          name="project-audit-list"),
+    # Beside the workloads router's routes: one workload's resilience, whatever its kind.
+    path("projects/<str:project>/workloads/<str:pk>/resilience/",
+         WorkloadResilienceViewSet.as_view({"get": "retrieve"}), name="workload-resilience"),
     path("", include(router.urls)),
     path("projects/<str:project>/", include(project_router.urls)),
 ]

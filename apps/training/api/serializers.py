@@ -50,12 +50,17 @@ class TrainingJobCreateSerializer(WorkingDirMixin, IsolatedSpecMixin, WorkloadCr
 
 
 class GoodputSerializer(serializers.Serializer):
-    goodput = serializers.FloatField(allow_null=True, source="ratio", help_text="Productive time / wall time.")
-    wall_seconds = serializers.FloatField()
+    goodput = serializers.FloatField(allow_null=True, source="ratio",
+                                     help_text="Productive time / wall time (null: nothing ran yet, or a kind that "
+                                               "does not run to completion).")
+    wall_seconds = serializers.FloatField(help_text="From the first start to the end (or now), over all attempts.")
     productive_seconds = serializers.FloatField()
-    lost_seconds = serializers.FloatField(help_text="Work since the last checkpoint at each failure, redone after.")
+    lost_seconds = serializers.FloatField(help_text="Work since the last checkpoint at each failure: "
+                                                    "redone_seconds + hung_seconds.")
+    redone_seconds = serializers.FloatField(help_text="Steps since the last checkpoint that the next attempt did again.")
+    hung_seconds = serializers.FloatField(help_text="Time hung attempts made no progress before Cairn restarted them.")
     overhead_seconds = serializers.FloatField(help_text="Restarts: from a failure to the next attempt's first step.")
-    gpu_hours_lost = serializers.FloatField()
+    gpu_hours_lost = serializers.FloatField(help_text="(lost + overhead) x the job's GPUs.")
 
 
 class CheckpointSerializer(serializers.Serializer):
@@ -64,25 +69,43 @@ class CheckpointSerializer(serializers.Serializer):
     step = serializers.IntegerField()
     name = serializers.CharField()
     size_bytes = serializers.IntegerField()
-    save_seconds = serializers.FloatField()
-    blocking_seconds = serializers.FloatField()
+    save_seconds = serializers.FloatField(help_text="From save() to persisted.")
+    blocking_seconds = serializers.FloatField(help_text="How long training waited for it.")
     two_stage = serializers.BooleanField()
     time = serializers.DateTimeField(source="created_at")
 
 
 class RankProgressSerializer(serializers.Serializer):
     replica = serializers.IntegerField()
-    attempt = serializers.IntegerField()
+    attempt = serializers.IntegerField(help_text="The attempt of this report (older than the workload's: not yet "
+                                                 "reported in the current one).")
     step = serializers.IntegerField()
-    step_seconds = serializers.FloatField(allow_null=True)
+    step_seconds = serializers.FloatField(allow_null=True, help_text="Its latest step's duration.")
     step_changed_at = serializers.DateTimeField()
     reported_at = serializers.DateTimeField()
+    straggler = serializers.BooleanField(help_text="Flagged as a straggler in the current attempt.")
+    ratio_to_peer_median = serializers.FloatField(
+        allow_null=True, help_text="Its step time / the median of its peers', over the last 10 steps all ranks "
+                                   "reported (2.0: twice as slow; null: no peers to compare with).")
+
+
+class RestartSerializer(serializers.Serializer):
+    attempt = serializers.IntegerField(help_text="The attempt that ended.")
+    cause = serializers.CharField(help_text="Restarting (a rank failed), Hung, SlowNode, NodeUnhealthy, "
+                                            "Rescheduled, Requeued (preempted)...")
+    message = serializers.CharField()
+    time = serializers.DateTimeField()
+    lost_seconds = serializers.FloatField(help_text="Work since its last checkpoint (hung time included).")
+    hung_seconds = serializers.FloatField()
+    overhead_seconds = serializers.FloatField(help_text="From its end to the next attempt's first step.")
+    resumed_at_step = serializers.IntegerField(allow_null=True, help_text="The next attempt's first reported step.")
 
 
 class ResilienceSerializer(serializers.Serializer):
     goodput = GoodputSerializer()
     checkpoints = CheckpointSerializer(many=True, help_text="The last 50, oldest first.")
-    ranks = RankProgressSerializer(many=True, help_text="Each rank's last progress in the current attempt.")
+    ranks = RankProgressSerializer(many=True, help_text="Each rank's last progress, by replica.")
+    restarts = RestartSerializer(many=True, help_text="Every attempt that ended in a restart, oldest first.")
     stragglers = serializers.ListField(child=serializers.IntegerField(), help_text="Ranks flagged in this attempt.")
     hang_timeout_seconds = serializers.IntegerField()
     straggler_policy = serializers.CharField()

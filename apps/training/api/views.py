@@ -1,13 +1,14 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from apps.projects.api.base import ProjectScopedViewSet
 from apps.workloads.api.serializers import WorkloadSerializer
 from apps.workloads.api.views import ERRORS, KindWorkloadViewSet
 from apps.workloads.choices import Kind
+from apps.workloads.models import Workload
 
-from ..health import DEFAULT_HANG_TIMEOUT
-from ..selectors import checkpoints_of, progress_of_attempt, project_goodput, workload_goodput
+from ..selectors import project_goodput, workload_resilience
 from .serializers import ProjectGoodputSerializer, ResilienceSerializer, TrainingJobCreateSerializer
 
 
@@ -19,24 +20,26 @@ class TrainingJobViewSet(KindWorkloadViewSet):
     def create(self, request, project=None):
         return super().create(request, project)
 
-    @extend_schema(responses={200: ResilienceSerializer, **ERRORS},
-                   summary="Self-healing of one job: goodput, checkpoints, each rank's progress, stragglers")
-    @action(detail=True, methods=["get"])
-    def resilience(self, request, project=None, pk=None):
-        workload = self.get_object()
-        spec = workload.spec or {}
-        data = {
-            "goodput": workload_goodput(workload),
-            "checkpoints": checkpoints_of(workload_id=workload.pk)[-50:],
-            "ranks": progress_of_attempt(workload_id=workload.pk, attempt=workload.attempt),
-            "stragglers": [r for r in (workload.runtime or {}).get("stragglers", []) if isinstance(r, int)],
-            "hang_timeout_seconds": spec.get("hang_timeout_seconds") or DEFAULT_HANG_TIMEOUT,
-            "straggler_policy": spec.get("straggler_policy") or "alert",
-        }
-        return Response(ResilienceSerializer(data).data)
-
     @extend_schema(responses={200: ProjectGoodputSerializer, **ERRORS},
                    summary="The project's training goodput: productive / wall hours, GPU-hours lost to failures")
     @action(detail=False, methods=["get"])
     def goodput(self, request, project=None):
         return Response(ProjectGoodputSerializer(project_goodput(project_id=self.project.pk)).data)
+
+
+class WorkloadResilienceViewSet(ProjectScopedViewSet):
+    """`/workloads/<id>/resilience/`: beside the kind-independent workload routes, so the workload
+    page reads it for every kind; the data is the training app's (checkpoints, progress)."""
+
+    queryset = Workload.objects.all()
+
+    @extend_schema(
+        parameters=[OpenApiParameter("id", int, OpenApiParameter.PATH, description="The workload's id.")],
+        responses={200: ResilienceSerializer, **ERRORS},
+        summary="Self-healing of one workload: goodput, checkpoints, each rank's progress, restarts",
+        description="Any kind (docs/training.md, \"Goodput\"): a workload that does not run to completion, or whose "
+                    "replicas do not report progress with the cairn SDK, answers an empty goodput (null), no ranks, "
+                    "no checkpoints and no restarts.",
+    )
+    def retrieve(self, request, project=None, pk=None):
+        return Response(ResilienceSerializer(workload_resilience(self.get_object())).data)

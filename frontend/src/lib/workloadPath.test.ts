@@ -7,6 +7,7 @@ describe("workloadRoute", () => {
     expect(workloadRoute()).toBe("/api/v1/projects/{project}/workloads/{id}/");
     expect(workloadRoute("events/")).toBe("/api/v1/projects/{project}/workloads/{id}/events/");
     expect(workloadRoute("stop/")).toBe("/api/v1/projects/{project}/workloads/{id}/stop/");
+    expect(workloadRoute("resilience/")).toBe("/api/v1/projects/{project}/workloads/{id}/resilience/");
   });
 });
 

@@ -1,9 +1,9 @@
 // Where one workload lives in the API: /api/v1/projects/<p>/workloads/<id>/ answers for every
-// kind (detail, stop, events, logs). Creating and deleting stay on the kind's own collection
+// kind (detail, stop, events, logs, resilience). Creating and deleting stay on the kind's own collection
 // (/training-jobs/, /notebooks/, /deployments/), which the forms and the list use.
 
 /** What may follow /workloads/<id>/ in a workload's address. */
-export type WorkloadAction = "" | "events/" | "stop/" | "logs/";
+export type WorkloadAction = "" | "events/" | "stop/" | "logs/" | "resilience/";
 
 /** The path template the typed client takes ({project} and {id} filled in from `params.path`). */
 export type WorkloadRoute<A extends WorkloadAction = ""> = `/api/v1/projects/{project}/workloads/{id}/${A}`;

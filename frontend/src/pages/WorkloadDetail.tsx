@@ -1,6 +1,7 @@
 // One workload (/projects/:project/workloads/:kind/:id): header with Stop, status timeline,
-// loss curves of its run(s), GPU/CPU panels, live logs and the event trail. Everything live
-// over the page's one socket: workload:<id>, logs:<id>:<replica>, run:<id> (docs/live.md).
+// goodput (training with the SDK), loss curves of its run(s), GPU/CPU panels, live logs and the
+// event trail. Everything live over the page's one socket: workload:<id>, logs:<id>:<replica>,
+// run:<id> (docs/live.md).
 // This file reads the workload and keeps it live; each panel is a component in ./workload/.
 import { Alert, Anchor, Button, Stack } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
@@ -19,6 +20,7 @@ import { getEvents, getRuns, getWorkload, startNotebook, stopWorkload, type Work
 import { EventsPanel } from "./workload/EventsPanel";
 import { LogPanel } from "./workload/LogPanel";
 import { MetricsPanel } from "./workload/MetricsPanel";
+import { ResiliencePanel, useResilience } from "./workload/ResiliencePanel";
 import { RevisionsPanel } from "./workload/RevisionsPanel";
 import { ServingPanel } from "./workload/ServingPanel";
 import { NotebookPanel } from "./workload/NotebookPanel";
@@ -85,7 +87,12 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
     },
   });
 
+  const resilience = useResilience(project, id, active);
+
   const refreshEvents = useDebounced(() => queryClient.invalidateQueries({ queryKey: eventsKey }), 800);
+  // Checkpoints, stragglers and restarts come with events: read the resilience again after them.
+  const refreshResilience = useDebounced(
+    () => queryClient.invalidateQueries({ queryKey: ["workload-resilience", project, id] }), 1500);
   const refreshWorkload = useDebounced(() => queryClient.invalidateQueries({ queryKey: workloadKey }), 800);
   const refreshRuns = useDebounced(() => queryClient.invalidateQueries({ queryKey: runsKey }), 1500);
 
@@ -111,6 +118,7 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
       refreshRuns();
     } else if (frame.type === "workload.event") {
       refreshEvents();
+      refreshResilience();
     } else if (frame.type === "workload.deleted") {
       setDeleted(true);
     }
@@ -180,7 +188,9 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
         onStart={() => start.mutate()}
       />
       {w.kind === "notebook" && <NotebookPanel project={project} workload={w} now={now} />}
-      <StatusTimeline workload={w} now={now} segments={segments} eventsError={events.error} />
+      <StatusTimeline workload={w} now={now} segments={segments} eventsError={events.error}
+        checkpoints={resilience.data?.checkpoints} />
+      <ResiliencePanel data={resilience.data} now={now} attempt={w.attempt} />
       {kind === "deployment" && <ServingPanel project={project} workload={w} />}
       {kind === "deployment" && <RevisionsPanel project={project} workload={w} canWrite={!deleted && canWrite(role)} />}
       {showMetrics && (

@@ -1,12 +1,16 @@
 // The Status panel: the status history as a bar of segments, why a queued workload waits
-// (QueueReason) and the workload's conditions (ConditionsTable).
+// (QueueReason), the checkpoints as ticks on the bar and the workload's conditions (ConditionsTable).
 import { Box, Card, Group, Stack, Text, Title, Tooltip } from "@mantine/core";
 import { useMemo } from "react";
 import { formatDuration } from "../../lib/format";
 import { statusColour } from "../../lib/status";
+import { checkpointMarks } from "../../lib/resilience";
 import { layoutTimeline, type TimelineSegment } from "../../lib/timeline";
 import { statusLine } from "../../lib/workloads";
+import type { Schemas } from "../../api/client";
 import type { Workload } from "./api";
+
+type Checkpoint = Schemas["Checkpoint"];
 import { ConditionsTable, conditionsOf } from "./ConditionsTable";
 import { QueueReason } from "./QueueReason";
 
@@ -17,10 +21,13 @@ export interface StatusTimelineProps {
   segments: TimelineSegment[];
   /** Set when the event trail could not be read: the bar then shows the current status only. */
   eventsError: unknown;
+  /** Checkpoints the job reported (GET .../resilience/), drawn as ticks on the bar. */
+  checkpoints?: readonly Checkpoint[];
 }
 
-export function StatusTimeline({ workload: w, now, segments: history, eventsError }: StatusTimelineProps) {
+export function StatusTimeline({ workload: w, now, segments: history, eventsError, checkpoints }: StatusTimelineProps) {
   const segments = useMemo(() => layoutTimeline(history), [history]);
+  const marks = useMemo(() => checkpointMarks(segments, checkpoints ?? []), [segments, checkpoints]);
   const conditions = conditionsOf(w);
   const fmtTime = (t: number) => new Date(t).toLocaleString();
   return (
@@ -89,6 +96,20 @@ export function StatusTimeline({ workload: w, now, segments: history, eventsErro
                 </Text>
               )}
             </Box>
+          </Tooltip>
+        ))}
+        {marks.map((m, i) => (
+          <Tooltip key={`checkpoint-${i}`} label={m.label} multiline w={300}>
+            <Box
+              data-testid="timeline-checkpoint"
+              pos="absolute"
+              top={3}
+              bottom={3}
+              left={`calc(${m.left * 100}% - 1px)`}
+              w={3}
+              style={{ background: "var(--mantine-color-body)", borderRadius: 1, zIndex: 1 }}
+              aria-label={m.label}
+            />
           </Tooltip>
         ))}
       </Box>

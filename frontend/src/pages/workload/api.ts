@@ -29,6 +29,11 @@ export function getRuns(project: string, id: number): Promise<Schemas["Paginated
   return unwrap(api.GET("/api/v1/projects/{project}/runs/", { params: { path: { project }, query: { workload: id, page_size: 100 } } }));
 }
 
+/** Goodput, checkpoints, each rank's progress and the restarts (any kind; empty for most but training). */
+export function getResilience(project: string, id: number): Promise<Schemas["Resilience"]> {
+  return unwrap(api.GET(workloadRoute("resilience/"), { params: { path: { project, id } } }));
+}
+
 export function stopWorkload(project: string, id: number): Promise<Workload> {
   return unwrap(api.POST(workloadRoute("stop/"), { params: { path: { project, id } } }));
 }
