@@ -146,3 +146,39 @@ def test_training_survives_server_outage_and_buffered_points_arrive(server, tmp_
     assert sorted(step for _, step, _ in stored_points(run, "acc")) == list(range(steps))
     run.refresh_from_db()
     assert run.status == "finished"
+
+
+RANK = textwrap.dedent("""
+    import os, sys, time
+    import cairn
+    rank = int(os.environ["CAIRN_REPLICA"])
+    cairn.init(system_metrics=False)
+    for step in range(int(sys.argv[1])):
+        cairn.progress(step, seconds=0.01)
+        if rank == 0:
+            cairn.log({"loss": 1.0 / (step + 1)}, step=step)
+    if rank == 0:
+        time.sleep(float(sys.argv[2]))  # rank 1 finishes first, as a faster rank does
+    assert cairn.finish(timeout=60)
+""")
+
+
+def test_a_rank_that_finishes_first_does_not_end_the_run_under_rank_zero(server, tmp_path):
+    """Every rank of a job reports to the job's run; rank 0 logs the metrics. Rank 1's finish()
+    ended the whole run, and rank 0's last points then got 409 (seen in the self-healing test)."""
+    project = ProjectFactory(slug="vision")
+    workload = WorkloadFactory(project=project, name="ddp", replicas=2)
+    run = Run.objects.create(project=project, name="ddp", workload=workload, attempt=1)
+    token = run_token_create(run=run)
+    script = tmp_path / "rank.py"
+    script.write_text(RANK)
+    base = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CAIRN_API_URL": server.url, "CAIRN_PROJECT": "vision",
+            "CAIRN_RUN_ID": str(run.pk), "CAIRN_RUN_TOKEN": token, "CAIRN_WORKLOAD_ID": str(workload.pk)}
+    ranks = [subprocess.Popen([sys.executable, str(script), "50", "2.0"], env={**base, "CAIRN_REPLICA": str(rank)},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
+    outputs = [rank.communicate(timeout=90)[0] for rank in ranks]
+    assert [rank.returncode for rank in ranks] == [0, 0], outputs
+    assert "rejected" not in outputs[0], outputs[0]
+    assert sorted(step for _, step, _ in stored_points(run, "loss")) == list(range(50))
+    run.refresh_from_db()
+    assert run.status == "finished"  # by rank 0

@@ -203,6 +203,8 @@ class Run:
                 logger.warning("cairn: %d points could not be sent before finish()", self.sender.pending())
             if target is None:
                 return False
+            if self._replica:  # rank > 0 of a job: the run is the job's; rank 0 (or Cairn) ends it,
+                return ok      # or rank 0's last points, still on their way, would be refused
             return self._post_finish(target, status, deadline) and ok
         except Exception as exc:  # noqa: BLE001
             logger.warning("cairn: finish() failed: %s", exc)
