@@ -63,6 +63,23 @@ def code_server_path() -> str | None:
     return shutil.which("code-server")
 
 
+def code_server_root(binary: str) -> str:
+    """The directory a code-server installation lives in: the outermost `node_modules` its
+    executable resolves into (npm installs it with its dependencies there), else its folder's parent."""
+    real = Path(binary).resolve()
+    parts = real.parts
+    if "node_modules" in parts:
+        return str(Path(*parts[:parts.index("node_modules") + 1]))
+    return str(real.parent.parent)
+
+
+def notebook_mounts(workload) -> list[str]:
+    """What a sandboxed replica reads besides Cairn's Python: code-server's installation."""
+    if ide_of(workload) == IDE.VSCODE and (binary := code_server_path()) is not None:
+        return [code_server_root(binary)]
+    return []
+
+
 def notebook_command(workload, *, port: int | None, cwd: Path, as_root: bool) -> list[str]:
     if ide_of(workload) == IDE.VSCODE:
         return code_server_command(workload, port=port, cwd=cwd)

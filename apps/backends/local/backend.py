@@ -294,7 +294,7 @@ class LocalBackend(Backend):
         argv = sandbox.wrap(
             iso, command=inner, cwd=cwd, writable=writable,
             shared=self._allowed_paths(workload), hidden=[context["data_dir"]], network=serve_socket is None,
-            binds=binds,
+            binds=binds, readable=kind.local_mounts(workload) if kind.local_mounts is not None else (),
         )
         argv = local_storage.fill_prefix(workload, directory=attempt_dir(wid, attempt), replica=replica) + argv
         record = self._started_replica(wid, attempt, replica) if adopt else None
