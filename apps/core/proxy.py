@@ -86,8 +86,12 @@ def upstream_headers(scope, *, keep_cookies_except: Iterable[str] = (), extra: I
     out = [(n, v) for n, v in raw if n not in HOP_BY_HOP and n not in CREDENTIALS]
     if scope["type"] == "websocket":
         out = [(n, v) for n, v in out if n not in _WS_HANDSHAKE]
-    dropped = set(keep_cookies_except)
-    kept = [f"{k}={v}" for k, v in cookies_of(raw).items() if k not in dropped]
+    extra = list(extra)
+    # A cookie in `extra` (an upstream credential) replaces the client's of the same name, in one header.
+    own = cookies_of([(n, v) for n, v in extra if n == b"cookie"])
+    extra = [(n, v) for n, v in extra if n != b"cookie"]
+    dropped = set(keep_cookies_except) | set(own)
+    kept = [f"{k}={v}" for k, v in cookies_of(raw).items() if k not in dropped] + [f"{k}={v}" for k, v in own.items()]
     if kept:
         out.append((b"cookie", "; ".join(kept).encode("latin-1")))
     client = scope.get("client")

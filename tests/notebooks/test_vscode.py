@@ -1,6 +1,7 @@
 """`ide: vscode`: the real code-server (`make code-server` installs it) behind the same proxy,
-served at the proxy's root (code-server writes relative URLs), its own sign-in off; its websocket
-(VS Code's remote connection) opens through the proxy with the same rules as JupyterLab's, and the
+served at the proxy's root (code-server writes relative URLs), its own sign-in off; its port wants
+the notebook's token, which only the proxy sends; its websocket (VS Code's remote connection)
+opens through the proxy with the same rules as JupyterLab's, and the
 culler reads its heartbeat. tests/e2e/test_dashboard_vscode.py works in it in a browser. Without
 code-server, the launch fails and says how to install it."""
 import uuid
@@ -37,6 +38,12 @@ def test_a_vscode_notebook_is_served_at_the_proxys_root(server, alice, project, 
     # Its assets, named relative to the page, come back through the proxy with the prefix removed.
     static = httpx.get(f"{server.url}{base}manifest.json", cookies=cookies, timeout=30)
     assert static.status_code == 200 and static.json()["name"] == "code-server", static.text[:300]
+    # code-server's own port wants the notebook's token (in its session cookie, which only the
+    # proxy sends): another process reaching the port directly gets its sign-in page, not the IDE.
+    direct = notebook.runtime["url"]
+    for jar in ({}, {"code-server-session": "guessed"}):
+        refused = httpx.get(direct, cookies=jar, timeout=10)
+        assert refused.status_code == 302 and refused.headers["location"].startswith("./login"), refused.headers
 
     # VS Code's remote connection: a websocket at the prefix, same rules as Jupyter's sockets.
     url = f"{server.url.replace('http', 'ws', 1)}{base}?reconnectionToken={uuid.uuid4()}&reconnection=false&skipWebSocketFrames=false"
