@@ -44,19 +44,29 @@ chromium:
 	    || { echo "error: apt-get install chromium failed" >&2; exit 1; }; \
 	fi
 
-# VS Code in the browser for notebooks with `ide: vscode` (docs/notebooks.md), installed on demand
-# from the npm registry into .cache/code-server (CAIRN_CODE_SERVER points there by default).
-# code-server builds native modules (needs libkrb5-dev and a C++ toolchain) and its postinstall
-# downloads ripgrep from GitHub: where GitHub is unreachable the install fails and says so.
-CODE_SERVER_VERSION := 4.100.3  # the last release for Node.js 20
+# VS Code in the browser for notebooks with `ide: vscode` (docs/notebooks.md): code-server from the
+# npm registry into .cache/code-server (CAIRN_CODE_SERVER points there by default), once per
+# version. Its own postinstall downloads ripgrep from GitHub and node-gyp fetches Node's headers,
+# so scripts/install-code-server.sh does those steps offline: ripgrep and the Kerberos headers
+# (for a native module) come from Debian, installed with apt when missing (as root).
+CODE_SERVER_VERSION := 4.100.3
 CODE_SERVER_DIR := .cache/code-server
+CODE_SERVER_STAMP := $(CODE_SERVER_DIR)/.installed
 
 code-server:
-	@mkdir -p $(CODE_SERVER_DIR)
-	@echo "installing code-server $(CODE_SERVER_VERSION) into $(CODE_SERVER_DIR) (npm)"
-	@npm install --prefix $(CODE_SERVER_DIR) --unsafe-perm --no-audit --no-fund code-server@$(CODE_SERVER_VERSION) \
-	  || { echo "error: code-server did not install (see above; docs/notebooks.md, 'VS Code')" >&2; exit 1; }
-	@echo "code-server: $(CODE_SERVER_DIR)/node_modules/.bin/code-server"
+	@if [ "$$(cat $(CODE_SERVER_STAMP) 2>/dev/null)" != "$(CODE_SERVER_VERSION)" ]; then \
+	  if ! command -v rg >/dev/null 2>&1 || [ ! -f /usr/include/gssapi/gssapi.h ] || ! command -v g++ >/dev/null 2>&1; then \
+	    if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	      echo "error: code-server needs ripgrep, libkrb5-dev and a C++ toolchain:" >&2; \
+	      echo "       sudo apt-get install -y ripgrep libkrb5-dev g++ make   (then run make again)" >&2; \
+	      exit 1; \
+	    fi; \
+	    echo "installing ripgrep, libkrb5-dev and g++ for code-server (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep libkrb5-dev g++ make >/dev/null \
+	      || { echo "error: apt-get install failed" >&2; exit 1; }; \
+	  fi; \
+	  scripts/install-code-server.sh $(CODE_SERVER_VERSION) $(CODE_SERVER_DIR); \
+	fi
 
 # Local replicas run in a bubblewrap sandbox and, when Cairn runs as root, as the unprivileged
 # user $(RUN_USER) (docs/local-backend.md). As root, both are set up here when missing.
@@ -83,7 +93,7 @@ HOST = 127.0.0.1
 run: venv frontend sandbox
 	$(BIN)/python manage.py run_embedded --host $(HOST) --port $(PORT)
 
-test: venv frontend chromium sandbox
+test: venv frontend chromium sandbox code-server
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	cd frontend && npm test

@@ -28,7 +28,7 @@ from apps.projects.selectors import membership_role
 from apps.workloads.choices import Kind, WorkloadStatus
 from apps.workloads.models import Workload
 
-from .commands import ide_of, proxy_prefix
+from .commands import CODE_SERVER_COOKIE, ide_of, proxy_prefix
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -143,8 +143,10 @@ def upstream_of(workload: Workload) -> Upstream | None:
     token = runtime.get("token") if isinstance(runtime.get("token"), str) else ""
     resolver = upstream_resolvers.get(runtime.get("backend") or "", default_upstream)
     upstream = resolver(workload, token)
-    if upstream is not None and ide_of(workload) == "vscode":
-        upstream = Upstream(base=upstream.base, headers=upstream.headers, verify=upstream.verify, strip_prefix=True)
+    if upstream is not None and ide_of(workload) == "vscode":  # code-server reads its credential from a cookie
+        cookie = (b"cookie", f"{CODE_SERVER_COOKIE}={token}".encode()) if token else None
+        upstream = Upstream(base=upstream.base, headers=(*upstream.headers, *([cookie] if cookie else [])),
+                            verify=upstream.verify, strip_prefix=True)
     return upstream
 
 

@@ -22,6 +22,17 @@ PREFIX = "/nb/"
 # (the Kubernetes API server's service proxy consumes Authorization for its own sign-in).
 UPSTREAM_TOKEN_HEADER = "X-Cairn-Upstream-Token"
 
+# code-server's session cookie. code-server runs with `--auth password` and HASHED_PASSWORD set to
+# the notebook's token: with a HASHED_PASSWORD that is no argon2 hash, code-server accepts a
+# request whose session cookie equals it, which is what Cairn's proxy sends. So code-server's port
+# needs the same credential as Jupyter's, wherever it listens.
+CODE_SERVER_COOKIE = "code-server-session"
+
+# The token moves from JUPYTER_TOKEN (where the local backend puts it, never on a command line)
+# to HASHED_PASSWORD, which code-server removes from its environment once read: neither reaches
+# the IDE's terminals.
+CODE_SERVER_LAUNCHER = 'export HASHED_PASSWORD="$JUPYTER_TOKEN"; unset JUPYTER_TOKEN; exec "$0" "$@"'
+
 # JupyterLab as `python -c` (the same on the local backend and in a Kubernetes pod): `python -m
 # jupyterlab`, except that
 # - the page it serves does not carry the server's token in its page config (JupyterLab puts it
@@ -63,6 +74,32 @@ def code_server_path() -> str | None:
     return shutil.which("code-server")
 
 
+def code_server_root(binary: str) -> str:
+    """The directory a code-server installation lives in: the outermost `node_modules` its
+    executable resolves into (npm installs it with its dependencies there), else its folder's parent."""
+    real = Path(binary).resolve()
+    parts = real.parts
+    if "node_modules" in parts:
+        return str(Path(*parts[:parts.index("node_modules") + 1]))
+    return str(real.parent.parent)
+
+
+def notebook_mounts(workload) -> list[str]:
+    """What a sandboxed replica reads besides Cairn's Python: code-server's installation."""
+    if ide_of(workload) == IDE.VSCODE and (binary := code_server_path()) is not None:
+        return [code_server_root(binary)]
+    return []
+
+
+def bind_host() -> str:
+    """The address local notebooks listen on and are reached at (CAIRN_NOTEBOOK_BIND_HOST)."""
+    return settings.CAIRN["NOTEBOOK_BIND_HOST"] or "127.0.0.1"
+
+
+def _loopback(host: str) -> bool:
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
 def notebook_command(workload, *, port: int | None, cwd: Path, as_root: bool) -> list[str]:
     if ide_of(workload) == IDE.VSCODE:
         return code_server_command(workload, port=port, cwd=cwd)
@@ -70,24 +107,28 @@ def notebook_command(workload, *, port: int | None, cwd: Path, as_root: bool) ->
 
 
 def jupyterlab_command(workload, *, port: int | None, cwd: Path, as_root: bool) -> list[str]:
-    """JupyterLab on 127.0.0.1:`port`, rooted at `cwd`, with base_url the proxy's prefix. The
+    """JupyterLab on bind_host():`port`, rooted at `cwd`, with base_url the proxy's prefix. The
     token comes from JUPYTER_TOKEN in the environment, readable by the replica only."""
+    host = bind_host()
     argv = [
-        sys.executable, "-c", JUPYTERLAB_LAUNCHER, "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
+        sys.executable, "-c", JUPYTERLAB_LAUNCHER, "--no-browser", "--ip", host, "--port", str(port),
         "--ServerApp.port_retries=0", f"--ServerApp.root_dir={cwd}",
         f"--ServerApp.base_url={proxy_prefix(workload)}",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     if as_root:  # a replica running as root: Jupyter refuses unless told
         argv.append("--allow-root")
+    if not _loopback(host):  # else Jupyter refuses requests whose Host is not a local name; its token still applies
+        argv.append("--ServerApp.allow_remote_access=True")
     return argv
 
 
 def code_server_command(workload, *, port: int | None, cwd: Path) -> list[str]:
-    """code-server on 127.0.0.1:`port` with its own sign-in off: Cairn's proxy is the door."""
+    """code-server on bind_host():`port`, opening `cwd`; it answers only requests carrying the
+    notebook's token in CODE_SERVER_COOKIE (Cairn's proxy adds it), so people sign in to Cairn only."""
     binary = code_server_path()
     if binary is None:
         raise LaunchRefused("VS Code (code-server) is not installed on this server: an admin runs "
                             "`make code-server` (docs/notebooks.md).")
-    return [binary, "--auth", "none", "--bind-addr", f"127.0.0.1:{port}", "--disable-telemetry",
-            "--disable-update-check", "--disable-workspace-trust", str(cwd)]
+    return ["/bin/sh", "-c", CODE_SERVER_LAUNCHER, binary, "--auth", "password", "--bind-addr", f"{bind_host()}:{port}",
+            "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", str(cwd)]

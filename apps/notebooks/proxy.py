@@ -53,16 +53,15 @@ _audited: dict[tuple[int, int], float] = {}
 _clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _client(upstream: Upstream) -> httpx.AsyncClient:
-    """One client per event loop and TLS setting (connections are pooled per upstream host)."""
+def _transport(upstream: Upstream) -> httpx.AsyncHTTPTransport:
+    """One connection pool per event loop and TLS setting (connections are kept per upstream host)."""
     loop = asyncio.get_running_loop()
     per_loop = _clients.setdefault(loop, {})
     key = id(upstream.verify) if not isinstance(upstream.verify, bool) else upstream.verify
     found = per_loop.get(key)
     if found is None:
-        found = per_loop[key] = proxy.upstream_client(
-            verify=upstream.verify, timeout=httpx.Timeout(connect=10.0, read=None, write=None, pool=10.0),
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
+        found = per_loop[key] = proxy.upstream_transport(
+            verify=upstream.verify, limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
     return found
 
 
@@ -212,7 +211,7 @@ async def serve_http(scope, receive, send) -> None:
                                        prefix=prefix)
     forwarded = [(n, v) for n, v in forwarded if n != b"origin"]  # Cairn checked it; Jupyter compares it to its own host
     await proxy.proxy_http(
-        scope, receive, send, client=_client(upstream), url=_target(upstream, scope, prefix, websocket=False),
+        scope, receive, send, transport=_transport(upstream), url=_target(upstream, scope, prefix, websocket=False),
         headers=forwarded, timeout=HEADERS_TIMEOUT, what="The notebook",
         response_drop=(b"set-cookie",), starting_page=STARTING_PAGE if _is_navigation(headers, method) else None,
         response_extra=[(b"x-frame-options", b"SAMEORIGIN"), (b"referrer-policy", b"same-origin")],

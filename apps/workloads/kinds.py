@@ -36,6 +36,12 @@ class KindSpec:
     # The command a local replica runs when the kind decides it (not the spec's `command`):
     # local_command(workload, port=..., cwd=..., as_root=...) -> argv.
     local_command: Callable[..., list[str]] | None = None
+    # Directories a sandboxed local replica of this kind reads besides Cairn's Python and the
+    # system's (mounted read-only): local_mounts(workload) -> paths (a notebook: code-server's install).
+    local_mounts: Callable[[Any], list[str]] | None = None
+    # The host a local replica's port is bound on and reached at (recorded in its URL), when the
+    # kind's command binds elsewhere than 127.0.0.1: local_host() -> host name or address.
+    local_host: Callable[[], str] | None = None
     # The Kubernetes object that runs the replicas: Job (one per attempt), StatefulSet or Deployment.
     kubernetes_object: str = "Job"
     # Replicas are independent (a service behind a load balancer, not a gang): one that fails is

@@ -259,6 +259,9 @@ CAIRN = {
     # under which a notebook's GPUs count as idle, and where `make code-server` installs VS Code.
     "NOTEBOOK_CULL_INTERVAL": env.float("CAIRN_NOTEBOOK_CULL_INTERVAL", default=30.0),
     "NOTEBOOK_GPU_IDLE_PERCENT": env.float("CAIRN_NOTEBOOK_GPU_IDLE_PERCENT", default=5.0),
+    # The address local notebooks listen on and Cairn's proxy reaches them at: loopback, unless
+    # the web process runs elsewhere (docker-compose: the worker's name on the compose network).
+    "NOTEBOOK_BIND_HOST": env.str("CAIRN_NOTEBOOK_BIND_HOST", default="127.0.0.1"),
     "CODE_SERVER": env.str("CAIRN_CODE_SERVER",
                            default=str(BASE_DIR / ".cache" / "code-server" / "node_modules" / ".bin" / "code-server")),
     # Storage (docs/data.md): GiB of volumes a project may declare unless an admin sets its own

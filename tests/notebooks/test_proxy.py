@@ -167,3 +167,38 @@ def test_a_stopped_or_unknown_notebook_answers_without_reaching_anything(server,
     assert forged.status_code == 400  # a Host that is not Cairn's (DNS rebinding) gets nothing
     moved = httpx.get(f"{server.url}/nb/{project.slug}/{stopped.pk}", cookies=cookies, timeout=10)
     assert moved.status_code == 308 and moved.headers["location"] == f"/nb/{project.slug}/{stopped.pk}/"
+
+
+def _an_address_of_this_machine() -> str:
+    """A non-loopback IPv4 address of this machine (what a container has on its compose network),
+    else another loopback address than 127.0.0.1."""
+    import psutil
+
+    found = [a.address for addrs in psutil.net_if_addrs().values() for a in addrs
+             if a.family.name == "AF_INET" and not a.address.startswith("127.")]
+    return found[0] if found else "127.0.0.2"
+
+
+def test_notebooks_bind_where_they_are_told_and_the_proxy_uses_the_recorded_host(
+        server, alice, project, pool, quota, settings):
+    """docker-compose: the web container reaches notebooks at the worker's address on the compose
+    network (CAIRN_NOTEBOOK_BIND_HOST), not at its loopback. The IDE's token is still required there."""
+    host = _an_address_of_this_machine()
+    settings.CAIRN = {**settings.CAIRN, "NOTEBOOK_BIND_HOST": host}
+    notebook = running_notebook(created_by=alice, project=project, pool=pool)
+    url = httpx.URL(notebook.runtime["url"])
+    assert url.host == host, notebook.runtime["url"]  # recorded where it listens
+    cookies = session_cookie(alice)
+    settings.CAIRN = {**settings.CAIRN, "NOTEBOOK_BIND_HOST": "127.0.0.1"}  # the proxy reads the recorded host
+    wait_until_serving(server, notebook, cookies)
+    with pytest.raises(httpx.ConnectError):  # nothing on loopback: it listens on `host` only
+        httpx.get(f"http://127.0.0.1:{url.port}/api/status", timeout=5)
+    # Reachable there, but not without the token the proxy adds.
+    base = f"/nb/{project.slug}/{notebook.pk}/"
+    assert httpx.get(f"{notebook.runtime['url'].rstrip('/')}{base}api/kernels", timeout=10).status_code == 403
+    kernel = httpx.post(f"{server.url}{base}api/kernels", cookies=cookies, headers={"Origin": server.url}, json={},
+                        timeout=30)
+    assert kernel.status_code == 201, kernel.text
+    with connect(_ws_url(server, f"{base}api/kernels/{kernel.json()['id']}/channels"),
+                 additional_headers={"Cookie": _cookie_header(cookies), "Origin": server.url}) as ws:
+        assert _execute(ws, "print(6*7)") == "42\n"

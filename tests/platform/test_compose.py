@@ -72,3 +72,22 @@ def test_operations_doc_lists_every_service_and_loop():
         assert re.search(rf"`{re.escape(name)}`", OPERATIONS), f"docs/operations.md does not mention service `{name}`"
     for command in loop_commands():
         assert command in OPERATIONS, f"docs/operations.md does not mention {command}"
+
+
+def _env(service: dict) -> dict:
+    return service.get("environment") or {}
+
+
+def test_the_web_service_reaches_notebooks_the_worker_starts():
+    """Local notebooks run in the worker container and the web container's proxy opens them: they
+    must listen on the worker's address on the compose network (its service name), not its loopback,
+    and the web container must be on that network. Their ports are not published to the host."""
+    worker, web = SERVICES["worker"], SERVICES["web"]
+    host = _env(worker).get("CAIRN_NOTEBOOK_BIND_HOST")
+    assert host == "worker", f"the worker's notebooks listen on {host!r}: out of the web container's reach"
+    assert "network_mode" not in web and "network_mode" not in worker  # both on the compose network
+    assert set(web.get("networks") or ["default"]) & set(worker.get("networks") or ["default"])
+    assert not worker.get("ports"), "notebook ports must not be published beyond the compose network"
+    # The culler reads activity where the proxy does.
+    culler = SERVICES["culler"]
+    assert culler.get("network_mode") == "service:worker" or _env(culler).get("CAIRN_NOTEBOOK_BIND_HOST") == host

@@ -185,7 +185,8 @@ class LocalBackend(Backend):
                 _signal_replica(record, signals.SIGKILL)
             raise LaunchError(str(exc)) from exc
 
-        endpoints = [f"http://127.0.0.1:{r['port']}/" for r in runtime["replicas"] if r.get("port")]
+        host = kind.local_host() if kind.local_host is not None else "127.0.0.1"
+        endpoints = [f"http://{host}:{r['port']}/" for r in runtime["replicas"] if r.get("port")]
         if kind.behind_gateway:
             # Sandboxed replicas have no TCP endpoint: they are reached through Cairn's gateway.
             runtime.update(url=endpoints[0] if endpoints else kind.gateway_url(workload), endpoints=endpoints)
@@ -297,7 +298,7 @@ class LocalBackend(Backend):
         argv = sandbox.wrap(
             iso, command=inner, cwd=cwd, writable=writable,
             shared=self._allowed_paths(workload), hidden=[context["data_dir"]], network=serve_socket is None,
-            binds=binds,
+            binds=binds, readable=kind.local_mounts(workload) if kind.local_mounts is not None else (),
         )
         argv = local_storage.fill_prefix(workload, directory=attempt_dir(wid, attempt), replica=replica) + argv
         record = self._started_replica(wid, attempt, replica) if adopt else None

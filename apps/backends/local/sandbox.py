@@ -239,16 +239,17 @@ def gpu_devices() -> list[str]:
 def wrap(
     iso: Isolation, *, command: Sequence[str], cwd: Path, writable: Sequence[Path],
     shared: Sequence[str] = (), hidden: Sequence[Path] = (), network: bool = True,
-    binds: Sequence[tuple[str, str, bool]] = (),
+    binds: Sequence[tuple[str, str, bool]] = (), readable: Sequence[str] = (),
 ) -> list[str]:
-    """`command` wrapped for this host's isolation level (`network`, `binds`: see bwrap_argv)."""
+    """`command` wrapped for this host's isolation level (`network`, `binds`: see bwrap_argv;
+    `readable`: read-only besides Cairn's Python)."""
     command = list(command)
     if iso.uid is not None:
         command = drop_to_user_argv(uid=iso.uid, gid=iso.gid, command=command)
     if iso.level in (BWRAP_ROOT, BWRAP):
         return bwrap_argv(
             bwrap=iso.bwrap, command=command, cwd=str(cwd), writable=[str(p) for p in writable],
-            readable=python_mounts(), shared=shared, hidden=[str(p) for p in hidden], devices=gpu_devices(),
+            readable=[*python_mounts(), *readable], shared=shared, hidden=[str(p) for p in hidden], devices=gpu_devices(),
             network=network, binds=binds,
         )
     return command
