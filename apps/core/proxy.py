@@ -20,8 +20,12 @@ import logging
 from collections.abc import Iterable
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from http.cookies import SimpleCookie
+from importlib import import_module
+from urllib.parse import urlsplit
 
 import httpx
+from django.conf import settings
+from django.contrib.auth import get_user
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.typing import Subprotocol
@@ -280,3 +284,29 @@ async def proxy_websocket(scope, receive, send, *, url: str, headers: list[tuple
 def _passable(code: int) -> int:
     """A close code one side may send the other (1005/1006/1015 are reserved for reporting)."""
     return 1000 if code in (1005, 1006, 1015) or not (1000 <= code < 5000) else code
+
+
+# -- who is calling (the notebook proxy and the serving gateway read the same browser credentials) --
+
+
+def origin_is_ours(origin: str, host: str) -> bool:
+    """The request's `Origin` is Cairn's own (its Host, or one of CSRF_TRUSTED_ORIGINS): a signed-in
+    browser's session counts only then for websockets and unsafe methods (no cross-site use)."""
+    if not origin or origin == "null":
+        return False
+    if origin in settings.CSRF_TRUSTED_ORIGINS:
+        return True
+    return urlsplit(origin).netloc == host
+
+
+def session_user(session_key: str):
+    """The signed-in user of a dashboard session cookie, or None."""
+    if not session_key:
+        return None
+    engine = import_module(settings.SESSION_ENGINE)
+
+    class _Request:  # what django.contrib.auth.get_user reads: the session (and nothing else)
+        session = engine.SessionStore(session_key)
+
+    user = get_user(_Request())
+    return user if user.is_authenticated else None

@@ -18,14 +18,13 @@ the gateway never tells anyone that another team's deployment exists.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.contrib.auth import get_user
 from django.utils import timezone
 
 from apps.accounts.models import TOKEN_PREFIX, ApiToken
 from apps.accounts.selectors import api_token_find
+from apps.core.proxy import origin_is_ours, session_user
 from apps.projects.choices import Action, role_allows
 from apps.projects.models import Project
 from apps.projects.selectors import membership_role
@@ -82,26 +81,6 @@ def credentials_from(headers: dict[bytes, bytes], cookies: dict[str, str]) -> Cr
     return creds
 
 
-def _same_origin(creds: Credentials) -> bool:
-    if not creds.origin:
-        return False
-    if creds.origin in settings.CSRF_TRUSTED_ORIGINS:
-        return True
-    return urlsplit(creds.origin).netloc == creds.host
-
-
-def _session_user(session_key: str):
-    from importlib import import_module
-
-    engine = import_module(settings.SESSION_ENGINE)
-
-    class _Request:  # what django.contrib.auth.get_user reads: the session (and nothing else)
-        session = engine.SessionStore(session_key)
-
-    user = get_user(_Request())
-    return user if user.is_authenticated else None
-
-
 def _deployment(project: str, name: str) -> Workload | None:
     return (Workload.objects.select_related("project")
             .filter(project__slug=project, name=name, kind=Kind.DEPLOYMENT).first())
@@ -148,10 +127,10 @@ def authorize(*, project: str, name: str, method: str, creds: Credentials) -> De
         user = api_token.user
         _touch(ApiToken, api_token)
     else:
-        user = _session_user(creds.session_key)
+        user = session_user(creds.session_key)
         if user is None:
             return Decision(401, "Your session has expired; sign in again, or use an API token or a deployment key.")
-        if method not in SAFE_METHODS and not _same_origin(creds):
+        if method not in SAFE_METHODS and not origin_is_ours(creds.origin, creds.host):
             return Decision(403, "A signed-in browser may only send this request from Cairn's own pages "
                                  "(Origin header); use an API token or a deployment key from elsewhere.")
     found = Project.objects.filter(slug=project).first()

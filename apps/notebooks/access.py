@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import import_module
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.contrib.auth import get_user
 
 from apps.accounts.models import ApiTokenScope
 from apps.accounts.selectors import api_token_find
+from apps.core.proxy import origin_is_ours, session_user
 from apps.projects.choices import Action, role_allows
 from apps.projects.selectors import membership_role
 from apps.workloads.choices import Kind, WorkloadStatus
@@ -84,21 +83,7 @@ def credentials_from(headers: dict[bytes, bytes], cookies: dict[str, str]) -> Cr
 
 
 def same_origin(creds: Credentials) -> bool:
-    if not creds.origin or creds.origin == "null":
-        return False
-    if creds.origin in settings.CSRF_TRUSTED_ORIGINS:
-        return True
-    return urlsplit(creds.origin).netloc == creds.host
-
-
-def _session_user(session_key: str):
-    engine = import_module(settings.SESSION_ENGINE)
-
-    class _Request:  # what django.contrib.auth.get_user reads: the session (and nothing else)
-        session = engine.SessionStore(session_key)
-
-    user = get_user(_Request())
-    return user if user.is_authenticated else None
+    return origin_is_ours(creds.origin, creds.host)
 
 
 def _user(creds: Credentials, *, websocket: bool, method: str):
@@ -121,7 +106,7 @@ def _user(creds: Credentials, *, websocket: bool, method: str):
     if (websocket or method not in SAFE_METHODS) and not same_origin(creds):
         # Refused before the session is even read: a foreign page gets nothing from the cookie.
         return None, Decision(403, "A signed-in browser may only do this from Cairn's own pages (Origin header).")
-    user = _session_user(creds.session_key)
+    user = session_user(creds.session_key)
     if user is None:
         return None, Decision(401, "Your session has ended; sign in again.")
     return user, None
