@@ -15,7 +15,9 @@ class SweepsConfig(AppConfig):
 
         from .choices import PRUNED_REASON
         from .services import project_has_no_running_sweeps, trial_env_for_attempt
+        from .topics import register_topics  # the live topics sweeps owns (apps.core.live); needs models
 
         attempt_env_providers.append(trial_env_for_attempt)
         kept_stop_reasons.add(PRUNED_REASON)
         project_delete_checks.append(project_has_no_running_sweeps)
+        register_topics()

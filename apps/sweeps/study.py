@@ -83,6 +83,14 @@ def study(sweep: Sweep, *, asked: int = 0) -> optuna.Study:
                                sampler=sampler(sweep, asked=asked), pruner=pruner(sweep), load_if_exists=True)
 
 
+def study_delete(study_name: str) -> None:
+    """Remove a study and everything Optuna keeps of it; a study that is not there is no error."""
+    try:
+        optuna.delete_study(study_name=study_name, storage=storage())
+    except KeyError:
+        pass
+
+
 def param_importances(sweep: Sweep, *, completed: int | None = None) -> dict[str, float]:
     """param_importances_compute, kept in Django's cache per sweep and number of completed trials
     (the dashboard asks again every few seconds; the first call in a process also imports
