@@ -122,3 +122,5 @@ def param_importances_compute(sweep: Sweep) -> dict[str, float]:
             return {k: float(v) for k, v in optuna.importance.get_param_importances(found).items()}
     except (RuntimeError, ValueError):  # e.g. a parameter with one value only in completed trials
         return {}
+    except KeyError:  # the sweep was deleted while this ran: its study's rows went from under it
+        return {}

@@ -12,6 +12,7 @@ import { ParallelCoordinates } from "../components/charts/ParallelCoordinates";
 import { seriesColour } from "../components/charts/palette";
 import { TimeSeriesChart } from "../components/charts/TimeSeriesChart";
 import { useDebounced } from "../components/hooks";
+import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, errorAdvice, Loading } from "../components/States";
 import { formatNumber, formatRelative } from "../lib/format";
 import { retryTransient } from "../lib/retry";
@@ -111,6 +112,7 @@ function SweepView({ project, id }: { project: string; id: number }) {
           <Group gap="sm">
             <Title order={2}>{s.name}</Title>
             <SweepStatusBadge status={s.status} />
+            <LiveIndicator />
           </Group>
           <Text size="sm" c="dimmed">
             {s.algorithm} · {direction} <Code>{metric}</Code> · {s.max_concurrent} at a time · priority {s.priority}

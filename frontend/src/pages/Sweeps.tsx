@@ -5,6 +5,7 @@ import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useParams } from "react-router";
 import { api, unwrap } from "../api/client";
 import { useDebounced } from "../components/hooks";
+import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { formatNumber, formatRelative } from "../lib/format";
 import { useLiveStatus, useTopic } from "../live/LiveProvider";
@@ -41,7 +42,10 @@ export function SweepsPage() {
   return (
     <Stack gap="md">
       <Stack gap={2}>
-        <Title order={2}>Sweeps</Title>
+        <Group gap="sm" align="baseline">
+          <Title order={2}>Sweeps</Title>
+          <LiveIndicator />
+        </Group>
         <Text c="dimmed" size="sm">
           Hyper-parameter searches: each trial is a training job with parameters Optuna picks, judged by a metric it logs.
         </Text>
