@@ -137,18 +137,23 @@ def sweep_delete(*, sweep: Sweep) -> None:
         if locked.status in SWEEP_ACTIVE:
             raise ConflictError(f"Sweep '{locked.name}' is {locked.status}; stop it (cairn sweep stop) and wait "
                                 "until it has stopped before deleting it.")
-        project_id, study_name = locked.project_id, locked.study_name
-        locked.delete()  # Trial rows cascade; the workloads they point at are not touched
+        project_id = locked.project_id
+        locked.delete()  # Trial rows cascade, the workloads they point at are not touched; the study: below
         sweep_deleted(project_id=project_id, sweep_id=sweep.pk)
-        # After commit, on Optuna's own connection (SQLite would lock it out of an open write).
-        transaction.on_commit(lambda: _study_delete(study_name))
 
 
-def _study_delete(study_name: str) -> None:
-    try:
-        study_.study_delete(study_name)
-    except Exception:  # the sweep is gone either way; leftover rows only take space
-        logger.exception("sweeps: could not delete Optuna's study %s", study_name)
+def sweep_study_forget(*, study_name: str) -> None:
+    """Connected to Sweep's post_delete (apps.py): however a sweep row goes (sweep_delete, or its
+    project's deletion cascading), Optuna's study goes too, once that commits, on Optuna's own
+    connection (SQLite would lock it out of an open write)."""
+
+    def forget() -> None:
+        try:
+            study_.study_delete(study_name)
+        except Exception:  # the sweep is gone either way; leftover rows only take space
+            logger.exception("sweeps: could not delete Optuna's study %s", study_name)
+
+    transaction.on_commit(forget)
 
 
 def trial_env_for_attempt(*, workload: Workload, attempt: int) -> dict[str, str]:
