@@ -2,7 +2,8 @@
 registry the hub routes through, and what a topic is.
 
 Each app that owns data registers its topics in its `AppConfig.ready()` (workloads: `workloads`,
-`workload:<id>`; backends: `logs:<id>:<r>`; tracking: `runs`, `run:<id>`; telemetry: `cluster`).
+`workload:<id>`; backends: `logs:<id>:<r>`; tracking: `runs`, `run:<id>`; telemetry: `cluster`;
+sweeps: `sweeps`, `sweep:<id>`).
 The hub (apps.portal.consumers) only authenticates, parses subscribe/unsubscribe, looks the topic
 up here, enforces its limits and routes channel-layer events to the subscriptions. No I/O here.
 

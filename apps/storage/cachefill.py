@@ -19,7 +19,10 @@ dataset version in the job it makes `<cache root>/<digest>/` hold the version's 
   so hands to the replica: it lasts as long as the replica's processes hold the descriptor.
 
 The job file: {"cache_root", "max_bytes", "entries": [{"digest", "store": {...}, "manifest":
-[{"key", "size", "etag"}]}]}. Exit code 75 (EX_TEMPFAIL) with a message on stderr when a
+[{"key", "size", "etag"}]}], "report_path" (optional)}. With `report_path` (on Kubernetes the
+init container's /dev/termination-log), a successful run writes there what the node's cache holds
+now (`report`): the kubelet puts it in the pod's status, where Cairn's reconciler reads it.
+Exit code 75 (EX_TEMPFAIL) with a message on stderr when a
 fill fails; the replica is then not started.
 """
 from __future__ import annotations
@@ -168,6 +171,46 @@ def ensure(root: Path, item: dict) -> int:
     return fd
 
 
+REPORT_LIMIT = 4000  # bytes: the kubelet keeps at most 4096 of a termination message
+
+
+def held(root: Path) -> dict[str, int]:
+    """digest -> bytes of every complete version in the cache."""
+    out: dict[str, int] = {}
+    for path in root.iterdir():
+        marker = path / COMPLETE
+        if path.is_dir() and not path.name.endswith(".partial") and marker.is_file():
+            try:
+                out[path.name] = int(json.loads(marker.read_text()).get("bytes", 0))
+            except (OSError, ValueError, AttributeError):
+                continue
+    return out
+
+
+def report(root: Path, *, filled: list[str], evicted: list[str]) -> str:
+    """What the node's cache holds, as JSON of at most REPORT_LIMIT bytes: every complete version
+    ("complete": true), or when that is too long, only this job's versions and the evictions
+    ("complete": false; Cairn then adds and removes instead of replacing the node's list)."""
+    now = round(time.time(), 3)
+    present = held(root)
+    text = json.dumps({"v": 1, "at": now, "complete": True, "held": present, "evicted": evicted},
+                      separators=(",", ":"))
+    if len(text) <= REPORT_LIMIT:
+        return text
+    mine = {d: present[d] for d in filled if d in present}
+    gone = list(evicted)
+    while True:
+        text = json.dumps({"v": 1, "at": now, "complete": False, "held": mine, "evicted": gone}, separators=(",", ":"))
+        if len(text) <= REPORT_LIMIT:
+            return text
+        # What does not fit is only a hint lost: an eviction Cairn misses makes it prefer a node
+        # that must fill again, a version it misses makes it prefer no node for it.
+        if gone:
+            gone.pop()
+        else:
+            mine.popitem()
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv or len(argv) < 3:
         log("usage: cachefill.py JOB.json -- ARGV...")
@@ -190,6 +233,9 @@ def main(argv: list[str]) -> int:
         evicted = evict(root, max_bytes=int(job["max_bytes"]), keep={i["digest"] for i in job["entries"]})
         if evicted:
             log(f"evicted {len(evicted)} least recently used version(s) to stay under {job['max_bytes']} bytes")
+        if job.get("report_path"):
+            Path(job["report_path"]).write_text(
+                report(root, filled=[i["digest"] for i in job["entries"]], evicted=evicted))
     except Exception as exc:  # noqa: BLE001 - anything: the replica must not start on a bad cache
         log(f"the dataset could not be cached: {type(exc).__name__}: {exc}")
         return EX_TEMPFAIL

@@ -20,6 +20,7 @@ from apps.clusters.workdir import WorkingDirError, check_working_dir
 from apps.core.errors import ConflictError, ServiceError
 from apps.projects.models import Project
 
+from . import cachefill
 from .artifacts import ArchiveError, make_read_only, remove_tree, unpack
 from .choices import SourceKind
 from .models import Dataset, DatasetVersion, ModelVersion, NodeCacheEntry, RegisteredModel, Volume
@@ -370,19 +371,51 @@ def dataset_delete(*, dataset: Dataset) -> None:
 def node_cache_sync(*, cluster_id: int, node: str, root: Path) -> None:
     """Record which dataset versions the node's cache folder holds complete (cachefill.py writes
     them; local backend: this machine's folder), and forget those evicted."""
-    present: dict[str, int] = {}
-    if root.is_dir():
-        for path in root.iterdir():
-            marker = path / ".complete"
-            if path.is_dir() and marker.is_file():
-                try:
-                    present[path.name] = int(json.loads(marker.read_text()).get("bytes", 0))
-                except (OSError, ValueError):
-                    continue
+    _node_cache_set(cluster_id=cluster_id, node=node, present=cachefill.held(root) if root.is_dir() else {},
+                    exact=True)
+
+
+DIGEST_RE = re.compile(r"^[0-9a-f]{64}$")
+CACHE_REPORT_MAX_ENTRIES = 500
+
+
+def node_cache_report(*, cluster_id: int, node: str, report: str) -> bool:
+    """A node's cache as its filler reported it (Kubernetes: the init container's termination
+    message, cachefill.report): {"v": 1, "complete": bool, "held": {digest: bytes}, "evicted":
+    [digest]}. A complete report replaces what Cairn knows of the node; a partial one adds what
+    it holds and removes what it evicted. Anything malformed is ignored (False): it only steers
+    placement, never what a pod mounts (every fill checks the cache itself)."""
+    try:
+        data = json.loads(report)
+    except ValueError:
+        return False
+    if not isinstance(data, dict) or data.get("v") != 1 or not isinstance(data.get("held"), dict):
+        return False
+    evicted = data.get("evicted") or []
+    if not isinstance(evicted, list) or len(data["held"]) + len(evicted) > CACHE_REPORT_MAX_ENTRIES:
+        return False
+    present = {d: b for d, b in data["held"].items()
+               if isinstance(d, str) and DIGEST_RE.match(d) and isinstance(b, int) and b >= 0}
+    gone = [d for d in evicted if isinstance(d, str) and DIGEST_RE.match(d)]
+    _node_cache_set(cluster_id=cluster_id, node=node, present=present, exact=data.get("complete") is True, gone=gone)
+    return True
+
+
+def node_cache_forget(*, cluster_id: int, nodes: list[str]) -> None:
+    """Nodes that left the cluster take their caches with them."""
+    NodeCacheEntry.objects.filter(cluster_id=cluster_id, node__in=nodes).delete()
+
+
+def _node_cache_set(*, cluster_id: int, node: str, present: dict[str, int], exact: bool, gone=()) -> None:
+    """Record `present` (digest -> bytes) as held by the node; `exact`: and nothing else."""
     versions = dict(DatasetVersion.objects.filter(digest__in=present).values_list("digest", "id"))
     with transaction.atomic():
-        NodeCacheEntry.objects.filter(cluster_id=cluster_id, node=node).exclude(version_id__in=versions.values()).delete()
-        known = set(NodeCacheEntry.objects.filter(cluster_id=cluster_id, node=node).values_list("version_id", flat=True))
+        entries = NodeCacheEntry.objects.filter(cluster_id=cluster_id, node=node)
+        if exact:
+            entries.exclude(version_id__in=versions.values()).delete()
+        elif gone:
+            entries.filter(version__digest__in=gone).exclude(version_id__in=versions.values()).delete()
+        known = set(entries.values_list("version_id", flat=True))
         NodeCacheEntry.objects.bulk_create([
             NodeCacheEntry(cluster_id=cluster_id, node=node, version_id=vid, bytes=present[digest])
             for digest, vid in versions.items() if vid not in known], ignore_conflicts=True)

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_delete
 
 
 class SweepsConfig(AppConfig):
@@ -14,8 +15,14 @@ class SweepsConfig(AppConfig):
         from apps.workloads.lifecycle import kept_stop_reasons
 
         from .choices import PRUNED_REASON
-        from .services import project_has_no_running_sweeps, trial_env_for_attempt
+        from .models import Sweep
+        from .services import project_has_no_running_sweeps, sweep_study_forget, trial_env_for_attempt
+        from .topics import register_topics  # the live topics sweeps owns (apps.core.live); needs models
 
         attempt_env_providers.append(trial_env_for_attempt)
         kept_stop_reasons.add(PRUNED_REASON)
         project_delete_checks.append(project_has_no_running_sweeps)
+        register_topics()
+        # Optuna's study lives in its own tables, which no foreign key ties to the sweep's row.
+        post_delete.connect(lambda sender, instance, **kw: sweep_study_forget(study_name=instance.study_name),
+                            sender=Sweep, weak=False, dispatch_uid="sweeps.study_forget")

@@ -43,6 +43,7 @@ from apps.workloads.services import workload_event_record, workload_stop, worklo
 
 from . import study as study_
 from .choices import PRUNED_REASON, SWEEP_ACTIVE, TRIAL_ACTIVE, Algorithm, SweepStatus, TrialStatus
+from .events import trial_changed
 from .models import Sweep, Trial
 from .selectors import gpu_hours_used
 from .services import sweep_status_set
@@ -113,7 +114,7 @@ def _adopt_orphans(sweep: Sweep, study: optuna.Study) -> None:
         if sweep.status == SweepStatus.RUNNING:
             _submit(sweep, study, trial)
         else:
-            _end(study, trial, status=TrialStatus.STOPPED, message="The sweep was stopped before it started.")
+            _end(sweep, study, trial, status=TrialStatus.STOPPED, message="The sweep was stopped before it started.")
 
 
 def trial_workload_name(sweep: Sweep, trial: Trial) -> str:
@@ -145,13 +146,14 @@ def _submit(sweep: Sweep, study: optuna.Study, trial: Trial) -> None:
                 raise ConflictError("the trial already has a workload")
             workload_event_record(workload=workload, reason="SweepTrial",
                                   message=f"Trial {trial.number} of sweep '{sweep.name}': {trial.params}")
+            _changed(sweep, trial)
         trial.workload = workload
     except ServiceError as exc:
         trial.refresh_from_db()
         if trial.workload_id is not None:  # linked by an earlier pass after all
             return
         message = f"Could not submit trial {trial.number}: {exc.detail}"
-        _end(study, trial, status=TrialStatus.FAILED, message=message)
+        _end(sweep, study, trial, status=TrialStatus.FAILED, message=message)
         sweep_status_set(sweep=sweep, status=SweepStatus.FAILED, message=message, from_statuses=SWEEP_ACTIVE)
 
 
@@ -168,6 +170,11 @@ def _resubmit(sweep: Sweep, study: optuna.Study, trial: Trial, workload: Workloa
         _submit(sweep, study, trial)
 
 
+def _changed(sweep: Sweep, trial: Trial, status: str | None = None) -> None:
+    """Tell the sweep's live topics (after commit) that this trial changed."""
+    trial_changed(project_id=sweep.project_id, sweep_id=sweep.pk, number=trial.number, status=status or trial.status)
+
+
 def _latest_run(workload: Workload) -> Run | None:
     return Run.objects.filter(workload=workload).order_by("-attempt", "-id").first()
 
@@ -177,7 +184,7 @@ def _follow(sweep: Sweep, study: optuna.Study, trial: Trial, *, owner: str) -> N
         if sweep.status == SweepStatus.RUNNING:
             _submit(sweep, study, trial)
         else:
-            _end(study, trial, status=TrialStatus.STOPPED, message="The sweep was stopped before it started.")
+            _end(sweep, study, trial, status=TrialStatus.STOPPED, message="The sweep was stopped before it started.")
         return
     if trial.status not in TRIAL_ACTIVE:  # ended, not yet told (a restart in between)
         _tell(study, trial)
@@ -189,23 +196,24 @@ def _follow(sweep: Sweep, study: optuna.Study, trial: Trial, *, owner: str) -> N
     if workload.status == W.RUNNING and trial.status == TrialStatus.PENDING:
         Trial.objects.filter(pk=trial.pk, status=TrialStatus.PENDING).update(status=TrialStatus.RUNNING)
         trial.status = TrialStatus.RUNNING
+        _changed(sweep, trial)
     if workload.status not in TERMINAL:
         return
     if workload.status == W.SUCCEEDED:
         summary = MetricSummary.objects.filter(run=run, key=sweep.objective_key).first() if run else None
         if summary is None or not math.isfinite(summary.last_value):
-            _end(study, trial, status=TrialStatus.FAILED, message=(
+            _end(sweep, study, trial, status=TrialStatus.FAILED, message=(
                 f"The objective '{sweep.objective_key}' was never logged: workload {workload.name} succeeded "
                 f"without logging it (log it with cairn.log({{'{sweep.objective_key}': value}}, step=epoch))."))
             return
-        _end(study, trial, status=TrialStatus.SUCCEEDED, objective=summary.last_value,
+        _end(sweep, study, trial, status=TrialStatus.SUCCEEDED, objective=summary.last_value,
              message=f"{sweep.objective_key} = {summary.last_value:g} at step {summary.last_step}.")
     elif workload.status == W.STOPPED and workload.status_reason == SERVER_SHUTDOWN and sweep.status == SweepStatus.RUNNING:
         _resubmit(sweep, study, trial, workload)
     elif workload.status == W.STOPPED:
-        _end(study, trial, status=TrialStatus.STOPPED, message=workload.status_message or "Stopped.")
+        _end(sweep, study, trial, status=TrialStatus.STOPPED, message=workload.status_message or "Stopped.")
     else:  # FAILED, LOST: recorded, never resubmitted
-        _end(study, trial, status=TrialStatus.FAILED,
+        _end(sweep, study, trial, status=TrialStatus.FAILED,
              message=f"Workload {workload.name} {workload.status} ({workload.status_reason}): "
                      f"{workload.status_message}".strip())
 
@@ -239,6 +247,7 @@ def _report(sweep: Sweep, study: optuna.Study, trial: Trial, workload: Workload,
     if last is not None:
         Trial.objects.filter(pk=trial.pk).update(last_step=last[0], last_value=last[1])
         trial.last_step, trial.last_value = last
+        _changed(sweep, trial)
     return False
 
 
@@ -265,16 +274,19 @@ def _prune(sweep: Sweep, study: optuna.Study, trial: Trial, workload: Workload, 
         Trial.objects.filter(pk=trial.pk).update(status=TrialStatus.PRUNED, message=message, pruned_step=step,
                                                  pruned_rung=rung, finished_at=timezone.now(), last_step=step,
                                                  last_value=value)
+        _changed(sweep, trial, TrialStatus.PRUNED)
     trial.refresh_from_db()
     _tell(study, trial)
     logger.info("sweep %s: trial %s pruned at %s (%s)", sweep.pk, trial.number, rung_text, rung_value)
     return True
 
 
-def _end(study: optuna.Study, trial: Trial, *, status: str, message: str, objective: float | None = None) -> None:
+def _end(sweep: Sweep, study: optuna.Study, trial: Trial, *, status: str, message: str,
+         objective: float | None = None) -> None:
     Trial.objects.filter(pk=trial.pk).update(status=status, message=message[:5000], objective=objective,
                                              finished_at=timezone.now())
     trial.status, trial.message, trial.objective = status, message, objective
+    _changed(sweep, trial)
     _tell(study, trial)
 
 

@@ -5,6 +5,7 @@ and the backends call."""
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 
 from django.db import transaction
@@ -19,9 +20,13 @@ from apps.workloads.choices import TERMINAL
 from apps.workloads.models import Workload
 from apps.workloads.services import workload_stop, workload_validate_pool
 
+from . import study as study_
 from .choices import SWEEP_ACTIVE, Algorithm, SweepStatus
+from .events import sweep_changed, sweep_deleted
 from .models import Sweep, Trial
 from .space import check_grid, env_name, parse_space
+
+logger = logging.getLogger(__name__)
 
 # What a sweep's template may not set: each trial gets its own name, the sweep's priority.
 TEMPLATE_OWNED = ("name", "priority")
@@ -73,13 +78,15 @@ def sweep_create(
                            "give max_trials.")
     if Sweep.objects.filter(project=project, name=name).exists():
         raise ConflictError(f"A sweep named '{name}' already exists in project '{project.slug}'.")
-    return Sweep.objects.create(
+    sweep = Sweep.objects.create(
         project=project, name=name, created_by=created_by, pool=pool, template=template, space=parsed,
         objective_key=objective_key, direction=direction, algorithm=algorithm, max_trials=max_trials,
         max_gpu_hours=max_gpu_hours, max_concurrent=max_concurrent, priority=priority, seed=seed,
         min_resource=min_resource, reduction_factor=reduction_factor,
         study_name=f"cairn-sweep-{uuid.uuid4().hex}",
     )
+    sweep_changed(project_id=project.pk, sweep_id=sweep.pk, status=sweep.status)
+    return sweep
 
 
 def sweep_stop(*, sweep: Sweep, user: User | None = None) -> Sweep:
@@ -91,6 +98,8 @@ def sweep_stop(*, sweep: Sweep, user: User | None = None) -> Sweep:
     sweep.refresh_from_db()
     if not updated and sweep.status != SweepStatus.STOPPING:
         raise ConflictError(f"Sweep '{sweep.name}' has already ended ({sweep.status}).")
+    if updated:
+        sweep_changed(project_id=sweep.project_id, sweep_id=sweep.pk, status=sweep.status)
     for workload in Workload.objects.filter(sweep_trial__sweep=sweep).exclude(status__in=TERMINAL):
         try:
             workload_stop(workload=workload, user=user, reason="SweepStopped")
@@ -111,7 +120,40 @@ def sweep_status_set(*, sweep: Sweep, status: str, message: str = "", from_statu
     if won:
         for key, value in fields.items():
             setattr(sweep, key, value)
+        sweep_changed(project_id=sweep.project_id, sweep_id=sweep.pk, status=status)
     return won
+
+
+def sweep_delete(*, sweep: Sweep) -> None:
+    """Delete an ended sweep: its row, its Trial rows and Optuna's study (its trials, params and
+    intermediate values in Cairn's database). The trials' workloads and their runs stay: they are
+    ordinary training jobs (deleted like any other, from the workloads list), and the metrics
+    they logged remain in the runs and the comparison view. A running or stopping sweep is a
+    409: stop it first (its driver would otherwise go on asking Optuna for trials)."""
+    with transaction.atomic():
+        locked = Sweep.objects.select_for_update().filter(pk=sweep.pk).first()
+        if locked is None:
+            return  # deleted meanwhile: the end the caller wanted
+        if locked.status in SWEEP_ACTIVE:
+            raise ConflictError(f"Sweep '{locked.name}' is {locked.status}; stop it (cairn sweep stop) and wait "
+                                "until it has stopped before deleting it.")
+        project_id = locked.project_id
+        locked.delete()  # Trial rows cascade, the workloads they point at are not touched; the study: below
+        sweep_deleted(project_id=project_id, sweep_id=sweep.pk)
+
+
+def sweep_study_forget(*, study_name: str) -> None:
+    """Connected to Sweep's post_delete (apps.py): however a sweep row goes (sweep_delete, or its
+    project's deletion cascading), Optuna's study goes too, once that commits, on Optuna's own
+    connection (SQLite would lock it out of an open write)."""
+
+    def forget() -> None:
+        try:
+            study_.study_delete(study_name)
+        except Exception:  # the sweep is gone either way; leftover rows only take space
+            logger.exception("sweeps: could not delete Optuna's study %s", study_name)
+
+    transaction.on_commit(forget)
 
 
 def trial_env_for_attempt(*, workload: Workload, attempt: int) -> dict[str, str]:

@@ -83,6 +83,14 @@ def study(sweep: Sweep, *, asked: int = 0) -> optuna.Study:
                                sampler=sampler(sweep, asked=asked), pruner=pruner(sweep), load_if_exists=True)
 
 
+def study_delete(study_name: str) -> None:
+    """Remove a study and everything Optuna keeps of it; a study that is not there is no error."""
+    try:
+        optuna.delete_study(study_name=study_name, storage=storage())
+    except KeyError:
+        pass
+
+
 def param_importances(sweep: Sweep, *, completed: int | None = None) -> dict[str, float]:
     """param_importances_compute, kept in Django's cache per sweep and number of completed trials
     (the dashboard asks again every few seconds; the first call in a process also imports
@@ -113,4 +121,6 @@ def param_importances_compute(sweep: Sweep) -> dict[str, float]:
             warnings.simplefilter("ignore", UserWarning)  # "few trials in some regimes": said in the docs
             return {k: float(v) for k, v in optuna.importance.get_param_importances(found).items()}
     except (RuntimeError, ValueError):  # e.g. a parameter with one value only in completed trials
+        return {}
+    except KeyError:  # the sweep was deleted while this ran: its study's rows went from under it
         return {}

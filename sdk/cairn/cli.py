@@ -921,6 +921,15 @@ def cmd_sweep_stop(app: App) -> int:
     return EXIT_OK
 
 
+def cmd_sweep_rm(app: App) -> int:
+    client = app.client()
+    project = app.project()
+    sweep = client.resolve_sweep(project, app.args.sweep)
+    client.delete_sweep(project, sweep["id"])
+    app.say(f"Deleted sweep {sweep.get('name')} (id {sweep.get('id')}); its trials' training jobs and runs are kept.")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cairn",
@@ -1029,7 +1038,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--attempt", type=_at_least_one, metavar="N",
                    help="logs of an earlier attempt (default: the current one)")
 
-    p = sub.add_parser("sweep", help="hyper-parameter sweeps: create, ls, show, stop",
+    p = sub.add_parser("sweep", help="hyper-parameter sweeps: create, ls, show, stop, rm",
                        description="Hyper-parameter sweeps: trials are training jobs with parameters Optuna "
                                    "samples, judged by a metric they log (docs/sweeps.md).")
     sweep_sub = p.add_subparsers(dest="sweep_command", metavar="SWEEP_COMMAND")
@@ -1044,7 +1053,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="print JSON")
     q.set_defaults(func=cmd_sweep_ls)
     for name, help_text, func in (("show", "show a sweep, its best trial and its trials", cmd_sweep_show),
-                                  ("stop", "stop a sweep and its running trials", cmd_sweep_stop)):
+                                  ("stop", "stop a sweep and its running trials", cmd_sweep_stop),
+                                  ("rm", "delete an ended sweep (stop it first); its trials' training jobs "
+                                         "and runs are kept", cmd_sweep_rm)):
         q = sweep_sub.add_parser(name, help=help_text, description=help_text)
         q.add_argument("sweep", metavar="NAME_OR_ID", help="sweep name or id")
         project_option(q)

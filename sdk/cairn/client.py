@@ -501,6 +501,10 @@ class Client:
     def stop_sweep(self, project: str, sweep_id: Any) -> dict:
         return self._json("POST", f"{self._project_path(project)}/sweeps/{quote(str(sweep_id), safe='')}/stop/")
 
+    def delete_sweep(self, project: str, sweep_id: Any) -> None:
+        """Delete an ended sweep (its trials' jobs and runs are kept); 409 while it runs."""
+        self._json("DELETE", f"{self._project_path(project)}/sweeps/{quote(str(sweep_id), safe='')}/")
+
     def resolve_sweep(self, project: str, name_or_id: Any) -> dict:
         """The sweep named `name_or_id` (or else with that id)."""
         ref = str(name_or_id).strip()

@@ -13,9 +13,10 @@ from tests.factories import make_token
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
-BUILT_IN = ["workloads", "workload:<id>", "logs:<id>:<replica>", "run:<id>", "runs", "cluster"]
+BUILT_IN = ["workloads", "workload:<id>", "logs:<id>:<replica>", "run:<id>", "runs", "cluster", "sweeps",
+            "sweep:<id>"]
 UNKNOWN = ("Unknown topic. Topics: workloads, workload:<id>, logs:<id>:<replica>, run:<id>, runs, "
-           "cluster.")
+           "cluster, sweeps, sweep:<id>.")
 
 
 class EchoTopic(Topic):

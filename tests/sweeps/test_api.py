@@ -123,9 +123,54 @@ def test_another_projects_sweep_is_404(bob, quota, client_for):
     assert client_for(bob).post(f"{URL}{other.pk}/stop/").status_code == 404
 
 
-def test_a_project_with_a_running_sweep_is_not_deleted(alice, quota, client_for):
+def test_a_project_with_a_running_sweep_is_not_deleted(alice, quota, client_for, django_capture_on_commit_callbacks):
+    from apps.sweeps.study import study
+
     sweep = SweepFactory(project=quota.project, pool=quota.pool, name="busy")
+    study(sweep)  # Optuna's study, as the driver's first pass makes it
     answer = client_for(alice).delete("/api/v1/projects/vision/")
     assert answer.status_code == 409 and "busy" in answer.json()["detail"]
     Sweep.objects.filter(pk=sweep.pk).update(status="stopped")
-    assert client_for(alice).delete("/api/v1/projects/vision/").status_code == 204
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client_for(alice).delete("/api/v1/projects/vision/").status_code == 204
+    assert sweep.study_name not in _study_names(), "the project's sweeps took their Optuna studies with them"
+
+
+def _study_names() -> set[str]:
+    import optuna
+
+    from apps.sweeps.study import storage
+    return {s.study_name for s in optuna.get_all_study_summaries(storage=storage(), include_best_trial=False)}
+
+
+def test_delete_is_409_while_running_then_removes_the_sweep_and_its_study_but_keeps_the_jobs(
+        alice, bob, vera, charlie, quota, client_for, django_capture_on_commit_callbacks):
+    from apps.sweeps.models import Trial
+    from apps.tracking.models import Run
+    from apps.workloads.models import Workload
+
+    created = client_for(bob).post(URL, body(max_concurrent=2), format="json").json()
+    sweep_drive(sweep_id=created["id"])  # two trials asked, their jobs submitted
+    sweep = Sweep.objects.get(pk=created["id"])
+    workloads = set(Trial.objects.filter(sweep=sweep).values_list("workload_id", flat=True))
+    assert len(workloads) == 2 and sweep.study_name in _study_names()
+    Run.objects.create(project=quota.project, name="digits-0", workload_id=min(workloads), attempt=1)
+    url = f"{URL}{sweep.pk}/"
+
+    answer = client_for(bob).delete(url)
+    assert answer.status_code == 409 and "is running; stop it" in answer.json()["detail"]
+    client_for(bob).post(f"{url}stop/")
+    answer = client_for(bob).delete(url)
+    assert answer.status_code == 409 and "is stopping" in answer.json()["detail"]
+    sweep_drive(sweep_id=sweep.pk)  # its queued trials stop at once: the sweep ends STOPPED
+    assert Sweep.objects.get(pk=sweep.pk).status == "stopped"
+
+    assert client_for(charlie).delete(url).status_code == 404  # outsider
+    assert client_for(vera).delete(url).status_code == 403  # a viewer may not
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client_for(bob).delete(url).status_code == 204
+    assert not Sweep.objects.filter(pk=sweep.pk).exists() and not Trial.objects.filter(sweep_id=sweep.pk).exists()
+    assert sweep.study_name not in _study_names(), "Optuna's study went with the sweep"
+    assert set(Workload.objects.filter(pk__in=workloads).values_list("pk", flat=True)) == workloads, "jobs kept"
+    assert Run.objects.filter(workload_id=min(workloads)).exists(), "their runs kept"
+    assert client_for(bob).delete(url).status_code == 404

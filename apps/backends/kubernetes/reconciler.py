@@ -17,6 +17,8 @@ restarted simply lists everything again and reaches the same decisions.
 - STOPPING: stop once (delete Job / scale to zero), force after the grace period, STOPPED when
   no pod is left, or QUEUED (reason Requeued, attempt count kept) when it was preempted.
 - Nodes: the cluster's Node rows follow the Kubernetes Nodes (added, changed, cordoned, removed).
+- Node caches: what a pod's dataset fill reported of its node's cache (its init container's
+  termination message, storage.cache_report) is recorded for that node, newest report per node.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from apps.clusters.choices import Backend as BackendName
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Cluster, Node, ResourcePool
 from apps.core.heartbeat import heartbeat
+from apps.storage.services import node_cache_forget, node_cache_report
 from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
 from apps.workloads.deadlines import format_duration, run_deadline
 from apps.workloads.kinds import kind_spec
@@ -67,6 +70,7 @@ from .status import (
     node_inventory,
     pod_view,
 )
+from .storage import cache_report
 
 logger = logging.getLogger(__name__)
 S = WorkloadStatus
@@ -91,6 +95,10 @@ class ClusterReconciler:
         self.wakeup = threading.Event()
         self.stop_event = threading.Event()
         self.threads: list[threading.Thread] = []
+        # Cache reports already recorded (pod uid -> its fill's finish time) and the newest one
+        # per node: an older report seen later (a list after a restart) must not undo a newer one.
+        self.cache_reports_seen: dict[str, str] = {}
+        self.cache_report_at: dict[str, str] = {}
         opts = kube_settings()
         common = {
             "wakeup": self.wakeup,
@@ -140,7 +148,9 @@ class ClusterReconciler:
         cluster = Cluster.objects.get(pk=self.cluster_id)
         self.sync_nodes(cluster)
         pods_by_workload: dict[str, list[dict]] = {}
-        for pod in self.informers["pods"].items():
+        pods = self.informers["pods"].items()
+        self.record_cache_reports(pods)
+        for pod in pods:
             workload_label = ((pod.get("metadata") or {}).get("labels") or {}).get(m.LABEL_WORKLOAD)
             if workload_label:
                 pods_by_workload.setdefault(workload_label, []).append(pod)
@@ -403,6 +413,30 @@ class ClusterReconciler:
 
     # -- nodes ----------------------------------------------------------------------------------
 
+    def record_cache_reports(self, pods: list[dict]) -> int:
+        """Record the node cache reports of pods not seen yet, oldest first. Returns how many."""
+        fresh = []
+        for pod in pods:
+            found = cache_report(pod)
+            uid = (pod.get("metadata") or {}).get("uid") or (pod.get("metadata") or {}).get("name", "")
+            if found is not None and self.cache_reports_seen.get(uid) != found[2]:
+                fresh.append((found[2], uid, found[0], found[1]))
+        recorded = 0
+        for finished, uid, node, report in sorted(fresh):
+            self.cache_reports_seen[uid] = finished
+            if finished < self.cache_report_at.get(node, ""):
+                continue  # a newer report of this node is already recorded
+            try:
+                if node_cache_report(cluster_id=self.cluster_id, node=node, report=report):
+                    self.cache_report_at[node] = finished
+                    recorded += 1
+            except Exception:  # a hint for placement: never worth a failed pass
+                logger.exception("kubernetes reconciler: the cache report of pod %s", uid)
+        if len(self.cache_reports_seen) > 10_000:  # pods come and go; keep the memory bounded
+            live = {(p.get("metadata") or {}).get("uid") for p in pods}
+            self.cache_reports_seen = {k: v for k, v in self.cache_reports_seen.items() if k in live}
+        return recorded
+
     def sync_nodes(self, cluster: Cluster) -> dict[str, int]:
         """Make the cluster's Node rows match the Kubernetes Nodes (only after a full list)."""
         options = options_for(cluster)
@@ -446,6 +480,7 @@ class ClusterReconciler:
         gone = [n.pk for name, n in existing.items() if name not in seen]
         if gone:
             counts["removed"] = Node.objects.filter(pk__in=gone).delete()[0]
+            node_cache_forget(cluster_id=cluster.pk, nodes=[name for name in existing if name not in seen])
         return counts
 
 

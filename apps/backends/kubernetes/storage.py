@@ -12,6 +12,13 @@ pods on one node share the folder, so the flock that makes concurrent fills wait
 them; a failed fill shows as the pod's Init error and the main container never starts on a
 partial copy.
 
+How Cairn learns what a node's cache holds (for data-aware placement): the init container writes
+its report (apps/storage/cachefill.py `report`: the versions complete in the node's folder, or
+those it filled and evicted when the list is too long) to its termination message; the kubelet
+copies it into the pod's status, and the reconciler, which watches the pods anyway, records it
+for the pod's node (`cache_report` below, apps.storage.services.node_cache_report). Nothing in
+the pod needs a Cairn credential, a route to Cairn's API or a right on Node objects.
+
 `with_storage(objects, view, options)` is the one hook manifests.workload_manifests calls: it
 puts the claims first (they must exist before the pods that mount them) and adds the volumes
 and mounts to the main container of each pod template. A volume's claim is the project's, not
@@ -26,6 +33,8 @@ LABEL_PROJECT = "cairn.dev/project"
 LABEL_VOLUME = "cairn.dev/volume"
 POD_OWNERS = ("Job", "StatefulSet", "Deployment")
 CACHE_MOUNT = "/var/lib/cairn/dataset-cache"  # where the init container sees the node's cache folder
+FILL_CONTAINER = "fill-datasets"
+FILL_REPORT = "/dev/termination-log"  # the kubelet's default termination message path
 ARTIFACTS = "artifacts"  # the project's artifact store (apps.storage.mounts.ARTIFACTS_VOLUME)
 
 
@@ -112,19 +121,34 @@ def dataset_pieces(view, options, namespace: str) -> tuple[list[dict], list[dict
             "labels": {LABEL_MANAGED_BY: "cairn", LABEL_PROJECT: view.project, "cairn.dev/workload": str(view.id),
                        "cairn.dev/attempt": str(view.attempt)},
         }, "stringData": {"job.json": json.dumps({
-            "cache_root": CACHE_MOUNT, "max_bytes": int(options.dataset_cache_gb * 1024**3), "entries": fills})}})
+            "cache_root": CACHE_MOUNT, "max_bytes": int(options.dataset_cache_gb * 1024**3), "entries": fills,
+            "report_path": FILL_REPORT})}})
         init.append({
-            "name": "fill-datasets",
+            "name": FILL_CONTAINER,
             "image": options.cache_image,
             "imagePullPolicy": "IfNotPresent",
             "command": ["python", "/app/apps/storage/cachefill.py", "/var/run/cairn-fill/job.json", "--"],
             "volumeMounts": [{"name": "dataset-cache", "mountPath": CACHE_MOUNT},
                              {"name": "dataset-fill", "mountPath": "/var/run/cairn-fill", "readOnly": True}],
             "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
+            "terminationMessagePath": FILL_REPORT, "terminationMessagePolicy": "File",  # the cache report
             "securityContext": {"allowPrivilegeEscalation": False, "privileged": False, "runAsNonRoot": True,
                                 "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
         })
     return objects, volumes, mounts, init
+
+
+def cache_report(pod: dict) -> tuple[str, str, str] | None:
+    """(node, report, finished at) of a pod whose fill-datasets init container succeeded and
+    left a report; None otherwise."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    for status in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        if status.get("name") != FILL_CONTAINER:
+            continue
+        done = (status.get("state") or {}).get("terminated") or {}
+        if node and done.get("exitCode") == 0 and done.get("message"):
+            return node, done["message"], str(done.get("finishedAt") or "")
+    return None
 
 
 def with_storage(objects: list[dict], view, options, *, namespace: str, container: str = "main") -> list[dict]:

@@ -11,7 +11,7 @@ from apps.workloads.api.views import ERRORS
 from ..choices import Direction, TrialStatus
 from ..models import Sweep, Trial
 from ..selectors import trial_counts, trial_runs
-from ..services import sweep_create, sweep_stop
+from ..services import sweep_create, sweep_delete, sweep_stop
 from ..study import param_importances
 from .serializers import ImportanceSerializer, SweepCreateSerializer, SweepSerializer, TrialSerializer
 
@@ -33,14 +33,14 @@ def _bests(sweeps: list[Sweep]) -> dict[int, dict]:
 
 
 class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ProjectScopedViewSet):
-    """Hyper-parameter sweeps of the project (docs/sweeps.md): create, list, inspect, stop; their
-    trials and Optuna's parameter importance."""
+    """Hyper-parameter sweeps of the project (docs/sweeps.md): create, list, inspect, stop, delete;
+    their trials and Optuna's parameter importance."""
 
     queryset = Sweep.objects.select_related("project", "pool", "created_by")
     serializer_class = SweepSerializer
     ordering_fields = ["created_at", "name", "status"]
     ordering = ["-created_at", "-id"]
-    required_actions = {"create": Action.SUBMIT, "stop": Action.SUBMIT}
+    required_actions = {"create": Action.SUBMIT, "stop": Action.SUBMIT, "destroy": Action.SUBMIT}
     filterset_fields = ["status"]
 
     def get_serializer_class(self):
@@ -86,6 +86,14 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ProjectScop
     def stop(self, request, project=None, pk=None):
         sweep = sweep_stop(sweep=self.get_object(), user=request.user)
         return Response(SweepSerializer(sweep, context=self._context([sweep])).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={204: None, **ERRORS},
+                   summary="Delete an ended sweep (409 while it runs or stops: stop it first)",
+                   description="Removes the sweep, its trial list and Optuna's study. The trials' training "
+                               "jobs and their runs (params, metrics) are kept.")
+    def destroy(self, request, project=None, pk=None):
+        sweep_delete(sweep=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses={200: TrialSerializer(many=True), **ERRORS}, summary="The sweep's trials, by number")
     @action(detail=True, methods=["get"])

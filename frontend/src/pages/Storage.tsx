@@ -1,5 +1,5 @@
-// The project's storage: volumes (create, usage against the quota, delete), datasets (latest
-// version, where cached) and models (versions with the run that produced each).
+// The project's storage: volumes (create, usage against the quota, delete), datasets (every
+// version, where each is cached) and models (versions with the run that produced each).
 import { Anchor, Button, Card, Group, NumberInput, Stack, Table, Text, TextInput, Title } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
@@ -8,6 +8,7 @@ import { Link, useParams } from "react-router";
 import { api, ApiError, unwrap } from "../api/client";
 import { EmptyState, ErrorState, errorAdvice, Loading } from "../components/States";
 import { formatBytes } from "../lib/bytes";
+import { formatRelative } from "../lib/format";
 import { retryTransient } from "../lib/retry";
 
 function CreateVolume({ project }: { project: string }) {
@@ -89,7 +90,38 @@ function ModelVersions({ project, name }: { project: string; name: string }) {
   );
 }
 
+type DatasetVersionRow = { id: number; version: number; files: number; total_bytes: number; cached_on: string[];
+  created_at: string };
+
+function DatasetVersions({ name, versions }: { name: string; versions: DatasetVersionRow[] }) {
+  return (
+    <Table data-testid="dataset-versions" data-dataset={name}>
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th>Version of {name}</Table.Th>
+          <Table.Th>Files</Table.Th>
+          <Table.Th>Size</Table.Th>
+          <Table.Th>Taken</Table.Th>
+          <Table.Th>Cached on</Table.Th>
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {versions.map((v) => (
+          <Table.Tr key={v.id} data-testid="dataset-version-row">
+            <Table.Td><code>{name}@{v.version}</code></Table.Td>
+            <Table.Td>{v.files}</Table.Td>
+            <Table.Td>{formatBytes(v.total_bytes)}</Table.Td>
+            <Table.Td>{formatRelative(v.created_at)}</Table.Td>
+            <Table.Td>{v.cached_on.length ? v.cached_on.join(", ") : "—"}</Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
 function Datasets({ project }: { project: string }) {
+  const [open, setOpen] = useState<string | null>(null);
   const datasets = useQuery({
     queryKey: ["datasets", project],
     queryFn: () => unwrap(api.GET("/api/v1/projects/{project}/datasets/", { params: { path: { project } } })),
@@ -105,34 +137,40 @@ function Datasets({ project }: { project: string }) {
       </EmptyState>
     );
   }
+  const shown = datasets.data.results.find((d) => d.name === open);
   return (
-    <Table data-testid="datasets-table">
-      <Table.Thead>
-        <Table.Tr>
-          <Table.Th>Dataset</Table.Th>
-          <Table.Th>Source</Table.Th>
-          <Table.Th>Latest</Table.Th>
-          <Table.Th>Files</Table.Th>
-          <Table.Th>Size</Table.Th>
-          <Table.Th>Cached on</Table.Th>
-        </Table.Tr>
-      </Table.Thead>
-      <Table.Tbody>
-        {datasets.data.results.map((d) => {
-          const latest = d.versions[0];
-          return (
-            <Table.Tr key={d.id} data-testid="dataset-row">
-              <Table.Td>{d.name}</Table.Td>
-              <Table.Td>{d.source}</Table.Td>
-              <Table.Td>{latest ? `@${latest.version}` : "—"}</Table.Td>
-              <Table.Td>{latest?.files ?? "—"}</Table.Td>
-              <Table.Td>{formatBytes(latest?.total_bytes)}</Table.Td>
-              <Table.Td>{latest?.cached_on.length ? latest.cached_on.join(", ") : "—"}</Table.Td>
-            </Table.Tr>
-          );
-        })}
-      </Table.Tbody>
-    </Table>
+    <Stack gap="sm">
+      <Table data-testid="datasets-table">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Dataset</Table.Th>
+            <Table.Th>Source</Table.Th>
+            <Table.Th>Versions</Table.Th>
+            <Table.Th>Files</Table.Th>
+            <Table.Th>Size</Table.Th>
+            <Table.Th>Cached on</Table.Th>
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {datasets.data.results.map((d) => {
+            const latest = d.versions[0];
+            return (
+              <Table.Tr key={d.id} data-testid="dataset-row">
+                <Table.Td>
+                  <Anchor component="button" onClick={() => setOpen(open === d.name ? null : d.name)}>{d.name}</Anchor>
+                </Table.Td>
+                <Table.Td>{d.source}</Table.Td>
+                <Table.Td>{latest ? `${d.versions.length} (latest @${latest.version})` : "—"}</Table.Td>
+                <Table.Td>{latest?.files ?? "—"}</Table.Td>
+                <Table.Td>{formatBytes(latest?.total_bytes)}</Table.Td>
+                <Table.Td>{latest?.cached_on.length ? latest.cached_on.join(", ") : "—"}</Table.Td>
+              </Table.Tr>
+            );
+          })}
+        </Table.Tbody>
+      </Table>
+      {shown && <DatasetVersions name={shown.name} versions={shown.versions as DatasetVersionRow[]} />}
+    </Stack>
   );
 }
 
@@ -239,7 +277,11 @@ export function StoragePage() {
                 <Table.Td>{formatBytes(v.used_bytes)}</Table.Td>
                 <Table.Td><code>{v.default_mount}</code></Table.Td>
                 <Table.Td>
-                  <Button size="xs" variant="subtle" color="red" onClick={() => remove.mutate(v.name)}>
+                  <Button size="xs" variant="subtle" color="red" loading={remove.isPending && remove.variables === v.name}
+                    onClick={() => {
+                      // Its files go with it: ask first.
+                      if (window.confirm(`Delete volume ${v.name} and all its files?`)) remove.mutate(v.name);
+                    }}>
                     Delete
                   </Button>
                 </Table.Td>

@@ -1,15 +1,18 @@
 // One sweep: its best trial, objective vs trial number, parallel coordinates of the trials,
 // Optuna's parameter importance, a link to the comparison view with the trials' runs, and the
-// trials table (status, params, objective, pruned at). Refreshed every few seconds while it runs.
+// trials table (status, params, objective, pruned at). Live: the `sweep:<id>` topic says when the
+// sweep or a trial changed and the page re-reads them (a slow re-read only while the socket is down).
 import { Alert, Anchor, Badge, Button, Card, Code, Group, Progress, SimpleGrid, Stack, Table, Text, Title } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useMemo } from "react";
-import { Link, useParams } from "react-router";
+import { Link, useNavigate, useParams } from "react-router";
 import { api, unwrap } from "../api/client";
 import { ParallelCoordinates } from "../components/charts/ParallelCoordinates";
 import { seriesColour } from "../components/charts/palette";
 import { TimeSeriesChart } from "../components/charts/TimeSeriesChart";
+import { useDebounced } from "../components/hooks";
+import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, errorAdvice, Loading } from "../components/States";
 import { formatNumber, formatRelative } from "../lib/format";
 import { retryTransient } from "../lib/retry";
@@ -18,6 +21,7 @@ import {
   bestTrial, importanceBars, objectiveHistory, paramKeys, paramsText, parcoordsTrials, sweepComparePath,
   TRIAL_STATUS_COLOUR, type Direction, type SweepTrial,
 } from "../lib/sweeps";
+import { useLiveStatus, useTopic } from "../live/LiveProvider";
 import { canWrite, useMe } from "../session";
 import { SweepStatusBadge } from "./Sweeps";
 
@@ -31,19 +35,46 @@ function SweepView({ project, id }: { project: string; id: number }) {
   const queryClient = useQueryClient();
   const me = useMe();
   const role = me.projects.find((p) => p.slug === project)?.role;
+  const navigate = useNavigate();
   const path = { project, id };
+  // Without the socket (down, reconnecting) nothing says when to re-read: fall back to polling.
+  const fallback = useLiveStatus() === "open" ? false : 10_000;
   const sweep = useQuery({
     queryKey: ["sweep", project, id],
     queryFn: () => unwrap(api.GET("/api/v1/projects/{project}/sweeps/{id}/", { params: { path } })),
-    refetchInterval: (q) => (q.state.data && ["running", "stopping"].includes(q.state.data.status) ? 3_000 : false),
+    refetchInterval: (q) => (q.state.data && ["running", "stopping"].includes(q.state.data.status) ? fallback : false),
     retry: retryTransient,
   });
   const active = !!sweep.data && ["running", "stopping"].includes(sweep.data.status);
   const trials = useQuery({
     queryKey: ["sweep-trials", project, id],
     queryFn: () => unwrap(api.GET("/api/v1/projects/{project}/sweeps/{id}/trials/", { params: { path, query: { page_size: 1000 } } })),
-    refetchInterval: active ? 3_000 : false,
+    refetchInterval: active ? fallback : false,
     retry: retryTransient,
+  });
+  const refetchSweep = useDebounced(() => void queryClient.invalidateQueries({ queryKey: ["sweep", project, id] }), 300);
+  const refetchTrials = useDebounced(
+    () => void queryClient.invalidateQueries({ queryKey: ["sweep-trials", project, id] }), 300);
+  const remove = useMutation({
+    mutationFn: () => unwrap(api.DELETE("/api/v1/projects/{project}/sweeps/{id}/", { params: { path } })),
+    onSuccess: () => {
+      notifications.show({ color: "green", title: "Deleted", message: "The sweep is gone; its trials' jobs and runs are kept." });
+      void queryClient.invalidateQueries({ queryKey: ["sweeps", project] });
+      void navigate(`/projects/${project}/sweeps`);
+    },
+    onError: (error) => notifications.show({ color: "red", title: "Not deleted", message: errorAdvice(error).detail }),
+  });
+  useTopic(`sweep:${id}`, (frame) => {
+    if (frame.type === "sweep.deleted") {
+      if (remove.isPending || remove.isSuccess) return; // deleted from here: onSuccess says so
+      notifications.show({ color: "gray", title: "Sweep deleted", message: `Sweep ${sweep.data?.name ?? id} was deleted.` });
+      void navigate(`/projects/${project}/sweeps`);
+    } else if (frame.type === "sweep.trial") {
+      refetchTrials();
+      refetchSweep(); // its counts and best trial
+    } else if (frame.type === "sweep.changed") {
+      refetchSweep();
+    }
   });
   const importance = useQuery({
     queryKey: ["sweep-importance", project, id, sweep.data?.trials?.succeeded ?? 0],
@@ -81,6 +112,7 @@ function SweepView({ project, id }: { project: string; id: number }) {
           <Group gap="sm">
             <Title order={2}>{s.name}</Title>
             <SweepStatusBadge status={s.status} />
+            <LiveIndicator />
           </Group>
           <Text size="sm" c="dimmed">
             {s.algorithm} · {direction} <Code>{metric}</Code> · {s.max_concurrent} at a time · priority {s.priority}
@@ -98,6 +130,14 @@ function SweepView({ project, id }: { project: string; id: number }) {
           {s.status === "running" && canWrite(role) && (
             <Button color="red" loading={stop.isPending} onClick={() => stop.mutate()} data-testid="stop-sweep">
               Stop sweep
+            </Button>
+          )}
+          {!["running", "stopping"].includes(s.status) && canWrite(role) && (
+            <Button color="red" variant="light" loading={remove.isPending} data-testid="delete-sweep"
+              onClick={() => {
+                if (window.confirm(`Delete sweep ${s.name}? Its trials' training jobs and runs are kept.`)) remove.mutate();
+              }}>
+              Delete sweep
             </Button>
           )}
         </Group>

@@ -1,11 +1,14 @@
 // Hyper-parameter sweeps of the project (docs/sweeps.md): status, objective, best value, trials.
 // Sweeps are created with `cairn sweep create sweep.yaml` or POST /sweeps/.
 import { Anchor, Badge, Code, Group, Stack, Table, Text, Title } from "@mantine/core";
-import { useQuery } from "@tanstack/react-query";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useParams } from "react-router";
 import { api, unwrap } from "../api/client";
+import { useDebounced } from "../components/hooks";
+import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { formatNumber, formatRelative } from "../lib/format";
+import { useLiveStatus, useTopic } from "../live/LiveProvider";
 import { retryTransient } from "../lib/retry";
 import { SWEEP_STATUS_COLOUR } from "../lib/sweeps";
 
@@ -19,11 +22,19 @@ export function SweepStatusBadge({ status }: { status: string }) {
 
 export function SweepsPage() {
   const { project = "" } = useParams();
+  const queryClient = useQueryClient();
+  const live = useLiveStatus();
   const sweeps = useQuery({
     queryKey: ["sweeps", project],
     queryFn: () => unwrap(api.GET("/api/v1/projects/{project}/sweeps/", { params: { path: { project }, query: { page_size: 100 } } })),
-    refetchInterval: 5_000,
+    // Live: the `sweeps` topic says when a sweep or its trials changed; without the socket
+    // (down, reconnecting) nothing does, so the page falls back to re-reading now and then.
+    refetchInterval: live === "open" ? false : 10_000,
     retry: retryTransient,
+  });
+  const refetch = useDebounced(() => void queryClient.invalidateQueries({ queryKey: ["sweeps", project] }), 300);
+  useTopic("sweeps", (frame) => {
+    if (frame.type.startsWith("sweep.")) refetch();
   });
   if (sweeps.error && !sweeps.data) return <ErrorState error={sweeps.error} onRetry={() => sweeps.refetch()} />;
   if (!sweeps.data) return <Loading label="Loading the sweeps…" />;
@@ -31,7 +42,10 @@ export function SweepsPage() {
   return (
     <Stack gap="md">
       <Stack gap={2}>
-        <Title order={2}>Sweeps</Title>
+        <Group gap="sm" align="baseline">
+          <Title order={2}>Sweeps</Title>
+          <LiveIndicator />
+        </Group>
         <Text c="dimmed" size="sm">
           Hyper-parameter searches: each trial is a training job with parameters Optuna picks, judged by a metric it logs.
         </Text>

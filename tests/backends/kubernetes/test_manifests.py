@@ -443,13 +443,44 @@ def test_the_init_containers_job_fills_a_cache_with_the_same_filler(tmp_path, s3
     objects = workload_manifests(view(replicas=1, datasets=(dataset,)), ClusterOptions())
     secret = next(o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"].endswith("-datasets"))
     job = json.loads(secret["stringData"]["job.json"])
+    assert job["report_path"] == "/dev/termination-log" == pod_init(objects)["terminationMessagePath"]
     job["cache_root"] = str(tmp_path / "cache")  # the hostPath, here
+    job["report_path"] = str(tmp_path / "termination-log")  # the kubelet's file, here
     path = tmp_path / "job.json"
     path.write_text(json.dumps(job))
     done = subprocess.run([sys.executable, cachefill.__file__, str(path), "--"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "cache" / ("d" * 64) / "data" / "a.bin").read_bytes() == b"hello"
+    report = json.loads((tmp_path / "termination-log").read_text())
+    assert report["complete"] is True and report["held"] == {"d" * 64: 5} and report["evicted"] == []
+
+
+def pod_init(objects) -> dict:
+    job = next(o for o in objects if o["kind"] == "Job")
+    (init,) = job["spec"]["template"]["spec"]["initContainers"]
+    return init
+
+
+def test_the_cache_report_fits_a_termination_message(tmp_path):
+    """Too many versions for 4096 bytes: only the job's own and its evictions, marked partial."""
+    from apps.storage import cachefill
+
+    root = tmp_path / "cache"
+    for i in range(80):
+        entry = root / f"{i:064x}"
+        entry.mkdir(parents=True)
+        (entry / cachefill.COMPLETE).write_text(json.dumps({"bytes": i}))
+    (root / f"{1:064x}.partial").mkdir()  # a fill under way: not held
+    text = cachefill.report(root, filled=[f"{3:064x}"], evicted=[f"{x:064x}" for x in range(100, 200)])
+    report = json.loads(text)
+    assert len(text) <= cachefill.REPORT_LIMIT
+    assert report["complete"] is False and report["held"] == {f"{3:064x}": 3}
+    assert 0 < len(report["evicted"]) < 100 and report["evicted"][0] == f"{100:064x}"
+    few = tmp_path / "few"
+    (few / ("e" * 64)).mkdir(parents=True)
+    (few / ("e" * 64) / cachefill.COMPLETE).write_text(json.dumps({"bytes": 7}))
+    assert json.loads(cachefill.report(few, filled=["e" * 64], evicted=["f" * 64]))["held"] == {"e" * 64: 7}
 
 
 def test_a_deployments_new_revision_changes_only_its_containers_command_image_env_and_size():
