@@ -283,6 +283,43 @@ def test_driver_killed_mid_sweep_continues_without_losing_or_repeating_a_trial(t
         server.stop()
 
 
+def test_cairn_restarted_mid_sweep_continues_it_without_losing_or_repeating_a_trial(tmp_path, shared_dir, settings):
+    """The whole embedded server (driver included) stopped with Ctrl-C mid-sweep and started again:
+    the trial its shutdown stopped runs again as the same trial (a new job, <sweep>-<n>-r1), the
+    others are neither lost nor repeated, and the sweep completes."""
+    _seed(shared_dir, cpu_milli=4000)
+    env, server = _server(tmp_path)
+    try:
+        # 6 s a trial: one still runs when the server stops, whatever the machine's speed
+        spec = _sweep_file(tmp_path, shared_dir, name="again", max_trials=5, max_concurrent=2,
+                           env='PAUSE: "2.0"', quality="[0.9, 0.5, 0.7]")
+        assert _cli(server, tmp_path, "sweep", "create", spec).returncode == 0
+
+        def some_done_some_running():
+            _, trials = _sweep("again")
+            return (any(t.status == "succeeded" for t in trials)
+                    and any(t.workload and t.workload.status == "running" for t in trials))
+        wait_for(some_done_some_running, timeout=120, interval=0.2, message="a trial done and one running")
+        server.stop()  # Ctrl-C: its running trials' jobs end STOPPED (ServerShutdown)
+        _, before = _sweep("again")
+        assert len(before) < 5
+        server = EmbeddedServer(env, log=tmp_path / "server-2.log")
+        sweep, trials = _wait_ended("again", timeout=200)
+        assert sweep.status == "completed", sweep.status_message
+        assert [t.number for t in trials] == list(range(5)), "no trial lost, none repeated"
+        assert [t.status for t in trials] == ["succeeded"] * 5, [t.message for t in trials]
+        names = in_thread(lambda: sorted(
+            __import__("apps.workloads.models", fromlist=["Workload"]).Workload.objects.filter(
+                project__slug="e2e").values_list("name", "status")))
+        resubmitted = [name for name, _ in names if name.endswith("-r1")]
+        assert resubmitted, f"a trial stopped by the shutdown runs again: {names}"
+        assert all(status == "stopped" for name, status in names if f"{name}-r1" in resubmitted)
+        assert sorted(t.workload.name for t in trials) == sorted(
+            name for name, status in names if status == "succeeded")
+    finally:
+        server.stop()
+
+
 def test_cli_stop_stops_the_running_trials(tmp_path, shared_dir, settings):
     _seed(shared_dir, cpu_milli=4000)
     _, server = _server(tmp_path)
