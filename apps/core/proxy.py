@@ -18,7 +18,6 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterable
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from http.cookies import SimpleCookie
 from importlib import import_module
 from urllib.parse import urlsplit
@@ -51,13 +50,6 @@ _RESPONSE_DROP = frozenset({
 
 class _ClientGone(Exception):
     pass
-
-
-def upstream_client(**options) -> httpx.AsyncClient:
-    """An httpx client for proxying: it keeps no cookies. One client serves every visitor, so a
-    cookie an upstream sets must not be stored and sent on with the next visitor's requests."""
-    jar = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
-    return httpx.AsyncClient(cookies=jar, **options)  # the jar itself: httpx.Cookies(...) would be copied into a default one
 
 
 def upstream_transport(**options) -> httpx.AsyncHTTPTransport:
