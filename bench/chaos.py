@@ -390,21 +390,40 @@ class Submitter:
                     on_progress(done)
 
 
-def job(stack: Stack, *, sleep: float = 0.2, gpu: float = 0, replicas: int = 1) -> dict:
-    command = f'echo "$CAIRN_WORKLOAD_ID $CAIRN_ATTEMPT $CAIRN_REPLICA" >> {stack.starts}; sleep {sleep}'
-    return {"command": command, "replicas": replicas,
+def job(stack: Stack, *, sleep: float = 0.2, gpu: float = 0, replicas: int = 1, fail_first: bool = False) -> dict:
+    """A job whose replicas record their start (workload, attempt, replica) and sleep. With
+    `fail_first`, replica 0 of attempt 1 fails at once, so the gang restarts (attempt 2) once."""
+    fail = 'if [ "$CAIRN_ATTEMPT" = 1 ] && [ "$CAIRN_REPLICA" = 0 ]; then exit 3; fi; ' if fail_first else ""
+    command = f'echo "$CAIRN_WORKLOAD_ID $CAIRN_ATTEMPT $CAIRN_REPLICA" >> {stack.starts}; {fail}sleep {sleep}'
+    return {"command": command, "replicas": replicas, "max_restarts": 1 if fail_first else 0,
             "resources": {"gpu": gpu, "cpu": 0.05, "memory": "32Mi"}, "priority": "P3"}
+
+
+def _wait_final(observer: Observer, ids: set[int], stall_s: float) -> str | None:
+    """Wait until every workload of `ids` is final, as long as some of them keep finishing: a
+    loaded machine is slow, not lossy. Gives up (returns why) after `stall_s` seconds in which
+    none finished."""
+    finished, last_change = -1, time.monotonic()
+    while True:
+        statuses = observer.statuses(ids)
+        final = sum(1 for s in statuses.values() if s in FINAL)
+        if final == len(ids) and len(statuses) == len(ids):
+            return None
+        if final != finished:
+            finished, last_change = final, time.monotonic()
+        elif time.monotonic() - last_change > stall_s:
+            return f"{len(ids) - final} accepted workload(s) not final, none finished in the last {stall_s:g}s"
+        time.sleep(0.5)
 
 
 def settle(result: Result, stack: Stack, observer: Observer, submitter: Submitter, *, timeout: float,
            fault_end=None) -> Result:
-    """Wait for every accepted workload to reach a final state, then count."""
+    """Wait for every accepted workload to reach a final state (`timeout`: how long none may
+    finish before the rest count as lost), then count."""
     ids = set(submitter.ids.values())
-    try:
-        wait_for(lambda: all(s in FINAL for s in observer.statuses(ids).values())
-                 and len(observer.statuses(ids)) == len(ids), timeout, 0.5, "every accepted workload to finish")
-    except TimeoutError as exc:
-        result.notes.append(str(exc))
+    stalled = _wait_final(observer, ids, timeout)
+    if stalled:
+        result.notes.append(stalled)
     statuses = observer.statuses(ids)
     if len(statuses) < len(ids):
         result.notes.append(f"{len(ids) - len(statuses)} accepted workload(s) are not in the database")
@@ -429,56 +448,87 @@ def settle(result: Result, stack: Stack, observer: Observer, submitter: Submitte
 
 # -- scenarios ----------------------------------------------------------------------------------
 
-def scenario_redis(stack: Stack, observer: Observer, *, n: int, clients: int, down_s: float) -> Result:
-    result, submitter = Result("redis"), Submitter(stack, "redis")
-    killed = threading.Event()
-    fault = {}
+def _submit_with_fault_at_half(stack: Stack, observer: Observer, submitter: Submitter, *, n: int, clients: int,
+                               fault) -> object:
+    """Submit n jobs from `clients` clients; once half are accepted, `fault()` runs beside the
+    submissions (it returns when the fault is over). Returns when it ended, on the database's clock."""
+    started, ended = threading.Event(), {}
+
+    def run_fault() -> None:
+        fault()
+        ended["at"] = observer.now()
+
+    thread = threading.Thread(target=run_fault)
 
     def progress(done: int) -> None:
-        if done >= n // 2 and not killed.is_set():
-            killed.set()
-            stack.services.redis_kill()
-
-            def back():
-                time.sleep(down_s)
-                stack.services.redis_start()
-                fault["end"] = observer.now()
-            fault["thread"] = threading.Thread(target=back)
-            fault["thread"].start()
+        if done >= n // 2 and not started.is_set():
+            started.set()
+            thread.start()
 
     submitter.run(n, clients, lambda i: job(stack), progress)
-    fault["thread"].join()
+    thread.join()
+    return ended["at"]
+
+
+def scenario_redis(stack: Stack, observer: Observer, *, n: int, clients: int, down_s: float) -> Result:
+    result, submitter = Result("redis"), Submitter(stack, "redis")
+
+    def fault() -> None:
+        stack.services.redis_kill()
+        time.sleep(down_s)
+        stack.services.redis_start()
+
+    fault_end = _submit_with_fault_at_half(stack, observer, submitter, n=n, clients=clients, fault=fault)
     result.notes.append(f"Redis SIGKILLed after {n // 2} accepted, restarted {down_s:g}s later")
-    return settle(result, stack, observer, submitter, timeout=60 + n * 0.5, fault_end=fault["end"])
+    return settle(result, stack, observer, submitter, timeout=120, fault_end=fault_end)
 
 
-def scenario_worker(stack: Stack, observer: Observer, *, kills: int, gangs: int, replicas: int = 4) -> Result:
-    result, submitter = Result("worker"), Submitter(stack, "worker")
-    mid_gang = 0
-    fault_end = None
+def _kill_mid_launch(stack: Stack, observer: Observer, submitter: Submitter, *, process: str, kills: int,
+                     gangs: int, replicas: int, attempt: int, fail_first: bool = False) -> tuple[int, object]:
+    """`kills` times: submit `gangs` gangs, SIGKILL `process` as soon as one of them has attempt
+    `attempt` half launched (some replica records written, not all), start it again. Returns how
+    many kills caught a gang half launched, and when the last restart happened."""
+    caught, fault_end = 0, None
     for _ in range(kills):
         before = set(submitter.ids.values())
-        submitter.run(gangs, min(gangs, 4), lambda i: job(stack, sleep=1, replicas=replicas))
+        submitter.run(gangs, min(gangs, 4), lambda i: job(stack, sleep=1, replicas=replicas, fail_first=fail_first))
         new = set(submitter.ids.values()) - before
 
         def half_launched(new=new):
             for wid in new:
-                records = list((stack.data / "workloads" / str(wid)).glob("attempt-*/replica-*.json"))
+                records = list((stack.data / "workloads" / str(wid) / f"attempt-{attempt}").glob("replica-*.json"))
                 if 0 < len(records) < replicas:
                     return True
             return False
 
         try:
-            wait_for(half_launched, 30, 0.002, "a gang half launched")
-            mid_gang += 1
+            wait_for(half_launched, 60, 0.002, "a gang half launched")
+            caught += 1
         except TimeoutError:
             pass
-        stack.kill("worker")
+        stack.kill(process)
         time.sleep(0.5)
-        stack.start("worker")
+        stack.start(process)
         fault_end = observer.now()
-    result.notes.append(f"worker SIGKILLed {kills} times, {mid_gang} of them with a gang half launched")
-    return settle(result, stack, observer, submitter, timeout=120 + gangs * kills * 2, fault_end=fault_end)
+    return caught, fault_end
+
+
+def scenario_worker(stack: Stack, observer: Observer, *, kills: int, gangs: int, replicas: int = 4) -> Result:
+    result, submitter = Result("worker"), Submitter(stack, "worker")
+    caught, fault_end = _kill_mid_launch(stack, observer, submitter, process="worker", kills=kills, gangs=gangs,
+                                         replicas=replicas, attempt=1)
+    result.notes.append(f"worker SIGKILLed {kills} times, {caught} of them with a gang half launched")
+    return settle(result, stack, observer, submitter, timeout=120, fault_end=fault_end)
+
+
+def scenario_reconciler(stack: Stack, observer: Observer, *, kills: int, gangs: int, replicas: int = 4) -> Result:
+    """Gangs whose first attempt fails (replica 0 exits 3) restart once in place; the reconciler,
+    which launches restarts, is SIGKILLed while attempt 2 of a gang is half launched."""
+    result, submitter = Result("reconciler"), Submitter(stack, "reconciler")
+    caught, fault_end = _kill_mid_launch(stack, observer, submitter, process="reconciler", kills=kills, gangs=gangs,
+                                         replicas=replicas, attempt=2, fail_first=True)
+    result.notes.append(f"reconciler SIGKILLed {kills} times, {caught} of them with a gang's restart half launched")
+    return settle(result, stack, observer, submitter, timeout=120, fault_end=fault_end)
 
 
 def _process_with_local_port(port: int, candidates: dict[str, subprocess.Popen]) -> str | None:
@@ -517,53 +567,33 @@ def scenario_scheduler(stack: Stack, observer: Observer, *, n: int) -> Result:
                         "recover_s: from the kill to the admission of a job submitted then")
     submitter.ids.update({f"marker-{k}": v for k, v in marker.ids.items()})
     stack.start(leader)
-    return settle(result, stack, observer, submitter, timeout=60 + n)
+    return settle(result, stack, observer, submitter, timeout=120)
 
 
 def scenario_postgres(stack: Stack, observer: Observer, *, n: int, clients: int, down_s: float) -> Result:
     result, submitter = Result("postgres"), Submitter(stack, "postgres")
-    fault: dict = {}
-    started = threading.Event()
 
-    def progress(done: int) -> None:
-        if done >= n // 2 and not started.is_set():
-            started.set()
+    def fault() -> None:
+        stack.services.pg_stop("immediate")
+        time.sleep(down_s)
+        stack.services.pg_start()
 
-            def restart():
-                stack.services.pg_stop("immediate")
-                time.sleep(down_s)
-                stack.services.pg_start()
-                fault["end"] = observer.now()
-            fault["thread"] = threading.Thread(target=restart)
-            fault["thread"].start()
-
-    submitter.run(n, clients, lambda i: job(stack), progress)
-    fault["thread"].join()
+    fault_end = _submit_with_fault_at_half(stack, observer, submitter, n=n, clients=clients, fault=fault)
     result.notes.append(f"PostgreSQL stopped (immediate) after {n // 2} accepted, started {down_s:g}s later")
-    return settle(result, stack, observer, submitter, timeout=90 + n * 0.5, fault_end=fault["end"])
+    return settle(result, stack, observer, submitter, timeout=120, fault_end=fault_end)
 
 
 def scenario_web(stack: Stack, observer: Observer, *, n: int, clients: int) -> Result:
     result, submitter = Result("web"), Submitter(stack, "web")
-    fault: dict = {}
-    killed = threading.Event()
 
-    def progress(done: int) -> None:
-        if done >= n // 2 and not killed.is_set():
-            killed.set()
-            stack.kill("web")
-            stack.start("web")
+    def fault() -> None:
+        stack.kill("web")
+        stack.start("web")
+        stack.wait_web()
 
-            def ready():
-                stack.wait_web()
-                fault["end"] = observer.now()
-            fault["thread"] = threading.Thread(target=ready)
-            fault["thread"].start()
-
-    submitter.run(n, clients, lambda i: job(stack), progress)
-    fault["thread"].join()
+    fault_end = _submit_with_fault_at_half(stack, observer, submitter, n=n, clients=clients, fault=fault)
     result.notes.append(f"web SIGKILLed after {n // 2} accepted and restarted; clients retried with their keys")
-    return settle(result, stack, observer, submitter, timeout=60 + n * 0.5, fault_end=fault["end"])
+    return settle(result, stack, observer, submitter, timeout=120, fault_end=fault_end)
 
 
 def scenario_quota(stack: Stack, observer: Observer, *, n: int, quota_milli: int = 8000) -> Result:
@@ -573,7 +603,7 @@ def scenario_quota(stack: Stack, observer: Observer, *, n: int, quota_milli: int
     thread = threading.Thread(target=_sample, args=(Observer(observer.database_url), samples, stop))
     thread.start()
     submitter.run(n, n, lambda i: job(stack, sleep=1, gpu=1 if i % 3 else 2))
-    settle(result, stack, observer, submitter, timeout=60 + n * 2)
+    settle(result, stack, observer, submitter, timeout=120)
     stop.set()
     thread.join()
     result.samples = len(samples)
@@ -592,6 +622,7 @@ def _sample(observer: Observer, samples: list[int], stop: threading.Event) -> No
 FULL = {
     "redis": {"n": 1000, "clients": 8, "down_s": 10},
     "worker": {"kills": 3, "gangs": 4},
+    "reconciler": {"kills": 3, "gangs": 4},
     "scheduler": {"n": 20},
     "postgres": {"n": 200, "clients": 8, "down_s": 5},
     "web": {"n": 200, "clients": 8},
@@ -600,12 +631,14 @@ FULL = {
 REDUCED = {
     "redis": {"n": 24, "clients": 4, "down_s": 2},
     "worker": {"kills": 1, "gangs": 1},
+    "reconciler": {"kills": 1, "gangs": 1},
     "scheduler": {"n": 2},
     "postgres": {"n": 16, "clients": 4, "down_s": 1},
     "web": {"n": 16, "clients": 4},
     "quota": {"n": 12},
 }
-SCENARIOS = {"redis": scenario_redis, "worker": scenario_worker, "scheduler": scenario_scheduler,
+SCENARIOS = {"redis": scenario_redis, "worker": scenario_worker, "reconciler": scenario_reconciler,
+             "scheduler": scenario_scheduler,
              "postgres": scenario_postgres, "web": scenario_web, "quota": scenario_quota}
 
 

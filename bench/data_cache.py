@@ -157,8 +157,8 @@ def main() -> None:
         "",
         f"Warm start-up is {cold / warm:.0f}x faster. The cold fill moved {s['bytes'] / 1e6 / max(cold - warm, 1e-9):.0f}"
         " MB/s from the emulator over loopback (moto, single-threaded Python, is the bottleneck here); against a real "
-        "object store the cold figure is set by that store's rate, the warm one does not change. The dataset is "
-        f"{gib:.0f} GiB rather than a few: the run keeps about twice its size on disk (moto's copy and the cache).",
+        "object store the cold figure is set by that store's rate, the warm one does not change. The run keeps "
+        "about twice the dataset's size on disk while it runs (moto's copy and the cache).",
     ]
     print("\n".join(rows))
     if not args.skip_replay:

@@ -9,7 +9,9 @@ the notebook as running at that JupyterLab, and measures each figure against bot
 
   a. HTTP latency of a small API call (GET api/status), p50 and p99 over --requests calls,
      direct and proxied interleaved;
-  b. download throughput of a 50 MB file (GET files/big.bin), median of --downloads;
+  b. download throughput of a 50 MB file (GET files/big.bin), median of --downloads, direct and
+     proxied alternating: with curl (a compiled client, so the client's own CPU does not decide
+     the figure on 2 shared CPUs) and with httpx (what a Python client sees);
   c. websocket round trip of a kernel `execute_request` (send -> execute_reply), p50 and p99
      over --executes, one socket each.
 
@@ -23,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import socket
 import statistics
 import subprocess
@@ -120,9 +123,20 @@ def measure_http(direct, proxied, n: int) -> dict:
 
 
 def measure_download(direct, proxied, n: int, size: int) -> dict:
-    out = {"direct": [], "proxy": []}
+    """MB/s of a 50 MB download each way, alternating: with curl (compiled: the client costs little
+    next to the servers) when it is installed, and with the Python client (httpx, 64 KiB reads)."""
+    out = {"direct": [], "proxy": [], "direct-httpx": [], "proxy-httpx": []}
+    curl = shutil.which("curl")
     for _ in range(n):
         for name, side in (("direct", direct), ("proxy", proxied)):
+            if curl:
+                argv = [curl, "-sS", "-o", "/dev/null", "-w", "%{size_download} %{time_total}"]
+                for header, value in side["ws_headers"].items():
+                    argv += ["-H", f"{header}: {value}"]
+                got, seconds = subprocess.run([*argv, side["root"] + "files/big.bin"], capture_output=True, text=True,
+                                              check=True).stdout.split()
+                assert int(got) == size, got
+                out[name].append(size / 1e6 / float(seconds))
             start = time.perf_counter()
             got = 0
             with side["client"].stream("GET", side["root"] + "files/big.bin") as answer:
@@ -130,7 +144,10 @@ def measure_download(direct, proxied, n: int, size: int) -> dict:
                 for chunk in answer.iter_raw():
                     got += len(chunk)
             assert got == size, got
-            out[name].append(size / 1e6 / (time.perf_counter() - start))
+            out[f"{name}-httpx"].append(size / 1e6 / (time.perf_counter() - start))
+    if not curl:
+        out["direct"], out["proxy"] = out["direct-httpx"], out["proxy-httpx"]
+    out["client"] = "curl" if curl else "httpx"
     return out
 
 
@@ -208,18 +225,20 @@ def main() -> None:
                 httpx.Client(headers=proxy_headers, timeout=limits) as pc:
             direct = {"client": dc, "root": f"http://127.0.0.1:{jupyter_port}{prefix}", "ws_headers": direct_headers}
             proxied = {"client": pc, "root": f"http://127.0.0.1:{cairn_port}{prefix}", "ws_headers": proxy_headers}
-            server = psutil.Process(cairn.pid)
+            server, jupyter = psutil.Process(cairn.pid), psutil.Process(lab.pid)
 
-            def cpu() -> float:
-                times = server.cpu_times()
+            def cpu(process=server) -> float:
+                times = process.cpu_times()
                 return times.user + times.system
 
             before = cpu()
             http = measure_http(direct, proxied, args.requests)
             cpu_http = (cpu() - before) / (args.requests + 20) * 1000  # ms of Cairn's CPU per proxied call
-            before = cpu()
+            before, lab_before = cpu(), cpu(jupyter)
             download = measure_download(direct, proxied, args.downloads, size)
-            cpu_download = (cpu() - before) / (args.downloads * size / 1e6) * 1000  # ms per MB
+            relayed = args.downloads * size / 1e6 * (2 if download["client"] == "curl" else 1)
+            cpu_download = (cpu() - before) / relayed * 1000  # ms per MB
+            lab_download = (cpu(jupyter) - lab_before) / (2 * relayed) * 1000  # it serves both ways
             kernel = measure_kernel(direct, proxied, args.executes)
     finally:
         for process in (cairn, lab):
@@ -234,12 +253,15 @@ def main() -> None:
         return f"| {label} | {d:.2f} {unit} | {p:.2f} {unit} | {extra} |"
 
     dl_d, dl_p = statistics.median(download["direct"]), statistics.median(download["proxy"])
+    dl_dh, dl_ph = statistics.median(download["direct-httpx"]), statistics.median(download["proxy-httpx"])
     lines = [
         "| measure | direct | through Cairn's proxy | proxy adds |",
         "|---|---|---|---|",
         row("HTTP GET api/status, p50", "ms", pct(http["direct"], 50), pct(http["proxy"], 50)),
         row("HTTP GET api/status, p99", "ms", pct(http["direct"], 99), pct(http["proxy"], 99)),
-        row("download 50 MB, median", "MB/s", dl_d, dl_p, added=False),
+        row(f"download 50 MB with {download['client']}, median", "MB/s", dl_d, dl_p, added=False),
+        *([row("download 50 MB with httpx (Python), median", "MB/s", dl_dh, dl_ph, added=False)]
+          if download["client"] != "httpx" else []),
         row("kernel execute_request round trip, p50", "ms", pct(kernel["direct"], 50), pct(kernel["proxy"], 50)),
         row("kernel execute_request round trip, p99", "ms", pct(kernel["direct"], 99), pct(kernel["proxy"], 99)),
     ]
@@ -248,7 +270,7 @@ def main() -> None:
     if (args.requests, args.downloads, args.executes) != (1000, 5, 300):
         command += f" --requests {args.requests} --downloads {args.downloads} --executes {args.executes}"
     body = "\n".join([
-        f"Command: `{command}` ({args.requests} calls each way, interleaved; {args.downloads} downloads each way; "
+        f"Command: `{command}` ({args.requests} calls each way, interleaved; {args.downloads} downloads each way and client; "
         f"{args.executes} executes each way). Machine: {platform.machine()}, {os.cpu_count()} CPUs shared with "
         f"other work (load average {load[0]:.1f} at the end of the run), Python " + platform.python_version()
         + "; uvicorn with one worker; both clients on the same machine as the servers.",
@@ -257,7 +279,8 @@ def main() -> None:
         "",
         f"Cairn's own CPU time (the uvicorn process, user + system), which the machine's load does not inflate: "
         f"{cpu_http:.2f} ms per proxied API call (access check included), {cpu_download:.2f} ms per MB "
-        "downloaded.",
+        f"downloaded. JupyterLab's, for comparison: {lab_download:.2f} ms per MB it serves. A download through "
+        "the proxy needs both, plus the client's, from the same 2 CPUs; a direct one needs no proxy.",
     ])
     print(body)
     if not args.no_record:

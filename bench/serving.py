@@ -42,9 +42,11 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+import gateway_overhead  # noqa: E402
 from benchmarks_doc import write_block  # noqa: E402
 
-PORT, DIRECT_PORT = 8250, 8251
+# Two copies on one machine: set CAIRN_BENCH_PORT / CAIRN_BENCH_DIRECT_PORT to other free ports.
+PORT, DIRECT_PORT = int(os.environ.get("CAIRN_BENCH_PORT", 8250)), int(os.environ.get("CAIRN_BENCH_DIRECT_PORT", 8251))
 TRACE = Path(os.environ.get("CAIRN_TRACE_DIR", ROOT.parent / "shared" / "data" / "traces")) / "alibaba-genai-2026" / "qps.csv"
 SLO_MS = 250.0
 WORK_MS = 25
@@ -80,10 +82,11 @@ def pct(values: list[float], q: float) -> float:
 
 
 class Cairn:
-    def __init__(self, data: Path):
+    def __init__(self, data: Path, extra_env: dict | None = None):
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "CAIRN_PUBLIC_URL")}
         env.update(CAIRN_MODE="embedded", CAIRN_DATA_DIR=str(data / "var"), DJANGO_SETTINGS_MODULE="config.settings",
                    PYTHONUNBUFFERED="1", CAIRN_SCHEDULER_INTERVAL="0.5", CAIRN_RECONCILER_INTERVAL="0.5")
+        env.update(extra_env or {})
         self.log = data / "server.log"
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen([sys.executable, "manage.py", "run_embedded", "--port", str(PORT)], cwd=ROOT,
@@ -175,22 +178,6 @@ async def replay(url: str, headers: dict, times: list[float], *, sample=None) ->
     return latencies, replica_seconds
 
 
-async def closed_loop(url: str, headers: dict, *, seconds: float, workers: int) -> tuple[list[float], float]:
-    latencies: list[float] = []
-    async with httpx.AsyncClient(headers=headers, timeout=10) as client:
-        end = time.monotonic() + seconds
-
-        async def worker():
-            while time.monotonic() < end:
-                sent = time.perf_counter()
-                answer = await client.get(f"{url}predict?sample=3")
-                assert answer.status_code == 200, answer.text
-                latencies.append((time.perf_counter() - sent) * 1000)
-
-        await asyncio.gather(*(worker() for _ in range(workers)))
-    return latencies, len(latencies) / seconds
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=90.0, help="replay length per scenario")
@@ -209,33 +196,10 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="cairn-bench-serving-") as tmp:
         cairn = Cairn(Path(tmp))
-        direct = None
         try:
-            # 1. The gateway's own cost: one replica, no extra work per request, 8 clients in a loop.
-            overhead = cairn.deploy("digits-gw", replicas=1, work_ms=0)
-            direct = subprocess.Popen([sys.executable, str(ROOT / "examples" / "serve_digits.py")], cwd=ROOT,
-                                      env={**os.environ, "PORT": str(DIRECT_PORT), "WORK_MS": "0"},
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(f"http://127.0.0.1:{DIRECT_PORT}/healthz").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise SystemExit("the direct replica did not start")
-                time.sleep(0.3)
-            gateway_url = f"{cairn.url}/serve/demo/digits-gw/"
-            asyncio.run(closed_loop(gateway_url, cairn.headers, seconds=2, workers=8))  # warm up
-            direct_lat, direct_rps = asyncio.run(closed_loop(f"http://127.0.0.1:{DIRECT_PORT}/", {}, seconds=10,
-                                                             workers=8))
-            gw_lat, gw_rps = asyncio.run(closed_loop(gateway_url, cairn.headers, seconds=10, workers=8))
-            cairn.stop_workload(overhead)
-            direct.terminate()
-            overhead_rows = [("direct to the replica", direct_lat, direct_rps), ("through the gateway", gw_lat, gw_rps)]
-            for label, lat, rps in overhead_rows:
-                print(f"{label:24} p50 {pct(lat, 50):6.2f} ms  p99 {pct(lat, 99):6.2f} ms  {rps:7.1f} req/s")
+            # 1. The gateway's own cost (bench/gateway_overhead.py): one request at a time, then wrk.
+            overhead = gateway_overhead.measure(cairn, samples=2000, seconds=10, rounds=3, connections=8)
+            print(gateway_overhead.report(overhead, "(part of bench/serving.py)"))
 
             # 2. The trace, three ways.
             scenarios = [
@@ -262,8 +226,6 @@ def main() -> None:
                 cairn.stop_workload(workload)
                 time.sleep(3)
         finally:
-            if direct is not None and direct.poll() is None:
-                direct.kill()
             cairn.stop()
 
     peak_rs = next(r[4] for r in results if r[0] == "static peak")
@@ -281,19 +243,14 @@ def main() -> None:
     ]
     for label, p50, p99, over, rs in results:
         lines.append(f"| {label} | {p50:.1f} ms | {p99:.1f} ms | {over:.2f}% | {rs:.0f} | {rs / peak_rs * 100:.0f}% |")
-    lines += ["", "Gateway overhead (one replica, no extra work, 8 clients in a closed loop, 10 s each):", "",
-              "| path | p50 | p99 | throughput |", "|---|---:|---:|---:|"]
-    for label, lat, rps in overhead_rows:
-        lines.append(f"| {label} | {pct(lat, 50):.2f} ms | {pct(lat, 99):.2f} ms | {rps:.0f} req/s |")
-    lines.append("")
-    lines.append(f"Added at p50: {pct(gw_lat, 50) - pct(direct_lat, 50):.2f} ms; throughput "
-                 f"{gw_rps / direct_rps * 100:.0f}% of direct.")
     body = "\n".join(lines)
     print(body)
     if not args.no_record:
         write_block(section="## Serving", intro="bench/serving.py: the alibaba-genai-2026 inference load through the "
                     "gateway, autoscaler vs static provisioning, and the gateway's own cost.",
                     prefix="serving", key="replay", block_body=body)
+        gateway_overhead.record(overhead, f".venv/bin/python bench/serving.py --seconds {args.seconds:g} "
+                                          f"--peak-rps {args.peak_rps:g}")
 
 
 if __name__ == "__main__":

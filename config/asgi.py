@@ -21,6 +21,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from apps.core import logsafe  # noqa: E402
+from apps.core.proxy import close_pools  # noqa: E402
 from apps.deployments.gateway import with_gateway  # noqa: E402
 from apps.notebooks.proxy import with_notebook_proxy  # noqa: E402
 from apps.portal.routing import websocket_urlpatterns  # noqa: E402
@@ -34,4 +35,18 @@ http_app, websocket_app = with_notebook_proxy(
     with_gateway(with_ingest_fast_path(django_asgi_app)),  # /serve/...: the deployment gateway
     OriginGate(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 )
-application = ProtocolTypeRouter({"http": http_app, "websocket": websocket_app})
+
+
+async def lifespan(scope, receive, send):
+    """ASGI lifespan: at shutdown, close the gateway's and the notebook proxy's upstream connection pools."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await close_pools()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+application = ProtocolTypeRouter({"http": http_app, "websocket": websocket_app, "lifespan": lifespan})

@@ -14,6 +14,7 @@ through `workload_transition` (compare-and-set).
 `workload.runtime` is this module's bookkeeping for the current attempt:
     {"backend", "attempt", "replicas": [{"replica", "pid", "create_time", ...}], "alive",
      "owner": the Cairn process managing it, "failure": the replica failure being handled,
+     "launching": the claim of an attempt being started (a dispatch, or a restart),
      plus "url"/"token"/"endpoints" for users}
 Why it is stopping and the stop escalation are typed fields of the workload (`stop_cause`,
 `preempted_by`, `term_sent_at`, `kill_sent_at`), reset at each dispatch.
@@ -24,6 +25,7 @@ import itertools
 import logging
 import os
 import secrets
+import threading
 import time
 
 from django.conf import settings
@@ -39,7 +41,6 @@ from apps.workloads.lifecycle import (
     AllGone,
     AllSucceeded,
     AttemptFailed,
-    RestartFailed,
     first_failure,
     workload_locked,
     workload_observe,
@@ -117,29 +118,34 @@ def workload_dispatch(*, workload_id: int, skip_locked: bool = False) -> Workloa
 
     `skip_locked`: the reconciler's way in, which passes over a workload someone is launching.
     """
-    with transaction.atomic():
-        workload = workload_locked(workload_id, skip_locked=skip_locked)
-        if workload is None or workload.status != S.ADMITTED:
-            return workload
-        claim = _claim_attempt(workload)
-        if not isinstance(claim, dict):
-            return claim or workload
-    # The claim is committed: from here on, a crash leaves a record of what was being started.
-    # The claim is ours, so we wait for the row lock (never skip it): a claim left unlaunched
-    # because someone held the row for a moment would keep every other dispatcher away for
-    # LAUNCH_CLAIM_TIMEOUT (a trial of a sweep stayed ADMITTED for minutes so).
+    claim = None
     try:
         with transaction.atomic():
-            workload = workload_locked(workload_id)
-            if workload is None:
-                return None
-            current = (workload.runtime or {}).get("launching") or {}
-            if workload.status != S.ADMITTED or current.get("token") != claim["token"]:
-                return workload  # stopped, requeued or taken over meanwhile: not ours to start any more
-            return _launch_claimed(workload, claim) or workload
-    except Exception:
-        _release_claim(workload_id, claim)  # a transient failure: the retry resumes it at once
-        raise
+            workload = workload_locked(workload_id, skip_locked=skip_locked)
+            if workload is None or workload.status != S.ADMITTED:
+                return workload
+            claim = _claim_attempt(workload)
+            if not isinstance(claim, dict):
+                return claim or workload
+        # The claim is committed: from here on, a crash leaves a record of what was being started.
+        # The claim is ours, so we wait for the row lock (never skip it): a claim left unlaunched
+        # because someone held the row for a moment would keep every other dispatcher away for
+        # LAUNCH_CLAIM_TIMEOUT (a trial of a sweep stayed ADMITTED for minutes so).
+        try:
+            with transaction.atomic():
+                workload = workload_locked(workload_id)
+                if workload is None:
+                    return None
+                current = (workload.runtime or {}).get("launching") or {}
+                if workload.status != S.ADMITTED or current.get("token") != claim["token"]:
+                    return workload  # stopped, requeued or taken over meanwhile: not ours to start any more
+                return _launch_claimed(workload, claim) or workload
+        except Exception:
+            _release_claim(workload_id, claim)  # a transient failure: the retry resumes it at once
+            raise
+    finally:
+        if isinstance(claim, dict):
+            _launching_here.discard(claim["token"])
 
 
 def _release_claim(workload_id: int, claim: dict) -> None:
@@ -158,6 +164,19 @@ def _release_claim(workload_id: int, claim: dict) -> None:
 # no row locks) only after LAUNCH_CLAIM_TIMEOUT, as the claim's thread may still be launching.
 CLAIM_GRACE = 10.0
 LAUNCH_CLAIM_TIMEOUT = 300.0
+
+# The claims a thread of this process is launching right now (their tokens). A claim of this
+# process that is not among them was left behind: its launch failed and could not release it
+# (the database went away mid-launch), so it is resumed at once, not after LAUNCH_CLAIM_TIMEOUT.
+# (A PostgreSQL restart in the chaos run left one so: the reconciler, its own claimer, waited.)
+_launching_here: set[str] = set()
+
+
+def _claim_token() -> str:
+    """A new claim's token, registered as being launched by this process until discarded."""
+    token = secrets.token_hex(8)
+    _launching_here.add(token)
+    return token
 
 
 def _claim_attempt(workload: Workload) -> dict | Workload | None:
@@ -180,31 +199,40 @@ def _claim_attempt(workload: Workload) -> dict | Workload | None:
         _settle_interrupted_launch(workload, backend)
         runtime, previous = workload.runtime, None
     if previous:
-        owner = previous.get("owner")
-        age = time.time() - float(previous.get("at") or 0)
-        if identity_alive(owner) and age < (LAUNCH_CLAIM_TIMEOUT if _is_me(owner) else CLAIM_GRACE):
-            return None  # claimed a moment ago by a live dispatcher, which is about to launch it
-        claim = {**previous, "token": secrets.token_hex(8), "owner": _me(), "at": time.time(),
-                 "resumed": int(previous.get("resumed") or 0) + 1}
-        workload_runtime_save(workload, {**runtime, "launching": claim})
-        if owner:  # released claims (a transient failure, retried) resume without a word
-            workload_event_record(
-                workload=workload, reason="LaunchResumed", type=EventType.WARNING,
-                message=f"The launch of attempt {workload.attempt} by Cairn process {owner['pid']} did not finish; "
-                "resuming it (replicas that already started are kept, not started again).",
-            )
-        return claim
+        return _take_over_claim(workload, previous)
     if runtime.get("alive") and not _previous_replicas_gone(workload, backend):
         return None  # a requeued or re-placed workload: wait for its old replicas to exit first
     attempt = workload.attempt + 1
     # The attempt's run and its write-only token are committed with the claim, so the replicas
     # are never given a token that a rollback took away.
-    claim = {"token": secrets.token_hex(8), "owner": _me(), "at": time.time(), "placement": workload.placement,
+    claim = {"token": _claim_token(), "owner": _me(), "at": time.time(), "placement": workload.placement,
              "env": attempt_env(workload=workload, attempt=attempt)}
     workload_runtime_save(
         workload, {"backend": backend.name, "attempt": attempt, "replicas": [], "alive": True, "launching": claim},
         attempt=attempt, **_STOP_RESET,
     )
+    return claim
+
+
+def _take_over_claim(workload: Workload, previous: dict, **runtime_fields) -> dict | None:
+    """Resume the claimed launch `previous` of a locked workload: a new claim of ours, or None
+    while its claimer may still be launching it (a live process, claimed a moment ago)."""
+    owner = previous.get("owner")
+    age = time.time() - float(previous.get("at") or 0)
+    if _is_me(owner):
+        if previous.get("token") in _launching_here and age < LAUNCH_CLAIM_TIMEOUT:
+            return None  # a thread of ours is launching it
+    elif identity_alive(owner) and age < CLAIM_GRACE:
+        return None
+    claim = {**previous, "token": _claim_token(), "owner": _me(), "at": time.time(),
+             "resumed": int(previous.get("resumed") or 0) + 1}
+    workload_runtime_save(workload, {**(workload.runtime or {}), **runtime_fields, "launching": claim})
+    if owner:  # released claims (a transient failure, retried) resume without a word
+        workload_event_record(
+            workload=workload, reason="LaunchResumed", type=EventType.WARNING,
+            message=f"The launch of attempt {workload.attempt} by Cairn process {owner['pid']} did not finish; "
+            "resuming it (replicas that already started are kept, not started again).",
+        )
     return claim
 
 
@@ -329,13 +357,17 @@ def reconcile_once(*, limit: int = 200) -> int:
                 if workload is not None and reconcile(workload):
                     acted += 1
         except Exception:
+            _forget_claimed_restarts()
             logger.exception("reconciler: workload %s", workload_id)
+        _launch_claimed_restarts()
     return acted
 
 
 def _reconcile_active(workload: Workload) -> bool:
     if workload.status not in ACTIVE or workload.status == S.ADMITTED:
         return False  # ADMITTED: reconcile_once dispatches it
+    if workload.status == S.RUNNING and (workload.runtime or {}).get("launching"):
+        return _resume_restart(workload)
     backend = backend_for(workload)
     settled = _settle_interrupted_launch(workload, backend)
     adopted = _adopt_if_orphaned(workload)
@@ -577,18 +609,99 @@ def _past_deadline(workload: Workload) -> bool:
     return deadline is not None and deadline <= timezone.now()
 
 
-def _restart_or_finish(workload: Workload, backend: Backend, failure: dict) -> bool:
-    def relaunch(attempt: int) -> dict:
-        try:
-            new_runtime = backend.launch(workload, attempt=attempt)
-        except LaunchError as exc:
-            raise RestartFailed(str(exc)) from exc
-        return {**new_runtime, "owner": _me()}
+# A restart is launched as a dispatch is: the decision commits a claim of attempt n+1 (its number,
+# run and run token, who launches it) with the reconciler's pass over the workload, and the
+# replicas start after that commit, under the row lock (`_launch_restart`). A reconciler killed
+# in between leaves the claim: the next pass resumes the same attempt (`_resume_restart`), the
+# backend adopting the replicas that already started. Launching inside the pass's transaction,
+# as before, left no trace of a launch that a kill rolled back.
+_claimed_restarts = threading.local()
 
-    workload_observe(workload=workload, relaunch=relaunch, observation=AttemptFailed(
+
+def _restart_or_finish(workload: Workload, backend: Backend, failure: dict) -> bool:
+    def claim_restart(attempt: int) -> dict:
+        claim = {"token": _claim_token(), "owner": _me(), "at": time.time(), "placement": workload.placement,
+                 "env": attempt_env(workload=workload, attempt=attempt)}
+        _restarts_claimed().append((workload.pk, claim["token"]))
+        return {"backend": backend.name, "attempt": attempt, "replicas": [], "alive": True, "owner": _me(),
+                "launching": claim}
+
+    workload_observe(workload=workload, relaunch=claim_restart, observation=AttemptFailed(
         message=failure["message"], exit_code=failure.get("exit_code"), lost=failure["phase"] == LOST,
         restart_reason=failure.get("restart_reason", ""), move=bool(failure.get("move"))))
     return True
+
+
+def _restarts_claimed() -> list[tuple[int, str]]:
+    if not hasattr(_claimed_restarts, "pending"):
+        _claimed_restarts.pending = []
+    return _claimed_restarts.pending
+
+
+def _launch_claimed_restarts() -> None:
+    """Launch the restarts this thread claimed, now that their claims are committed."""
+    pending = _restarts_claimed()
+    while pending:
+        workload_id, token = pending.pop(0)
+        try:
+            _launch_restart(workload_id, token)
+        except Exception:
+            logger.exception("reconciler: restarting workload %s", workload_id)
+        finally:
+            _launching_here.discard(token)
+
+
+def _forget_claimed_restarts() -> None:
+    """The pass that claimed them was rolled back: they were never claimed."""
+    pending = _restarts_claimed()
+    for _, token in pending:
+        _launching_here.discard(token)
+    pending.clear()
+
+
+def _launch_restart(workload_id: int, token: str) -> None:
+    claim = None
+    try:
+        with transaction.atomic():
+            workload = workload_locked(workload_id)
+            if workload is None or workload.status != S.RUNNING:
+                return  # stopped meanwhile: what the claim started (nothing yet) is settled by the stop
+            claim = (workload.runtime or {}).get("launching") or {}
+            if claim.get("token") != token:
+                return  # taken over by another reconciler
+            _launch_restart_claimed(workload, claim)
+    except Exception:
+        if claim:
+            _release_claim(workload_id, claim)  # the next pass resumes it at once
+        raise
+
+
+def _resume_restart(workload: Workload) -> bool:
+    """A RUNNING workload whose restart was claimed and not launched (its claimer died, or lost
+    the database): launch the same attempt, adopting what already started."""
+    claim = _take_over_claim(workload, workload.runtime["launching"], owner=_me())
+    if claim is None:
+        return False  # its claimer is about to launch it
+    try:
+        _launch_restart_claimed(workload, claim)
+    finally:
+        _launching_here.discard(claim["token"])
+    return True
+
+
+def _launch_restart_claimed(workload: Workload, claim: dict) -> None:
+    backend = backend_for(workload)
+    attempt = workload.attempt
+    try:
+        runtime = backend.launch(workload, attempt=attempt, run_env=claim.get("env") or {})
+    except LaunchError as exc:
+        workload_transition(
+            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason="LaunchFailed",
+            message=f"Could not start attempt {attempt} of the restart: {exc}", event_type=EventType.WARNING,
+            runtime={"backend": backend.name, "attempt": attempt, "replicas": [], "alive": False},
+        )
+        return
+    workload_runtime_save(workload, {**runtime, "owner": _me()})
 
 
 def _reconcile_leftover(workload: Workload) -> bool:

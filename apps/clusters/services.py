@@ -178,8 +178,8 @@ def node_uncordon(*, node: Node, reason: str = "Uncordoned", message: str = "") 
 
 KUBERNETES_CONFIG_KEYS = frozenset({
     "namespace_prefix", "volcano", "volcano_queue", "kueue_queue", "tolerations", "gpu_resource",
-    "shared_gpu_resources", "gpu_product_label", "default_image", "notebook_image", "notebook_storage",
-    "storage_class", "api_url", "image_pull_secrets", "accelerators",
+    "shared_gpu_resources", "gpu_product_label", "default_image", "notebook_image", "vscode_notebook_image",
+    "notebook_storage", "storage_class", "api_url", "image_pull_secrets", "accelerators",
 })
 
 
@@ -189,7 +189,8 @@ def _check_kubernetes_config(config: dict) -> None:
         if key in config and not isinstance(config[key], bool):
             raise ServiceError(f"config.{key} must be true or false.")
     for key in ("namespace_prefix", "volcano_queue", "kueue_queue", "gpu_resource", "gpu_product_label",
-                "default_image", "notebook_image", "notebook_storage", "storage_class", "api_url"):
+                "default_image", "notebook_image", "vscode_notebook_image", "notebook_storage", "storage_class",
+                "api_url"):
         if key in config and not isinstance(config[key], str):
             raise ServiceError(f"config.{key} must be a string.")
     prefix = config.get("namespace_prefix")

@@ -3,31 +3,40 @@ and websockets (text and binary frames, subprotocols, close codes).
 
 Kind-independent: the caller decides who may pass and where to (an upstream base URL and the
 headers to send, its credential included); this module only moves bytes. The HTTP side uses
-httpx (request bodies stream from the client as they arrive, responses stream back chunk by
-chunk: nothing is buffered); the websocket side uses the `websockets` library.
+aiohttp's client (its HTTP parser is compiled; request bodies stream from the client as they
+arrive, responses stream back chunk by chunk: nothing is buffered); the websocket side uses the
+`websockets` library.
 
-    await proxy_http(scope, receive, send, transport=upstream_transport(...), url=..., headers=...)
+    await proxy_http(scope, receive, send, session=upstream_session(...), url=..., headers=...)
     await proxy_websocket(scope, receive, send, url=..., headers=...)
 
 Both answer a failure to reach the upstream themselves (502/503/504 as `{"detail": ...}`, or a
 refused handshake).
+
+Why aiohttp and not httpx here: per forwarded request httpx with httpcore (pure-Python HTTP/1.1
+through h11, anyio streams) cost about 0.47 ms of CPU against 0.17 ms for aiohttp's client, and
+relayed downloads in 64 KiB pieces; both were most of what the gateway and the notebook proxy
+cost (docs/benchmarks.md, "Serving" and "Notebook proxy").
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import weakref
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
 from importlib import import_module
 from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
 from django.conf import settings
 from django.contrib.auth import get_user
+from multidict import CIMultiDict
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.typing import Subprotocol
+from yarl import URL
 
 logger = logging.getLogger(__name__)
 
@@ -46,18 +55,124 @@ _RESPONSE_DROP = frozenset({
     b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
     b"transfer-encoding", b"upgrade", b"server", b"date",
 })
+# Headers aiohttp would add to what the client sent (a proxy forwards the client's, or none).
+_NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
+# Failures to connect at all: nothing reached the upstream.
+REFUSED = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
 
 
 class _ClientGone(Exception):
     pass
 
 
-def upstream_transport(**options) -> httpx.AsyncHTTPTransport:
-    """httpx's connection pool, used without an httpx client: a proxy wants none of a client's
-    layers (a cookie jar, which would keep an upstream's cookies for the next visitor, redirects,
-    auth, event hooks), and each of them costs CPU on every request (reading every response's
-    cookies into a jar that must throw them away was about a fifth of it)."""
-    return httpx.AsyncHTTPTransport(**options)
+def upstream_session(*, uds: str | None = None, ssl=True, limit: int = 256) -> aiohttp.ClientSession:
+    """aiohttp's connection pool set up for proxying (create it on the event loop that uses it):
+    no cookie jar (one pool serves every visitor: a cookie an upstream sets must never be sent on
+    with someone else's request), no headers of its own, bodies passed on as they come (no
+    decompression). `uds`: reach the upstream through this unix socket; `ssl`: True (verify),
+    False, or an ssl.SSLContext. (aiohttp's 64 KiB read buffer is kept: relaying a download cost
+    no less CPU per MB with 256 KiB or 1 MiB, and most of that cost is the kernel's, copying
+    through the two sockets.)"""
+    connector = (aiohttp.UnixConnector(path=uds, limit=limit) if uds
+                 else aiohttp.TCPConnector(limit=limit, ssl=ssl))
+    session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False,
+                                    skip_auto_headers=_NO_AUTO_HEADERS, timeout=aiohttp.ClientTimeout(total=None),
+                                    trust_env=False)
+    _pools.setdefault(asyncio.get_running_loop(), weakref.WeakSet()).add(session)
+    return session
+
+
+_pools: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its upstream sessions
+
+
+async def close_pools() -> None:
+    """Close the upstream connection pools made on this event loop: a server shutting down calls it
+    (pools left open at exit make aiohttp report unclosed connections as the interpreter ends)."""
+    for session in list(_pools.pop(asyncio.get_running_loop(), ())):
+        await session.close()
+
+
+_timeouts: dict[float, aiohttp.ClientTimeout] = {}
+
+
+def _connect_timeout(seconds: float) -> aiohttp.ClientTimeout:
+    found = _timeouts.get(seconds)
+    if found is None:
+        # Connecting (or waiting for a free connection) may take `seconds`; the answer, and the
+        # body both ways, as long as the stream needs: the caller bounds the wait for the headers.
+        found = _timeouts[seconds] = aiohttp.ClientTimeout(total=None, connect=seconds, sock_connect=seconds)
+    return found
+
+
+async def upstream_request(session: aiohttp.ClientSession, *, method: str, url: str,
+                           headers: list[tuple[bytes, bytes]], body, connect_timeout: float) -> aiohttp.ClientResponse:
+    """Send one request (`body`: bytes, or an async iterator of bytes streamed as it comes) and
+    return the upstream's answer once its status line and headers are in (the body still to read).
+    `url` is sent as it is (already percent-encoded, never re-quoted)."""
+    return await session.request(
+        method, URL(url, encoded=True), data=body if body else None, allow_redirects=False,
+        headers=CIMultiDict((n.decode("latin-1"), v.decode("latin-1")) for n, v in headers),
+        timeout=_connect_timeout(connect_timeout))
+
+
+def cause(exc: BaseException) -> BaseException:
+    """What an aiohttp error came from: a request body that failed while streaming (the client went
+    away, it grew too large) reaches the caller wrapped in a ClientConnectionError."""
+    return exc.__cause__ if isinstance(exc, aiohttp.ClientConnectionError) and exc.__cause__ is not None else exc
+
+
+def response_headers(response: aiohttp.ClientResponse, drop: frozenset[bytes]) -> list[tuple[bytes, bytes]]:
+    """The upstream's headers as it sent them (lower-cased names), less those in `drop`."""
+    out = []
+    for name, value in response.raw_headers:
+        name = name.lower()
+        if name not in drop:
+            out.append((name, value))
+    return out
+
+
+async def relay(receive, send, response: aiohttp.ClientResponse, headers: list[tuple[bytes, bytes]], *,
+                first_chunk: bytes | None = None, what: str = "the upstream") -> None:
+    """Send the upstream's answer on as it comes, until it ends or the client goes away; then
+    give its connection back to the pool (or close it, when the answer was not read to its end).
+    `first_chunk`: the part of the body the caller has already read."""
+    content = response.content
+    try:
+        await send({"type": "http.response.start", "status": response.status, "headers": headers})
+        if content.is_eof():
+            # The whole answer is here already (the common small one): no tasks, one message.
+            rest = content.read_nowait()
+            await send({"type": "http.response.body", "body": (first_chunk or b"") + rest, "more_body": False})
+            return
+
+        async def pump():
+            if first_chunk:
+                await send({"type": "http.response.body", "body": first_chunk, "more_body": True})
+            while True:
+                chunk = await content.readany()
+                if not chunk:
+                    break
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        async def watch():
+            while True:
+                if (await receive())["type"] == "http.disconnect":
+                    return
+
+        pumping, watching = asyncio.create_task(pump()), asyncio.create_task(watch())
+        done, pending = await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        if pumping in done and pumping.exception() is not None:
+            # The upstream broke off mid-answer: the client sees a truncated answer, not a whole one.
+            logger.info("proxy: %s broke off its answer: %r", what, pumping.exception())
+    finally:
+        if content.at_eof():
+            response.release()
+        else:
+            response.close()
 
 
 async def answer(send, status: int, detail: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
@@ -71,14 +186,15 @@ async def answer(send, status: int, detail: str, headers: Iterable[tuple[bytes, 
 
 def cookies_of(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     """The request's cookies by name (a malformed Cookie header counts as none)."""
-    jar = SimpleCookie()
+    jar = None
     for name, value in headers:
         if name == b"cookie":
+            jar = jar if jar is not None else SimpleCookie()
             try:
                 jar.load(value.decode("latin-1"))
             except Exception:  # noqa: BLE001
                 continue
-    return {key: morsel.value for key, morsel in jar.items()}
+    return {key: morsel.value for key, morsel in jar.items()} if jar is not None else {}
 
 
 def upstream_headers(scope, *, keep_cookies_except: Iterable[str] = (), extra: Iterable[tuple[bytes, bytes]] = (),
@@ -121,14 +237,13 @@ def raw_path(scope) -> str:
 
 # -- HTTP ----------------------------------------------------------------------------------------
 
-async def proxy_http(scope, receive, send, *, transport: httpx.AsyncBaseTransport, url: str,
-                     headers: list[tuple[bytes, bytes]], timeout: float = 30.0,
-                     timeouts: httpx.Timeout = httpx.Timeout(connect=10.0, read=None, write=None, pool=10.0),
+async def proxy_http(scope, receive, send, *, session: aiohttp.ClientSession, url: str,
+                     headers: list[tuple[bytes, bytes]], timeout: float = 30.0, connect_timeout: float = 10.0,
                      response_drop: Iterable[bytes] = (), response_extra: Iterable[tuple[bytes, bytes]] = (),
                      what: str = "the upstream", starting_page: bytes | None = None) -> int | None:
     """Forward one HTTP request to `url` and stream the answer back. Returns the upstream's status
     (None when it could not be reached). `timeout`: seconds for the status line and headers;
-    `timeouts`: httpx's per-operation ones (connect, read, write, pool).
+    `connect_timeout`: seconds to connect (the body may then take as long as it needs, both ways).
     `starting_page`: HTML answered (503, Retry-After) instead of JSON when the upstream refuses the
     connection, for a browser loading a page while the app is still starting."""
     first = await receive()
@@ -149,17 +264,11 @@ async def proxy_http(scope, receive, send, *, transport: httpx.AsyncBaseTranspor
         content = body()
     else:
         content = first_body
-    request = httpx.Request(scope.get("method", "GET"), url, headers=headers, content=content,
-                            extensions={"timeout": timeouts.as_dict()})
     try:
         async with asyncio.timeout(timeout):
-            response = await transport.handle_async_request(request)
-    except TimeoutError:
-        await answer(send, 504, f"{what} did not answer within {timeout:g}s.")
-        return None
-    except _ClientGone:
-        return None
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            response = await upstream_request(session, method=scope.get("method", "GET"), url=url, headers=headers,
+                                              body=content, connect_timeout=connect_timeout)
+    except REFUSED as exc:
         logger.info("proxy: %s refused the connection: %r", what, exc)
         if starting_page is not None:
             await send({"type": "http.response.start", "status": 503, "headers": [
@@ -169,38 +278,21 @@ async def proxy_http(scope, receive, send, *, transport: httpx.AsyncBaseTranspor
             return None
         await answer(send, 503, f"{what} is not accepting connections (starting up, or stopping).")
         return None
-    except httpx.HTTPError as exc:
+    except TimeoutError:
+        await answer(send, 504, f"{what} did not answer within {timeout:g}s.")
+        return None
+    except _ClientGone:
+        return None
+    except aiohttp.ClientError as exc:
+        if isinstance(cause(exc), _ClientGone):
+            return None
         logger.warning("proxy: forwarding to %s failed: %r", what, exc)
         await answer(send, 502, f"Forwarding to {what} failed: {exc.__class__.__name__}.")
         return None
-    drop = _RESPONSE_DROP | frozenset(response_drop)
-    out = [(n.lower(), v) for n, v in response.headers.raw if n.lower() not in drop]
+    out = response_headers(response, _RESPONSE_DROP | frozenset(response_drop))
     out += [(b"x-accel-buffering", b"no"), *response_extra]
-    try:
-        await send({"type": "http.response.start", "status": response.status_code, "headers": out})
-
-        async def pump():
-            async for chunk in response.aiter_raw():
-                if chunk:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-        async def watch():
-            while True:
-                if (await receive())["type"] == "http.disconnect":
-                    return
-
-        pumping, watching = asyncio.create_task(pump()), asyncio.create_task(watch())
-        done, pending = await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        if pumping in done and pumping.exception() is not None:
-            # The upstream broke off mid-answer: the client sees a truncated answer, not a whole one.
-            logger.info("proxy: %s broke off its answer: %r", what, pumping.exception())
-    finally:
-        await response.aclose()
-    return response.status_code
+    await relay(receive, send, response, out, what=what)
+    return response.status
 
 
 # -- websockets ----------------------------------------------------------------------------------

@@ -7,9 +7,11 @@ window** (default 6 s) the deployment's concurrency is the sum over gateway proc
 of their samples in the window; desired = ceil(concurrency / target per replica).
 
 - Normally the stable window decides: slow to react, so it does not flap on noise.
-- When the panic window asks for at least `panic_threshold` (default 2x) the replicas running,
-  the autoscaler panics for a stable window's time: it follows the panic window up, and never
-  scales down while panicking.
+- When the panic window's concurrency is at least `panic_threshold` (default 2x) times what the
+  running replicas are meant to carry (replicas x target, compared before rounding up to whole
+  replicas), the autoscaler panics for a stable window's time: it follows the panic window up,
+  and never scales down while panicking. (Rounding first would make one replica panic on any
+  load above its target: ceil(1.01) is already 2x one replica.)
 - Scale-down is at most by `max_scale_down_rate` (default 2x) per decision.
 - The result is clamped to [min_replicas, max_replicas]. With scale to zero (min_replicas 0), it
   reaches 0 only after a whole stable window without any request; requests held at the gateway
@@ -100,7 +102,9 @@ def decide(policy: Policy, *, now: float, current: int, samples: Iterable[Sample
         want_stable = max(want_stable, 1)
 
     panicking = state.panic_until is not None and now < state.panic_until
-    if (current > 0 and want_panic >= policy.panic_threshold * current) or (current == 0 and want_panic > 0):
+    # The ratio before rounding, as Knative's KPA compares it: with one replica and a 2x threshold,
+    # a panic needs twice the target in flight, not just over it.
+    if (current > 0 and panic / target >= policy.panic_threshold * current) or (current == 0 and want_panic > 0):
         panicking = True
         panic_until = now + policy.stable_window
     else:

@@ -19,28 +19,35 @@ responses and server-sent events reach the client chunk by chunk.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import random
 import re
 import weakref
 from collections import OrderedDict
-from http.cookies import SimpleCookie
 from urllib.parse import quote
 
-import httpx
+import aiohttp
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 
-from apps.core.proxy import upstream_transport
+from apps.core.proxy import (
+    REFUSED,
+    answer,
+    cause,
+    cookies_of,
+    relay,
+    response_headers,
+    upstream_request,
+    upstream_session,
+)
 from apps.workloads.models import Workload
 
+from .access import SAFE_METHODS, authorize, credentials_from
 from .conf import setting
-from .decisions import cached as _cached
-from .decisions import remember as _remember
+from .decisions import decide_once
 from .metrics import metrics, sink
 from .selectors import deployment_targets
 from .services import deployment_cold_start
@@ -70,20 +77,10 @@ class _ClientGone(Exception):
     pass
 
 
-# -- answers -------------------------------------------------------------------------------------
-
-async def _answer(send, status: int, detail: str, headers: list | None = None) -> None:
-    body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"), *(headers or [])]})
-    await send({"type": "http.response.body", "body": body})
-
-
-# -- clients, one per replica socket and one for TCP, per event loop --------------------------------
+# -- connection pools, one per replica socket and one for TCP, per event loop ------------------------
 
 class _SocketClient:
-    """httpx's connection pool for one unix socket. A path too long for an AF_UNIX address is reached
+    """aiohttp's connection pool for one unix socket. A path too long for an AF_UNIX address is reached
     through /proc/self/fd/<a descriptor of its folder>/<name>, a short alias for it."""
 
     def __init__(self, path: str):
@@ -93,34 +90,28 @@ class _SocketClient:
             folder, name = os.path.split(path)
             self.dir_fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             uds = f"/proc/self/fd/{self.dir_fd}/{name}"
-        self.transport = upstream_transport(uds=uds)
+        self.session = upstream_session(uds=uds)
 
     async def aclose(self) -> None:
         try:
-            await self.transport.aclose()
+            await self.session.close()
         finally:
             if self.dir_fd is not None:
                 os.close(self.dir_fd)
                 self.dir_fd = None
 
 
-def _timeout() -> httpx.Timeout:
-    # Reads and writes may pause as long as the stream needs; the headers' deadline is SERVE_TIMEOUT_SECONDS.
-    connect = float(setting("SERVE_CONNECT_TIMEOUT_SECONDS"))
-    return httpx.Timeout(connect=connect, read=None, write=None, pool=connect)
-
-
 class _Clients:
     LIMIT = 256
 
     def __init__(self):
-        # Connection pools without an httpx client's layers: no cookie jar (one pool serves every
+        # Connection pools without a client's layers: no cookie jar (one pool serves every
         # caller, so a cookie a replica sets must never be sent on with someone else's request),
-        # no redirects, no default headers, and less CPU per request.
-        self.tcp = upstream_transport()
+        # no redirects, no default headers (apps.core.proxy.upstream_session).
+        self.tcp = upstream_session()
         self.sockets: OrderedDict[str, _SocketClient] = OrderedDict()
 
-    def for_socket(self, key: str, path: str) -> httpx.AsyncHTTPTransport:
+    def for_socket(self, key: str, path: str) -> aiohttp.ClientSession:
         """The connection pool of one replica process (`key`) behind the socket at `path`."""
         found = self.sockets.get(key)
         if found is None:
@@ -129,7 +120,7 @@ class _Clients:
                 _, old = self.sockets.popitem(last=False)
                 asyncio.get_running_loop().create_task(old.aclose())
         self.sockets.move_to_end(key)
-        return found.transport
+        return found.session
 
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Clients] = weakref.WeakKeyDictionary()
@@ -144,17 +135,6 @@ def _clients_here() -> _Clients:
 
 
 # -- the request ---------------------------------------------------------------------------------
-
-def _cookies(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    jar = SimpleCookie()
-    for name, value in headers:
-        if name == b"cookie":
-            try:
-                jar.load(value.decode("latin-1"))
-            except Exception:  # noqa: BLE001 - a malformed cookie header counts as none
-                continue
-    return {key: morsel.value for key, morsel in jar.items()}
-
 
 def _host_allowed(host: str) -> bool:
     domain, _ = split_domain_port(host)
@@ -210,41 +190,37 @@ async def serve(scope, receive, send) -> None:
     path = scope.get("path", "")
     match = ROUTE.fullmatch(path)
     if match is None:
-        await _answer(send, 404, "Not found. Deployments are served at /serve/<project>/<deployment>/.")
+        await answer(send, 404, "Not found. Deployments are served at /serve/<project>/<deployment>/.")
         return
     raw_headers = list(scope.get("headers", ()))
     headers = dict(raw_headers)
     if not _host_allowed(headers.get(b"host", b"").decode("latin-1")):
-        await _answer(send, 400, "Invalid Host header.")
+        await answer(send, 400, "Invalid Host header.")
         return
     project, name, rest = match["project"], match["name"], match["rest"]
     prefix = f"{PREFIX}{project}/{name}/"
     if rest is None:  # /serve/p/d -> /serve/p/d/ (relative links in the app resolve under it)
         query = scope.get("query_string") or b""
         location = quote(prefix) + ("?" + query.decode("latin-1") if query else "")
-        await _answer(send, 308, "The deployment's root ends with a slash.", [(b"location", location.encode())])
+        await answer(send, 308, "The deployment's root ends with a slash.", [(b"location", location.encode())])
         return
 
-    from .access import SAFE_METHODS, authorize, credentials_from
-
-    creds = credentials_from(headers, _cookies(raw_headers))
+    creds = credentials_from(headers, cookies_of(raw_headers))
     method = scope.get("method", "GET")
     cache_key = (creds.key, creds.token, creds.session_key, creds.malformed, creds.origin, creds.host, project,
                  name, method in SAFE_METHODS)
-    decision = _cached(cache_key)
-    if decision is None:
-        def decide():
-            close_old_connections()
-            try:
-                return authorize(project=project, name=name, method=method, creds=creds)
-            finally:
-                close_old_connections()
 
-        decision = await sync_to_async(decide, thread_sensitive=False)()
-        _remember(cache_key, decision)
+    def decide():
+        close_old_connections()
+        try:
+            return authorize(project=project, name=name, method=method, creds=creds)
+        finally:
+            close_old_connections()
+
+    decision = await decide_once(cache_key, sync_to_async(decide, thread_sensitive=False))
     if decision.status != 200:
         extra = [(b"www-authenticate", b'Bearer realm="cairn"')] if decision.status == 401 else []
-        await _answer(send, decision.status, decision.detail, extra)
+        await answer(send, decision.status, decision.detail, extra)
         return
     _ensure_flusher()
     token = metrics.start(workload_id=decision.workload_id, project=project, name=name, replica=None)
@@ -271,11 +247,11 @@ async def _serve_authorized(scope, receive, send, decision, *, token, project, n
             return
     if not targets:
         if decision.workload_status == "running":
-            await _answer(send, 503, f"Deployment '{name}' has no ready replica: none has answered its "
+            await answer(send, 503, f"Deployment '{name}' has no ready replica: none has answered its "
                                      "readiness check yet (starting up), or all have failed it.",
                           [(b"retry-after", b"1")])
         else:
-            await _answer(send, 503, f"Deployment '{name}' has no running replica to answer "
+            await answer(send, 503, f"Deployment '{name}' has no running replica to answer "
                                      f"(it is {decision.workload_status or 'not running'}).")
         return
     limit = int(setting("SERVE_MAX_BODY_BYTES"))
@@ -284,10 +260,10 @@ async def _serve_authorized(scope, receive, send, decision, *, token, project, n
         try:
             too_large = int(length) > limit
         except ValueError:
-            await _answer(send, 400, "Content-Length is not a number.")
+            await answer(send, 400, "Content-Length is not a number.")
             return
         if too_large:
-            await _answer(send, 413, f"The request body is larger than the {limit} bytes a deployment accepts.")
+            await answer(send, 413, f"The request body is larger than the {limit} bytes a deployment accepts.")
             return
     group = split_canary(targets, decision.canary_revision, decision.canary_weight)
     # A replica of the chosen group that refuses the connection (being replaced) is retried on
@@ -323,7 +299,7 @@ async def _hold_for_cold_start(send, workload_id: int, name: str):
     Returns the targets, [] when none came in time, None when it already answered."""
     global _held
     if _held >= int(setting("SERVE_HOLD_QUEUE")):
-        await _answer(send, 503, f"Deployment '{name}' is starting from zero replicas and too many requests "
+        await answer(send, 503, f"Deployment '{name}' is starting from zero replicas and too many requests "
                                  "already wait for it; try again shortly.", [(b"retry-after", b"2")])
         return None
     _held += 1
@@ -335,7 +311,7 @@ async def _hold_for_cold_start(send, workload_id: int, name: str):
             targets = await sync_to_async(_ready_targets, thread_sensitive=False)(workload_id)
             if targets:
                 return targets
-        await _answer(send, 503, f"Deployment '{name}' did not start a ready replica within "
+        await answer(send, 503, f"Deployment '{name}' did not start a ready replica within "
                                  f"{float(setting('SERVE_COLD_START_SECONDS')):g}s of a cold start.",
                       [(b"retry-after", b"2")])
         return None
@@ -355,24 +331,29 @@ async def _forward(scope, receive, send, targets, *, fallback=(), name, prefix, 
         return
     first_body = first.get("body", b"")
     if len(first_body) > limit:
-        await _answer(send, 413, f"The request body is larger than the {limit} bytes a deployment accepts.")
+        await answer(send, 413, f"The request body is larger than the {limit} bytes a deployment accepts.")
         return
-    streamed = {"started": False}
+    streamed = {"started": False, "size": len(first_body), "ended": not first.get("more_body", False)}
+    receiving = asyncio.Event()  # set while the body's generator waits for the client
     if first.get("more_body", False):
         async def body():
             streamed["started"] = True
-            size = len(first_body)
             yield first_body
             while True:
-                message = await receive()
+                receiving.set()
+                try:
+                    message = await receive()
+                finally:
+                    receiving.clear()
                 if message["type"] == "http.disconnect":
                     raise _ClientGone
                 chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
+                streamed["size"] += len(chunk)
+                streamed["ended"] = not message.get("more_body", False)
+                if streamed["size"] > limit:
                     raise _TooLarge
                 yield chunk
-                if not message.get("more_body", False):
+                if streamed["ended"]:
                     return
 
         content = body()
@@ -382,56 +363,71 @@ async def _forward(scope, receive, send, targets, *, fallback=(), name, prefix, 
     clients = _clients_here()
     tried: set[str] = set()
     timeout = float(setting("SERVE_TIMEOUT_SECONDS"))
+    connect_timeout = float(setting("SERVE_CONNECT_TIMEOUT_SECONDS"))
     tries = max(1, int(setting("SERVE_MAX_TRIES")))
     while True:
         target = _pick(targets, tried) or _pick(fallback, tried)
         if target is None:
-            await _answer(send, 503, f"No replica of deployment '{name}' accepted the connection "
+            await answer(send, 503, f"No replica of deployment '{name}' accepted the connection "
                                      "(starting up, or stopping).")
             return
         tried.add(target.key)
         metrics.assign(token, target.replica)
         if target.socket:
-            transport, url = clients.for_socket(f"{target.key}|{target.socket}", target.socket), f"http://replica{path}"
+            session, url = clients.for_socket(f"{target.key}|{target.socket}", target.socket), f"http://replica{path}"
         else:
-            transport, url = clients.tcp, f"{target.url}{path}"
-        request = httpx.Request(method, url, headers=headers, content=content,
-                                extensions={"timeout": _timeout().as_dict()})
+            session, url = clients.tcp, f"{target.url}{path}"
         _outstanding[target.key] = _outstanding.get(target.key, 0) + 1
         try:
             try:
+                # Reads and writes may pause as long as the stream needs; the headers' deadline is
+                # SERVE_TIMEOUT_SECONDS.
                 async with asyncio.timeout(timeout):
-                    response = await transport.handle_async_request(request)
-                    chunks, first_chunk = await _first_chunk(response, retryable=method in IDEMPOTENT
-                                                             and not streamed["started"])
-            except TimeoutError:
-                await _answer(send, 504, f"Deployment '{name}' did not answer within {timeout:g}s.")
-                return
-            except _ClientGone:
-                return
-            except _TooLarge:
-                await _answer(send, 413, f"The request body is larger than the {limit} bytes a deployment accepts.")
-                return
-            except httpx.TransportError as exc:
-                # No answer at all (refused, reset, closed before the status line): sent again to
-                # another replica when that cannot do harm: nothing reached the replica (refused),
-                # or the method is idempotent; and the body is still here to send.
-                logger.info("gateway: replica %s of %s failed before answering: %r", target.key, prefix, exc)
-                refused = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-                if len(tried) < tries and not streamed["started"] and (refused or method in IDEMPOTENT):
+                    response = await upstream_request(session, method=method, url=url, headers=headers, body=content,
+                                                      connect_timeout=connect_timeout)
+                    first_chunk = await _first_chunk(response, retryable=method in IDEMPOTENT
+                                                     and not streamed["started"])
+            except REFUSED as exc:
+                # Nothing reached the replica: another one may take the request, if the body is still here.
+                logger.info("gateway: replica %s of %s refused the connection: %r", target.key, prefix, exc)
+                if len(tried) < tries and not streamed["started"]:
                     continue
-                if refused:
-                    await _answer(send, 503, f"No replica of deployment '{name}' accepted the connection "
-                                             "(starting up, or stopping).")
-                else:
-                    await _answer(send, 502, f"A replica of deployment '{name}' closed the connection without "
-                                             "answering: it may not listen on $PORT yet, or it failed.")
+                await answer(send, 503, f"No replica of deployment '{name}' accepted the connection "
+                                         "(starting up, or stopping).")
                 return
-            except httpx.HTTPError as exc:
-                logger.warning("gateway: forwarding to %s failed: %r", target.key, exc)
-                await _answer(send, 502, f"Forwarding to deployment '{name}' failed: {exc.__class__.__name__}.")
+            except TimeoutError:
+                await answer(send, 504, f"Deployment '{name}' did not answer within {timeout:g}s.")
                 return
-            await _relay(receive, send, response, chunks, first_chunk)
+            except (_ClientGone, _TooLarge, aiohttp.ClientError) as exc:
+                why = cause(exc)
+                if isinstance(why, _ClientGone):
+                    return
+                if isinstance(why, _TooLarge):
+                    await answer(send, 413, f"The request body is larger than the {limit} bytes a deployment "
+                                             "accepts.")
+                    return
+                if streamed["started"] and not streamed["ended"]:
+                    # The replica gave up while the body still streamed in: the rest of it decides
+                    # between a body too large (413) and a failed replica (502).
+                    why = await _rest_of_body(receive, streamed, receiving, limit)
+                    if why is _ClientGone:
+                        return
+                    if why is _TooLarge:
+                        await answer(send, 413, f"The request body is larger than the {limit} bytes a deployment "
+                                                 "accepts.")
+                        return
+                # No answer at all (reset, closed before the status line, not HTTP): sent again to
+                # another replica when that cannot do harm: the method is idempotent and the body
+                # is still here to send.
+                logger.info("gateway: replica %s of %s failed before answering: %r", target.key, prefix, exc)
+                if len(tried) < tries and not streamed["started"] and method in IDEMPOTENT:
+                    continue
+                await answer(send, 502, f"A replica of deployment '{name}' closed the connection without "
+                                         "answering: it may not listen on $PORT yet, or it failed.")
+                return
+            out = response_headers(response, _RESPONSE_DROP)
+            out += [(b"content-security-policy", _SANDBOX), (b"x-accel-buffering", b"no")]
+            await relay(receive, send, response, out, first_chunk=first_chunk, what=f"a replica of {prefix}")
             return
         finally:
             _outstanding[target.key] -= 1
@@ -439,52 +435,36 @@ async def _forward(scope, receive, send, targets, *, fallback=(), name, prefix, 
                 del _outstanding[target.key]
 
 
-async def _first_chunk(response: httpx.Response, *, retryable: bool):
+async def _rest_of_body(receive, streamed: dict, receiving: asyncio.Event, limit: int):
+    """Read (and drop) what is left of a streamed request body once forwarding it failed: _TooLarge
+    when it grows past `limit`, _ClientGone when the client leaves, None when it ends in time."""
+    for _ in range(100):  # aiohttp cancels the body's writer when the request fails: let it stop
+        if not receiving.is_set():
+            break
+        await asyncio.sleep(0.01)
+    else:
+        return None
+    while streamed["size"] <= limit:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return _ClientGone
+        streamed["size"] += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return _TooLarge if streamed["size"] > limit else None
+    return _TooLarge
+
+
+async def _first_chunk(response: aiohttp.ClientResponse, *, retryable: bool) -> bytes | None:
     """For an answer of known length to a request that may be sent again, read its first chunk
     before answering the client: a replica that dies between its headers and its body then costs
     a retry elsewhere, not a broken answer. Streams (no Content-Length) start at once."""
-    chunks = response.aiter_raw()
     if not retryable or "content-length" not in response.headers:
-        return chunks, None
+        return None
     try:
-        return chunks, await anext(chunks, b"")
+        return await response.content.readany()
     except BaseException:
-        await response.aclose()
+        response.close()
         raise
-
-
-async def _relay(receive, send, response: httpx.Response, chunks, first_chunk: bytes | None) -> None:
-    """Send the replica's answer on as it comes, until it ends or the client goes away."""
-    out_headers = [(n.lower(), v) for n, v in response.headers.raw if n.lower() not in _RESPONSE_DROP]
-    out_headers += [(b"content-security-policy", _SANDBOX), (b"x-accel-buffering", b"no")]
-    try:
-        await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
-
-        async def pump():
-            if first_chunk:
-                await send({"type": "http.response.body", "body": first_chunk, "more_body": True})
-            async for chunk in chunks:
-                if chunk:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-        async def watch():
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-
-        pumping, watching = asyncio.create_task(pump()), asyncio.create_task(watch())
-        done, pending = await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        if pumping in done and pumping.exception() is not None:
-            # The replica broke off mid-answer: end without completing the response, so the
-            # client sees a truncated answer, not a complete one.
-            logger.info("gateway: a replica broke off its answer: %r", pumping.exception())
-    finally:
-        await response.aclose()
 
 
 # -- the metrics flusher: one task per process, on the loop that serves requests --------------------

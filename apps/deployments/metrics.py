@@ -41,6 +41,16 @@ IN_FLIGHT = Gauge("cairn_deployment_requests_in_flight", "Requests in flight thr
 PROMETHEUS = (REQUESTS, DURATION, IN_FLIGHT)
 
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
+_children: dict[tuple, object] = {}  # (metric, label values) -> prometheus child, looked up once
+
+
+def _series(metric, *labels: str):
+    """`metric.labels(*labels)`, kept: prometheus-client takes a lock and checks the labels on each call."""
+    key = (metric, labels)
+    found = _children.get(key)
+    if found is None:
+        found = _children[key] = metric.labels(*labels)
+    return found
 
 
 @dataclass(frozen=True)
@@ -93,7 +103,7 @@ class ServeMetrics:
         token = next(self.ids)
         with self.lock:
             self.in_flight[token] = _InFlight(workload_id, replica, labels, self.clock())
-        IN_FLIGHT.labels(*labels).inc()
+        _series(IN_FLIGHT, *labels).inc()
         return token
 
     def assign(self, token: int, replica: int | None) -> None:
@@ -105,8 +115,8 @@ class ServeMetrics:
             old = entry.labels
             entry.replica = replica
             entry.labels = (old[0], old[1], "" if replica is None else str(replica))
-        IN_FLIGHT.labels(*old).dec()
-        IN_FLIGHT.labels(*entry.labels).inc()
+        _series(IN_FLIGHT, *old).dec()
+        _series(IN_FLIGHT, *entry.labels).inc()
 
     def finish(self, token: int, status: int) -> None:
         now = self.clock()
@@ -124,9 +134,9 @@ class ServeMetrics:
                 window.classes[_class(status)] = window.classes.get(_class(status), 0) + 1
                 window.latencies.append(elapsed)
                 window.busy += busy
-        IN_FLIGHT.labels(*entry.labels).dec()
-        REQUESTS.labels(*entry.labels, _class(status)).inc()
-        DURATION.labels(*entry.labels).observe(elapsed)
+        _series(IN_FLIGHT, *entry.labels).dec()
+        _series(REQUESTS, *entry.labels, _class(status)).inc()
+        _series(DURATION, *entry.labels).observe(elapsed)
 
     def flush(self) -> list[ServeSample]:
         """The window's figures as samples; starts a new window."""

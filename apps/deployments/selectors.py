@@ -74,9 +74,42 @@ def deployment_targets(workload: Workload) -> list[Target]:
             targets.append(Target(key=ident, replica=record.get("replica"), revision=record.get("revision"),
                                   url=f"http://127.0.0.1:{int(record['port'])}"))
     if not targets and runtime.get("backend") == "kubernetes" and runtime.get("url"):
-        # One Service in front of the pods; Kubernetes spreads the connections.
-        targets.append(Target(key=f"{workload.pk}/{attempt}/service", url=str(runtime["url"]).rstrip("/")))
+        # One Service in front of the main Deployment's pods (Kubernetes spreads the connections),
+        # and one in front of the canary's, with the revisions they run, for the canary weight.
+        main = runtime.get("main_rollout") or {}
+        canary = runtime.get("canary") or {}
+        if canary.get("ready") and canary.get("url"):
+            targets.append(Target(key=f"{workload.pk}/{attempt}/canary", revision=canary.get("revision"),
+                                  url=str(canary["url"]).rstrip("/")))
+        if not targets or main.get("ready", 1):
+            targets.append(Target(key=f"{workload.pk}/{attempt}/service", revision=main.get("revision"),
+                                  url=str(runtime["url"]).rstrip("/")))
     return targets
+
+
+@dataclass(frozen=True)
+class RolloutState:
+    """A deployment's rollout, as a backend that lays it out itself (Kubernetes) needs it."""
+
+    stable: int = 1
+    canary: int | None = None
+    canary_spec: dict | None = None  # the workload's spec with the canary revision's
+    surge: int = 0  # admitted surge replicas (counted in Workload.replicas)
+    surge_wanted: int = 0
+    max_unavailable: int = 1
+
+
+def deployment_rollout_state(workload: Workload) -> RolloutState:
+    rollout = DeploymentRollout.objects.filter(workload=workload).first()
+    if rollout is None:
+        return RolloutState()
+    canary_spec = None
+    if rollout.canary_revision is not None:
+        revision = DeploymentRevision.objects.filter(workload=workload, number=rollout.canary_revision).first()
+        canary_spec = {**(workload.spec or {}), **(revision.spec if revision else {})}
+    return RolloutState(stable=rollout.stable_revision, canary=rollout.canary_revision, canary_spec=canary_spec,
+                        surge=rollout.surge, surge_wanted=rollout.surge_wanted,
+                        max_unavailable=rollout.max_unavailable)
 
 
 def deployment_revision_plan(workload: Workload) -> tuple[int, int, dict[int, tuple[int, dict]]]:
@@ -91,11 +124,12 @@ def deployment_revision_plan(workload: Workload) -> tuple[int, int, dict[int, tu
     for replica in range(workload.replicas):
         number = rollout.revision_of(replica, workload.replicas)
         plan[replica] = (number, {**(workload.spec or {}), **specs.get(number, {})})
-    # Unavailable replicas are counted against all of them, surge included: with `surge` extra
-    # replicas admitted, `max_unavailable + surge` of them may be missing or not ready while the
-    # deployment keeps its own number minus max_unavailable ready (0 with max_unavailable 0 and no
-    # surge admitted yet: the rollout waits for its surge).
-    return rollout.max_unavailable + rollout.surge, rollout.stable_revision, plan
+    # Unavailable replicas are counted against all of them, surge included. The reconciler replaces
+    # `max_unavailable` old replicas in place; a rolling update's admitted surge replicas do not
+    # add to that: once ready, each takes over an old replica's place (deployment_rollouts_advance),
+    # so the update starts no replica it then stops (0 with max_unavailable 0: only takeovers).
+    surge = rollout.surge if rollout.canary_revision is not None else 0
+    return rollout.max_unavailable + surge, rollout.stable_revision, plan
 
 
 def deployment_revisions(*, workload: Workload) -> QuerySet[DeploymentRevision]:
@@ -106,7 +140,14 @@ def deployment_rollout_status(*, workload: Workload) -> dict:
     """Which revision each replica runs and whether the rollout is complete (for the API and CLI)."""
     workload.refresh_from_db(fields=["runtime", "replicas"])
     rollout = DeploymentRollout.objects.filter(workload=workload).first() or DeploymentRollout(workload=workload)
-    records = {r.get("replica"): r for r in (workload.runtime or {}).get("replicas", []) if isinstance(r, dict)}
+    runtime = workload.runtime or {}
+    if runtime.get("backend") == "kubernetes" and "main_rollout" in runtime:
+        replicas, complete = _kubernetes_rollout(rollout, runtime)
+        return {"stable_revision": rollout.stable_revision, "canary_revision": rollout.canary_revision,
+                "canary_weight": rollout.canary_weight, "max_unavailable": rollout.max_unavailable,
+                "max_surge": rollout.max_surge, "surge": rollout.surge, "surge_wanted": rollout.surge_wanted,
+                "pending_reason": rollout.pending_reason, "replicas": replicas, "complete": complete}
+    records = {r.get("replica"): r for r in runtime.get("replicas", []) if isinstance(r, dict)}
     replicas = []
     complete = True
     for replica in range(workload.replicas):
@@ -132,3 +173,21 @@ def model_source(spec: dict | None) -> dict | None:
         return None
     return {"model": served.get("name"), "version": served.get("version"), "mount": served.get("mount"),
             "run": served.get("run"), "workload": served.get("workload")}
+
+
+def _kubernetes_rollout(rollout: DeploymentRollout, runtime: dict) -> tuple[list[dict], bool]:
+    """On Kubernetes pods have no fixed number: the main Deployment's pods are listed as its
+    updated ones (the template's revision) then the others (revision unknown: an older one), then
+    the canary's pod. Complete: the controller has rolled the stable revision out, no canary pod
+    is left over, and no surge is wanted or held."""
+    main, canary = runtime.get("main_rollout") or {}, runtime.get("canary")
+    replicas = [{"replica": i, "revision": main.get("revision") if i < main.get("updated", 0) else None,
+                 "ready": i < main.get("ready", 0), "surge": False} for i in range(main.get("replicas", 0))]
+    if canary:
+        replicas.append({"replica": len(replicas), "revision": canary.get("revision"),
+                         "ready": bool(canary.get("ready")), "surge": bool(rollout.surge)})
+    complete = (bool(main.get("complete")) and main.get("revision") == rollout.stable_revision
+                and rollout.surge_wanted <= rollout.surge
+                and (bool(canary and canary.get("ready")) if rollout.canary_revision is not None else not canary)
+                and not (rollout.surge and rollout.canary_revision is None))
+    return replicas, complete

@@ -8,7 +8,6 @@ from django.utils import timezone
 from apps.accounts.models import ApiToken, User
 from apps.audit.choices import AuditAction
 from apps.audit.services import audit_record
-from apps.clusters.choices import Backend as ClusterBackend
 from apps.core.errors import ConflictError, ServiceError
 from apps.quotas.models import Quota
 from apps.quotas.selectors import quota_usage
@@ -332,10 +331,6 @@ def deployment_revision_create(*, workload: Workload, changes: dict, strategy: s
         if rollout.surge_wanted or rollout.surge:
             raise ConflictError("A rolling update with surge replicas is still in progress: wait until it is complete.")
         base = workload.replicas - rollout.surge
-        if workload.pool.cluster.backend == ClusterBackend.KUBERNETES and (strategy == "canary" or max_surge):
-            # The Deployment controller replaces the pods itself; no canary or surge there yet.
-            raise ServiceError("On a Kubernetes cluster a new revision rolls out as a rolling update without "
-                               "surge: strategy canary and max_surge are not supported there yet.")
         if strategy == "canary" and base < 1:
             raise ServiceError("A canary needs a running replica: the deployment is scaled to zero.")
         current = DeploymentRevision.objects.get(workload=workload, number=rollout.stable_revision).spec
@@ -452,8 +447,10 @@ def _end_surge(workload: Workload, rollout: DeploymentRollout) -> None:
 
 
 def deployment_rollouts_advance() -> int:
-    """Release the surge of rolling updates that are complete: every replica below the surge runs
-    the stable revision and is ready. Run with the scheduler's cycle. Returns how many ended."""
+    """Move rolling updates with surge on: each ready surge replica of the stable revision takes
+    over an old replica's place (_take_over), and once every replica below the surge runs the
+    stable revision and is ready the surge is released. Run with the scheduler's cycle. Returns
+    how many ended."""
     ended = 0
     candidates = DeploymentRollout.objects.filter(
         models.Q(surge__gt=0) | models.Q(surge_wanted__gt=0), canary_revision__isnull=True,
@@ -464,10 +461,9 @@ def deployment_rollouts_advance() -> int:
             rollout = DeploymentRollout.objects.filter(workload_id=workload_id).first()
             if workload is None or rollout is None or rollout.canary_revision is not None:
                 continue
-            base = workload.replicas - rollout.surge
-            records = {r.get("replica"): r for r in (workload.runtime or {}).get("replicas", []) if isinstance(r, dict)}
-            if not all(records.get(i, {}).get("ready") and records[i].get("revision") == rollout.stable_revision
-                       for i in range(base)):
+            if (workload.runtime or {}).get("backend") != "kubernetes" and rollout.surge:
+                _take_over(workload, rollout)
+            if not _rolled_out(workload, rollout):
                 continue
             released = rollout.surge
             _end_surge(workload, rollout)
@@ -477,3 +473,58 @@ def deployment_rollouts_advance() -> int:
                                           + (f": {released} surge replica(s) released." if released else "."))
             ended += 1
     return ended
+
+
+def _rolled_out(workload: Workload, rollout: DeploymentRollout) -> bool:
+    """Every replica below the surge runs the stable revision and is ready. On Kubernetes: the
+    Deployment controller has rolled the stable revision out (the reconciler records its
+    progress) and no canary pod is left."""
+    runtime = workload.runtime or {}
+    if runtime.get("backend") == "kubernetes":
+        main = runtime.get("main_rollout") or {}
+        return bool(main.get("complete")) and main.get("revision") == rollout.stable_revision and not runtime.get(
+            "canary")
+    base = workload.replicas - rollout.surge
+    records = {r.get("replica"): r for r in runtime.get("replicas", []) if isinstance(r, dict)}
+    return all(records.get(i, {}).get("ready") and records[i].get("revision") == rollout.stable_revision
+               for i in range(base))
+
+
+def _take_over(workload: Workload, rollout: DeploymentRollout) -> int:
+    """A surge replica that runs the stable revision and is ready takes the place (number and
+    placement) of a replica below the surge that runs an older one: the old one is drained
+    (out of the gateway's targets at once, SIGTERM after SERVE_DRAIN_SECONDS), the surge replica
+    stays, and its own number is free again (the reconciler starts the next surge replica there
+    while old ones are left; the last takeover leaves none to start, and the surge is released).
+    So an update with surge starts as many new replicas as the deployment has. The process keeps
+    its files (slot) and the number it started as (started_as, its CAIRN_REPLICA). The caller
+    holds the workload's lock. Returns how many took over."""
+    runtime = dict(workload.runtime or {})
+    records = {r.get("replica"): r for r in runtime.get("replicas", []) if isinstance(r, dict)}
+    base = workload.replicas - rollout.surge
+    old = [j for j in range(base) if records.get(j, {}).get("ready") and records[j].get("revision") not in (
+        None, rollout.stable_revision)]
+    ready = [k for k in range(base, workload.replicas) if records.get(k, {}).get("ready")
+             and records[k].get("revision") == rollout.stable_revision]
+    swaps = list(zip(sorted(old, reverse=True), ready, strict=False))
+    if not swaps:
+        return 0
+    now = time.time()
+    draining = [dict(r) for r in runtime.get("draining", []) if isinstance(r, dict)]
+    placement = {p.get("replica"): dict(p) for p in workload.placement or [] if isinstance(p, dict)}
+    for j, k in swaps:
+        successor = records.pop(k)
+        draining.append({**records[j], "ready": False, "drain_started": now})
+        records[j] = {**successor, "replica": j, "slot": successor.get("slot", k),
+                      "started_as": successor.get("started_as", k)}
+        if j in placement and k in placement:
+            placement[j], placement[k] = {**placement[k], "replica": j}, {**placement[j], "replica": k}
+    runtime["replicas"] = [records[key] for key in sorted(records)]
+    runtime["draining"] = draining
+    ordered = [placement[key] for key in sorted(placement)]
+    Workload.objects.filter(pk=workload.pk).update(runtime=runtime, placement=ordered, updated_at=timezone.now())
+    workload.runtime, workload.placement = runtime, ordered
+    workload_event_record(workload=workload, reason="SurgeTookOver",
+                          message="; ".join(f"Surge replica {k} (revision {rollout.stable_revision}) took the place of "
+                                            f"replica {j}, which is drained" for j, k in swaps) + ".")
+    return len(swaps)

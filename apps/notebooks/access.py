@@ -39,7 +39,7 @@ class Upstream:
 
     base: str
     headers: tuple[tuple[bytes, bytes], ...] = ()
-    verify: object = True  # httpx `verify`: True, False or an ssl.SSLContext
+    verify: object = True  # TLS: True (verify), False (don't), or an ssl.SSLContext
     strip_prefix: bool = False  # the IDE serves at / (code-server), not at the proxy's prefix
 
 

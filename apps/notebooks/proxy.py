@@ -23,7 +23,6 @@ import time
 import weakref
 from urllib.parse import quote
 
-import httpx
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -51,22 +50,24 @@ STARTING_PAGE = (b"<!doctype html><html><head><meta charset=utf-8><meta http-equ
                  b"<h1>Your notebook is starting</h1><p>This page opens it as soon as it answers.</p></body></html>")
 _audited: dict[tuple[int, int], float] = {}
 _clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SESSIONS_PER_LOOP = 16
 
 
-def _transport(upstream: Upstream) -> httpx.AsyncHTTPTransport:
+def _session(upstream: Upstream):
     """One connection pool per event loop and TLS setting (connections are kept per upstream host)."""
     loop = asyncio.get_running_loop()
     per_loop = _clients.setdefault(loop, {})
     key = id(upstream.verify) if not isinstance(upstream.verify, bool) else upstream.verify
     found = per_loop.get(key)
-    if found is None:
-        found = per_loop[key] = proxy.upstream_transport(
-            verify=upstream.verify, limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
+    if found is None or found.closed:
+        while len(per_loop) >= _SESSIONS_PER_LOOP:  # TLS contexts made anew (a changed cluster config): oldest go
+            loop.create_task(per_loop.pop(next(iter(per_loop))).close())
+        found = per_loop[key] = proxy.upstream_session(ssl=upstream.verify, limit=200)
     return found
 
 
 def _ssl(verify) -> ssl.SSLContext | None:
-    """The websocket client's TLS setting for the upstream's `verify` (as httpx takes it)."""
+    """The websocket client's TLS setting for the upstream's `verify` (True, False or an SSLContext)."""
     if isinstance(verify, ssl.SSLContext):
         return verify
     if verify is False:
@@ -211,7 +212,7 @@ async def serve_http(scope, receive, send) -> None:
                                        prefix=prefix)
     forwarded = [(n, v) for n, v in forwarded if n != b"origin"]  # Cairn checked it; Jupyter compares it to its own host
     await proxy.proxy_http(
-        scope, receive, send, transport=_transport(upstream), url=_target(upstream, scope, prefix, websocket=False),
+        scope, receive, send, session=_session(upstream), url=_target(upstream, scope, prefix, websocket=False),
         headers=forwarded, timeout=HEADERS_TIMEOUT, what="The notebook",
         response_drop=(b"set-cookie",), starting_page=STARTING_PAGE if _is_navigation(headers, method) else None,
         response_extra=[(b"x-frame-options", b"SAMEORIGIN"), (b"referrer-policy", b"same-origin")],

@@ -6,6 +6,7 @@ advisory lock (SQLite, used in embedded mode, serialises writers by itself).
 import dataclasses
 import logging
 import math
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -37,6 +38,7 @@ from .policy import (
     DEFAULT_STARVATION_SECONDS,
     Accel,
     Admit,
+    ClusterState,
     NodeState,
     PendingWorkload,
     Preempt,
@@ -53,6 +55,24 @@ from .policy import (
 
 logger = logging.getLogger(__name__)
 SCHEDULER_LOCK_KEY = 0x43A1_0001  # arbitrary, constant: "the Cairn scheduler"
+
+
+# The pools' free capacity kept between this process's cycles (policy/cluster.py): each cycle brings
+# it up to date from the snapshot by what changed (ended, admitted or moved workloads; pools whose
+# nodes changed) instead of rebuilding it; the decisions are the same either way. Another process
+# taking the leadership starts with its own. A cycle that finds it in use (embedded mode runs cycles
+# in threads) rebuilds its own.
+_KEPT = ClusterState()
+_KEPT_LOCK = threading.Lock()
+
+
+def _schedule(snapshot: Snapshot) -> list:
+    if not _KEPT_LOCK.acquire(blocking=False):
+        return schedule(snapshot)
+    try:
+        return schedule(snapshot, _KEPT)
+    finally:
+        _KEPT_LOCK.release()
 
 
 @dataclass
@@ -223,7 +243,7 @@ def scheduling_cycle() -> CycleResult:
         except Exception:
             logger.exception("scheduler: releasing the deployments' rollout surges failed; scheduling goes on")
         snapshot, accels, asks = scheduling_inputs(now=now)
-        decisions = explain(schedule(snapshot), snapshot, accels, asks)
+        decisions = explain(_schedule(snapshot), snapshot, accels, asks)
         fills = _fill_bytes([w.id for w in snapshot.pending])
         result = CycleResult(ran=True)
         for decision in decisions:

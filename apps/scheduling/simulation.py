@@ -29,6 +29,7 @@ from .policy import (
     DEFAULT_STARVATION_SECONDS,
     Accel,
     Admit,
+    ClusterState,
     NodeState,
     PendingWorkload,
     Preempt,
@@ -199,11 +200,11 @@ def equal_quotas(nodes: Iterable[NodeState], projects: Iterable[str], *, pool: s
 FIFO_WAIT = "fifo"  # the FIFO baseline's Wait.kind: behind (or at) the head of the queue
 
 
-def fifo_schedule(snapshot: Snapshot) -> list[Admit | Wait]:
+def fifo_schedule(snapshot: Snapshot, cluster: ClusterState | None = None) -> list[Admit | Wait]:
     """Strict FIFO (the baseline): submit order only, no priorities, fair share, preemption or
     backfill; the first workload that does not fit blocks everyone behind it. Same quota
     arithmetic and the same placement as Cairn, so only the queueing policy differs."""
-    cycle = _Cycle(snapshot)
+    cycle = _Cycle(snapshot, cluster)
     decisions: list[Admit | Wait] = []
     blocked = False
     for position, w in enumerate(sorted(snapshot.pending, key=lambda w: (w.submitted_at, w.id)), start=1):
@@ -226,7 +227,7 @@ def fifo_schedule(snapshot: Snapshot) -> list[Admit | Wait]:
     return decisions
 
 
-POLICIES: dict[str, Callable[[Snapshot], list]] = {"cairn": schedule, "fifo": fifo_schedule}
+POLICIES: dict[str, Callable[..., list]] = {"cairn": schedule, "fifo": fifo_schedule}
 
 NOT_YET_DECIDED = "not_yet_decided"  # arrived or requeued since the last cycle
 
@@ -277,6 +278,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
     if checkpoint_seconds is not None and not checkpoint_seconds > 0:
         raise ValueError(f"checkpoint_seconds must be positive, not {checkpoint_seconds!r}")
     decide = POLICIES[policy]
+    cluster = ClusterState()  # free capacity kept between cycles, brought up to date from each snapshot
     jobs = sorted(jobs, key=lambda j: (j.arrival, j.id))
     by_id = {j.id: j for j in jobs}
     capacity = sum(n.allocatable.gpu_milli for n in nodes if n.schedulable) / 1000
@@ -410,7 +412,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                             running=[state for state, _ in running.values()], now=now_dt,
                             grace_seconds=grace_seconds, repreempt_min_runtime_seconds=repreempt_min_runtime,
                             starvation_seconds=starvation_seconds, gpu_node_reserve=gpu_node_reserve)
-        for decision in decide(snapshot):
+        for decision in decide(snapshot, cluster):
             if isinstance(decision, Wait):
                 w = pending[decision.workload_id]
                 kind = decision.kind or "unknown"

@@ -185,8 +185,9 @@ def workload_observe(
 ) -> Decision:
     """Decide what `observation` means for `workload` (row locked by the caller) and do it.
 
-    `relaunch(attempt)` starts attempt n+1 on the backend and returns its runtime; it is called
-    for a RESTART only (a backend observing failures must pass it)."""
+    `relaunch(attempt)` returns the runtime of attempt n+1: started on the backend, or claimed,
+    to be started once this transaction commits (the local backend). It is called for a RESTART
+    only (a backend observing failures must pass it)."""
     decision = decide(facts_of(workload), observation)
     runtime = workload.runtime or {}
     finished = {**runtime, "alive": False}

@@ -287,7 +287,10 @@ CAIRN_KUBERNETES = {
     "GPU_PRODUCT_LABEL": env.str("CAIRN_K8S_GPU_PRODUCT_LABEL", default="nvidia.com/gpu.product"),
     "NAMESPACE_PREFIX": env.str("CAIRN_K8S_NAMESPACE_PREFIX", default="cairn-"),
     "DEFAULT_IMAGE": env.str("CAIRN_K8S_DEFAULT_IMAGE", default="python:3.12-slim"),
+    # JupyterLab notebooks run a public image; VS Code ones need code-server in theirs:
+    # platform/images/notebook/Dockerfile, which the admin builds and pushes (docs/notebooks.md).
     "NOTEBOOK_IMAGE": env.str("CAIRN_K8S_NOTEBOOK_IMAGE", default="quay.io/jupyter/base-notebook:latest"),
+    "VSCODE_NOTEBOOK_IMAGE": env.str("CAIRN_K8S_VSCODE_NOTEBOOK_IMAGE", default="cairn-notebook:4.100.3"),
     "NOTEBOOK_STORAGE": env.str("CAIRN_K8S_NOTEBOOK_STORAGE", default="10Gi"),
     # How the notebook proxy reaches notebooks: auto | dns | apiserver (docs/kubernetes.md, "Notebooks").
     "NOTEBOOK_ROUTE": env.str("CAIRN_K8S_NOTEBOOK_ROUTE", default="auto"),

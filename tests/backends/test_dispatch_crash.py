@@ -240,3 +240,106 @@ def test_a_claim_whose_row_is_busy_for_a_moment_is_still_launched_by_its_claimer
     assert workload.status == S.RUNNING and workload.attempt == 1
     wait_for(lambda: len(_starts(starts)) == REPLICAS, timeout=60, what="every replica to start")
     reconcile_until(workload, S.SUCCEEDED, timeout=60)
+
+
+# Attempt 1: replica 0 fails at once, the others wait to be stopped; attempt 2 waits for the go file.
+FAILS_FIRST = """
+import os, sys, time
+with open(sys.argv[1], "a") as f:
+    f.write(" ".join([os.environ["CAIRN_ATTEMPT"], os.environ["CAIRN_REPLICA"], str(os.getpid()),
+                      os.environ["MASTER_PORT"], os.environ.get("CAIRN_RUN_TOKEN", "")]) + "\\n")
+if os.environ["CAIRN_ATTEMPT"] == "1" and os.environ["CAIRN_REPLICA"] == "0":
+    sys.exit(3)
+deadline = time.time() + 600
+while not os.path.exists(sys.argv[2]) and time.time() < deadline:
+    time.sleep(0.05)
+"""
+
+
+def test_reconciler_killed_mid_restart_never_launches_a_replica_twice(pool, shared_dir, tmp_path):
+    """A gang's attempt 1 fails; a real reconciler process restarts it and is SIGKILLed the moment
+    the first replica of attempt 2 has started. Attempt 2's claim was committed before that
+    replica started, so the next reconciler resumes the same attempt: every replica of attempt 2
+    starts exactly once, with one rendezvous and one run token, and the gang finishes.
+
+    Before, the restart launched inside the reconciler's transaction: the kill rolled back the
+    new attempt's record, and what had started of it was found only by luck of adoption."""
+    from tests.processes import manage
+
+    pool.allowed_paths = [str(shared_dir)]
+    pool.save(update_fields=["allowed_paths"])
+    script = shared_dir / "fails-first.py"
+    script.write_text(FAILS_FIRST)
+    env = cairn_env(CAIRN_MODE="server", CAIRN_RESTART_BACKOFF_SECONDS="0", CAIRN_STOP_GRACE_SECONDS="1",
+                    CAIRN_RECONCILER_INTERVAL="0.05")
+    mid_restart = None
+    for n in range(3):  # as above: a machine that finished the launch first gets another try
+        starts, go = shared_dir / f"restart-starts-{n}.txt", shared_dir / f"restart-go-{n}"
+        workload = WorkloadFactory(
+            pool=pool, status=S.ADMITTED, replicas=REPLICAS, admitted_at=timezone.now(), max_restarts=1,
+            placement=[{"replica": i, "node": "node-a"} for i in range(REPLICAS)],
+            spec={"command": ["python", str(script), str(starts), str(go)], "env": {}},
+        )
+        reconciler = manage("run_reconciler", "--backend", "local", env=env, log=tmp_path / f"reconciler-{n}.log")
+        try:
+            first = replica_record_path(workload.pk, 2, 0)
+            wait_for(lambda first=first, r=reconciler: first.exists() or r.popen.poll() is not None,
+                     timeout=120, interval=0.002, what="the first replica of attempt 2 to start")
+            os.killpg(reconciler.popen.pid, signal.SIGKILL)
+            reconciler.popen.wait(10)
+        finally:
+            reconciler.stop()
+        workload.refresh_from_db()
+        assert workload.status == S.RUNNING and workload.attempt == 2, reconciler.output()
+        if "launching" in workload.runtime:
+            assert workload.runtime["launching"]["owner"]["pid"] == reconciler.popen.pid
+            mid_restart = (workload, starts, go)
+            break
+        go.touch()  # killed after the restart was recorded: nothing to resume
+    assert mid_restart is not None, "the reconciler was never killed in the middle of a restart"
+    workload, starts, go = mid_restart
+
+    workload = reconcile_until(workload, S.RUNNING, timeout=60, condition=lambda w: "launching" not in w.runtime)
+    wait_for(lambda: len([x for x in _starts(starts) if x[0] == "2"]) >= REPLICAS, timeout=60,
+             what="every replica of attempt 2 to start")
+    time.sleep(0.5)  # a replica started twice would have written its line by now
+    lines = [line for line in _starts(starts) if line[0] == "2"]
+    assert sorted(replica for _, replica, *_ in lines) == sorted(str(r) for r in range(REPLICAS)), lines
+    assert len({master_port for *_, master_port, _ in lines}) == 1
+    tokens = {token for *_, token in lines}
+    assert len(tokens) == 1 and run_token_find(tokens.pop()) is not None
+    assert sorted(r["replica"] for r in workload.runtime["replicas"]) == list(range(REPLICAS))
+    assert "LaunchResumed" in workload.events.values_list("reason", flat=True)
+
+    go.touch()
+    workload = reconcile_until(workload, S.SUCCEEDED, timeout=60)
+    assert workload.attempt == 2
+
+
+def test_a_claim_of_this_process_that_no_thread_is_launching_is_resumed_at_once(pool, shared_dir):
+    """A launch that failed with the database gone (PostgreSQL restarted mid-launch) could not
+    release its claim. The claimer's own next pass resumes it at once; it waited for
+    LAUNCH_CLAIM_TIMEOUT (300 s) before, as if a thread of the process were still launching it
+    (the chaos run's PostgreSQL scenario had a job ADMITTED for minutes so). A claim a thread of
+    the process is launching is left alone."""
+    from apps.backends import services
+
+    pool.allowed_paths = [str(shared_dir)]
+    pool.save(update_fields=["allowed_paths"])
+    workload, starts, go = _gang(pool, shared_dir, 12)
+    go.touch()
+    claim = {"token": "left-behind", "owner": services._me(), "at": time.time(), "placement": workload.placement,
+             "env": {}}
+    Workload.objects.filter(pk=workload.pk).update(attempt=1, runtime={
+        "backend": "local", "attempt": 1, "replicas": [], "alive": True, "launching": claim})
+    services._launching_here.add("left-behind")  # a thread of ours is launching it: wait
+    try:
+        services.reconcile_once()
+        workload.refresh_from_db()
+        assert workload.status == S.ADMITTED and workload.runtime["launching"]["token"] == "left-behind"
+    finally:
+        services._launching_here.discard("left-behind")
+    services.reconcile_once()  # nobody is: resume it now
+    workload.refresh_from_db()
+    assert workload.status == S.RUNNING and workload.attempt == 1
+    assert "LaunchResumed" in workload.events.values_list("reason", flat=True)

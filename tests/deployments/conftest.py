@@ -19,7 +19,7 @@ class LiveServer:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=self.port, lifespan="off",
+        self.server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=self.port, lifespan="on",
                                                     log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()

@@ -100,3 +100,20 @@ def test_concurrency_sums_sources_and_ignores_samples_out_of_the_window():
     samples = [Sample(1.0, "a", 4.0), Sample(3.0, "a", 2.0), Sample(3.0, "b", 5.0), Sample(-70.0, "b", 100.0)]
     assert concurrency(samples, now=4.0, window=60.0) == 3.0 + 5.0
     assert concurrency(samples, now=4.0, window=2.0) == 2.0 + 5.0
+
+
+def test_a_replica_panics_at_twice_its_target_not_as_soon_as_a_window_rounds_up_to_two():
+    """The panic threshold compares the panic window's concurrency with what the running replicas
+    carry (before rounding): one replica at target 1 with 1.3 in flight over the panic window is
+    not a panic (the stable window decides, and its mean is under the target); with 2.0 it is."""
+    policy = Policy(min_replicas=1, max_replicas=4, target=1.0, stable_window=6, panic_window=1)
+    quiet = [Sample(time=float(t), source="gw", value=0.4) for t in (96, 98)]
+    over = decide(policy, now=100.0, current=1, samples=[*quiet, Sample(time=100.0, source="gw", value=1.3)])
+    assert not over.panicking and over.desired == 1  # stable: (0.4 + 0.4 + 1.3) / 3 = 0.7 in flight
+    burst = decide(policy, now=100.0, current=1, samples=[*quiet, Sample(time=100.0, source="gw", value=2.0)])
+    assert burst.panicking and burst.desired == 2
+    # Four replicas: a panic from 8 in flight on (2x their 4), not from 4.1 (which rounds to 5 > 4).
+    four = [Sample(time=float(t), source="gw", value=4.0) for t in (96, 98)]
+    assert not decide(policy, now=100.0, current=4, samples=[*four, Sample(time=100.0, source="gw", value=7.9)]
+                      ).panicking
+    assert decide(policy, now=100.0, current=4, samples=[*four, Sample(time=100.0, source="gw", value=8.0)]).panicking

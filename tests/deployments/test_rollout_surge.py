@@ -1,8 +1,9 @@
 """Rollouts that change the size of the replicas or run extra ones, with real processes, the
 scheduler and the reconciler: a new size is a revision rolled out without a failed request, and
 refused (409, nothing changed) when it does not fit the quota; `max_surge` starts a replica of
-the new revision, admitted by the scheduler under the quota, before an old one stops, and waits
-with a reason when the quota is full; a single-replica deployment's canary runs on a surge
+the new revision, admitted by the scheduler under the quota, before an old one stops (the surge
+replica then takes the old one's place: the update starts as many new replicas as the deployment
+has), and waits with a reason when the quota is full; a single-replica deployment's canary runs on a surge
 replica with its traffic weight, and promote or rollback end with one replica."""
 import threading
 import time
@@ -99,6 +100,10 @@ class Traffic:
                 assert ready - len(gone) >= replicas, (before, after)
         assert drained, "no replica of the old revision was seen leaving"
 
+    def started(self, *, revision: int) -> set[int]:
+        """The processes of `revision` seen during the rollout."""
+        return {pid for sample in self.samples for pid, (rev, _) in sample.items() if rev == revision}
+
     def __enter__(self):
         for thread in self.threads:
             thread.start()
@@ -186,7 +191,21 @@ def test_surge_starts_a_new_replica_first_and_never_has_fewer_ready(
     workload.refresh_from_db()
     assert workload.replicas == 2 and [p["replica"] for p in workload.placement] == [0, 1]
     reasons = list(workload.events.order_by("pk").values_list("reason", flat=True))
-    assert reasons.index("SurgeAdmitted") < reasons.index("RolloutComplete")
+    assert reasons.index("SurgeAdmitted") < reasons.index("SurgeTookOver") < reasons.index("RolloutComplete")
+    # The surge replicas took the old ones' places instead of being stopped at the end: the update
+    # started exactly as many replicas of revision 2 as the deployment has, and they all still run.
+    started = traffic.started(revision=2)
+    assert len(started) == 2, started
+    assert started == {r["pid"] for r in workload.runtime["replicas"]}
+    # A replica that took another's number keeps its own files: its log is read from its slot.
+    from apps.backends.local.backend import LocalBackend, slot_of
+    from apps.backends.local.paths import replica_log_path
+
+    moved = [r for r in workload.runtime["replicas"] if slot_of(r) != r["replica"]]
+    assert moved, workload.runtime["replicas"]
+    for record in moved:
+        path = LocalBackend().log_path(workload, replica=record["replica"], attempt=workload.runtime["attempt"])
+        assert path == replica_log_path(workload.pk, workload.runtime["attempt"], slot_of(record)) and path.is_file()
     status = _api(bob).get(f"{base}/rollout/").json()
     assert status["complete"] and status["surge"] == 0 and status["max_surge"] == 1
 
@@ -259,6 +278,8 @@ def test_a_single_replica_canary_surges_splits_traffic_and_ends_with_one_replica
     traffic.old_replaced_only_with_more_ready_than(1, old=1)
     workload.refresh_from_db()
     assert workload.replicas == 1
+    # The canary's surge replica took the stable one's place: no other replica of revision 2 started.
+    assert traffic.started(revision=2) == {workload.runtime["replicas"][0]["pid"]}
 
     # A second canary, rolled back: its surge replica is released at once, revision 2 serves all.
     scheduling_cycle()

@@ -55,7 +55,19 @@ APP = """
             self._send(200, REPLICA.encode())
 
         def do_POST(self):
-            data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                # Read a streamed body to its end before answering, as a real server does (it
+                # answered at once before, racing the gateway's size check of the stream).
+                data = b""
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0], 16)
+                    if not size:
+                        self.rfile.readline()
+                        break
+                    data += self.rfile.read(size)
+                    self.rfile.readline()
+            else:
+                data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self._send(200, str(len(data)).encode())
 
     server = ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Handler)

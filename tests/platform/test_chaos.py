@@ -30,12 +30,12 @@ def _check(result: chaos.Result) -> chaos.Result:
     return result
 
 
-@pytest.mark.parametrize("scenario", ["redis", "worker", "scheduler", "postgres", "web", "quota"])
+@pytest.mark.parametrize("scenario", ["redis", "worker", "reconciler", "scheduler", "postgres", "web", "quota"])
 def test_reduced_scenario(stack, scenario):
     result = _check(stack.run(scenario, **chaos.REDUCED[scenario]))
     if scenario == "quota":
         assert result.samples >= 10
     if scenario == "scheduler":
         assert result.recover_s is not None and result.recover_s < 15  # the standby took over
-    if scenario in ("redis", "postgres", "web", "worker"):
+    if scenario in ("redis", "postgres", "web", "worker", "reconciler"):
         assert result.recover_s is not None  # work moved again after the fault

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "apps" / "scheduling" / "policy"
 # Bottom first: a module may import only from the modules before it (the package's docstring
 # says what each holds). A new module takes its place here.
-LAYERS = ["snapshot", "accelerators", "locality", "quota", "placement", "state", "ordering", "preemption", "backfill", "reasons",
+LAYERS = ["snapshot", "accelerators", "locality", "quota", "placement", "cluster", "state", "ordering", "preemption", "backfill", "reasons",
           "cycle",
           "__init__"]
 # The standard library the policy may use: computation only, nothing that touches files,

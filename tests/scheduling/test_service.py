@@ -6,6 +6,7 @@ from django.db import connection, transaction
 
 from apps.core.models import OutboxMessage
 from apps.quotas.models import UsageRecord
+from apps.scheduling.policy import ClusterState
 from apps.scheduling.services import SCHEDULER_LOCK_KEY, scheduling_cycle
 from apps.workloads.models import Workload
 from tests.factories import NodeFactory, QuotaFactory, WorkloadFactory
@@ -99,8 +100,8 @@ def test_stopped_while_scheduling_is_not_admitted(setup):
 
     original = services.schedule
 
-    def stop_then_decide(snapshot):
-        decisions = original(snapshot)
+    def stop_then_decide(snapshot, *kept):
+        decisions = original(snapshot, *kept)
         with transaction.atomic():
             Workload.objects.filter(pk=workload.pk).update(status="stopped")
         return decisions
@@ -146,3 +147,27 @@ def test_snapshot_carries_the_gpu_node_reserve_clamped_to_a_share(setup, setting
     for configured, used in ((0.0, 0.0), (1.0, 1.0), (2.5, 1.0), (-1.0, 0.0), (float("nan"), 0.5)):
         settings.CAIRN = {**settings.CAIRN, "GPU_NODE_RESERVE": configured}
         assert scheduling_snapshot().gpu_node_reserve == used
+
+
+def test_cycles_keep_the_cluster_state_and_apply_what_changed(setup, monkeypatch):
+    """The scheduler process keeps the pools' free capacity between cycles: a finished workload
+    gives back its GPUs as a delta, and what is admitted then is what a rebuild would admit."""
+    from apps.scheduling import services
+
+    project, pool = setup
+    kept = ClusterState()
+    monkeypatch.setattr(services, "_KEPT", kept)
+    first = WorkloadFactory(project=project, pool=pool, gpu_milli=2000, priority=1)
+    second = WorkloadFactory(project=project, pool=pool, gpu_milli=2000, priority=2)
+    scheduling_cycle()
+    first.refresh_from_db()
+    assert first.status == "admitted" and kept.stats["rebuilds"] == 1
+    scheduling_cycle()  # the admission is applied to the kept state; the second still waits
+    assert kept.stats["applied"] == 1
+    second.refresh_from_db()
+    assert second.status == "queued"
+    Workload.objects.filter(pk=first.pk).update(status="succeeded")
+    scheduling_cycle()
+    second.refresh_from_db()
+    assert second.status == "admitted" and second.placement == [{"replica": 0, "node": "n1", "gpus": [0, 1]}]
+    assert kept.stats["released"] == 1 and kept.stats["rebuilds"] == 1 and kept.stats["fallbacks"] == 0

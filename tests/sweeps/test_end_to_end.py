@@ -290,16 +290,20 @@ def test_cairn_restarted_mid_sweep_continues_it_without_losing_or_repeating_a_tr
     _seed(shared_dir, cpu_milli=4000)
     env, server = _server(tmp_path)
     try:
-        # ~12 s a trial: one usually still runs when the server stops
+        # ~20 s a trial. The server stops while a trial that started a moment ago runs: it
+        # cannot finish during the shutdown, so the restart must run it again.
         spec = _sweep_file(tmp_path, shared_dir, name="again", max_trials=5, max_concurrent=2,
-                           env='PAUSE: "4.0"', quality="[0.9, 0.5, 0.7]")
+                           env='EPOCHS: "4", PAUSE: "5.0"', quality="[0.9, 0.5, 0.7]")
         assert _cli(server, tmp_path, "sweep", "create", spec).returncode == 0
 
-        def some_done_some_running():
+        def some_done_one_just_started():
             _, trials = _sweep("again")
+            fresh = time.time() - 4
             return (any(t.status == "succeeded" for t in trials)
-                    and any(t.workload and t.workload.status == "running" for t in trials))
-        wait_for(some_done_some_running, timeout=120, interval=0.2, message="a trial done and one running")
+                    and any(t.workload and t.workload.status == "running" and t.workload.started_at
+                            and t.workload.started_at.timestamp() > fresh for t in trials))
+        wait_for(some_done_one_just_started, timeout=180, interval=0.2,
+                 message="a trial done and one just started")
         server.stop()  # Ctrl-C: its running trials' jobs end STOPPED (ServerShutdown)
         _, before = _sweep("again")
         assert len(before) < 5
@@ -311,9 +315,10 @@ def test_cairn_restarted_mid_sweep_continues_it_without_losing_or_repeating_a_tr
         names = in_thread(lambda: sorted(
             __import__("apps.workloads.models", fromlist=["Workload"]).Workload.objects.filter(
                 project__slug="e2e").values_list("name", "status")))
-        # The trial the shutdown stopped (if one was still running when the server's loops had
-        # stopped) ran again as <name>-r1; its first job is the only one not succeeded.
+        # The trial the shutdown stopped ran again as <name>-r1; its first job is the only one
+        # not succeeded (the other running trial may have finished during the shutdown).
         resubmitted = {name.removesuffix("-r1") for name, _ in names if name.endswith("-r1")}
+        assert resubmitted, names
         assert all(status == "succeeded" or name in resubmitted for name, status in names), names
         assert sorted(t.workload.name for t in trials) == sorted(
             name for name, status in names if status == "succeeded")

@@ -9,6 +9,7 @@ then raised as TransientError, which leaves the workload ADMITTED for the task's
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import logging
@@ -27,6 +28,7 @@ from apps.backends.launch_env import attempt_env
 from apps.clusters.accelerators import vendors_for_cluster
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Node
+from apps.deployments.selectors import deployment_rollout_state
 from apps.storage.selectors import volume_sizes_of
 from apps.storage.services import datasets_of
 from apps.workloads.deadlines import seconds_left
@@ -65,6 +67,7 @@ def options_for(cluster: Cluster) -> m.ClusterOptions:
         kueue_queue=config.get("kueue_queue", ""),
         default_image=config.get("default_image", base["DEFAULT_IMAGE"]),
         notebook_image=config.get("notebook_image", base["NOTEBOOK_IMAGE"]),
+        vscode_notebook_image=config.get("vscode_notebook_image", base["VSCODE_NOTEBOOK_IMAGE"]),
         notebook_storage=config.get("notebook_storage", base["NOTEBOOK_STORAGE"]),
         storage_class=config.get("storage_class", ""),
         checkpoint_storage=config.get("checkpoint_storage", "20Gi"),
@@ -262,6 +265,11 @@ class KubernetesBackend(Backend):
         namespace = namespace_of(workload)
         runtime = workload.runtime or {}
         alive = [p for p in pods_of(clients, workload) if is_alive(p)]
+        canary = "canary" in runtime  # a deployment's canary pods (cairn.dev/canary) go with it
+        if force and canary:
+            alive += [p for p in clients.call(clients.core.list_namespaced_pod, namespace,
+                                              label_selector=f"{m.LABEL_CANARY}={workload.pk}").get("items") or []
+                      if is_alive(p)]
         if force:
             for pod in alive:
                 _ignore_missing(clients, clients.core.delete_namespaced_pod, pod["metadata"]["name"], namespace,
@@ -283,36 +291,92 @@ class KubernetesBackend(Backend):
             # With the Deployment at zero the HPA stands still (it never scales up from zero).
             _ignore_missing(clients, clients.apps.patch_namespaced_deployment, name, namespace,
                             {"spec": {"replicas": 0}})
+            if canary:
+                _ignore_missing(clients, clients.apps.delete_namespaced_deployment, m.canary_name(workload.pk),
+                                namespace, propagation_policy="Background")
+                _ignore_missing(clients, clients.core.delete_namespaced_service, m.canary_name(workload.pk), namespace)
         return len(alive)
 
-    def scale(self, workload: Workload) -> None:
-        """Set a deployment's Deployment to the admitted replicas (Cairn's autoscaler changed them)."""
-        clients = clients_for(workload.pool.cluster)
-        _ignore_missing(clients, clients.apps.patch_namespaced_deployment, m.object_name(workload.pk),
-                        namespace_of(workload), {"spec": {"replicas": workload.replicas}})
+    def sync_deployment(self, workload: Workload, main: dict, canary: dict | None) -> list[tuple[str, str]]:
+        """Make a deployment's Deployments match Cairn's admitted replicas and its rollout (a
+        level-triggered step of the reconciler; `main` and `canary` as observed, from the cache):
 
-    def roll_out(self, workload: Workload, deployment: dict) -> int | None:
-        """A deployment's new stable revision (its command, image, env or size changed): put it in
-        the Deployment's pod template; the Deployment controller replaces the pods, at most
-        max_unavailable at a time, each new one ready (its readiness probe) before the next old
-        one goes. Returns the revision rolled out; None when there is nothing to change, or the
-        rollout waits for its surge."""
-        plan_of = kind_spec(workload.kind).revision_plan
-        max_unavailable, revision, _ = plan_of(workload) if plan_of else (1, 1, {})
-        template = (deployment.get("spec") or {}).get("template") or {}
+        - the main Deployment's replicas (Cairn's autoscaler changed the admitted ones; a canary
+          takes one of them) and its strategy (maxSurge = the rollout's surge the scheduler admitted);
+        - a new stable revision in its pod template (the Deployment controller then replaces the
+          pods, each new one ready before the next old one goes);
+        - the canary Deployment and Service `cairn-<id>-canary`, created, revised or deleted.
+
+        Returns the events to record, (reason, message)."""
+        clients = self._clients(workload)
+        namespace, name = namespace_of(workload), m.object_name(workload.pk)
+        state = deployment_rollout_state(workload)
+        progress = m.deployment_progress(main)
+        running_canary = m.deployment_progress(canary)["revision"] if canary is not None else None
+        layout = m.deployment_layout(
+            admitted=workload.replicas, stable=state.stable, canary=state.canary, surge=state.surge,
+            surge_wanted=state.surge_wanted, max_unavailable=state.max_unavailable, running_canary=running_canary,
+            main_complete=progress["complete"] and progress["revision"] == state.stable)
+        events: list[tuple[str, str]] = []
+        spec = main.get("spec") or {}
+        patch: dict = {}
+        if not options_for(workload.pool.cluster).deployment_hpa and spec.get("replicas") != layout.main_replicas:
+            patch["replicas"] = layout.main_replicas
+        if spec.get("strategy") != layout.strategy:
+            patch["strategy"] = layout.strategy
+        template = spec.get("template") or {}
         running = ((template.get("metadata") or {}).get("annotations") or {}).get(m.ANNOTATION_REVISION)
         # (the informer's copy may not show our own patch yet: the runtime remembers it)
-        if running == str(revision) or (workload.runtime or {}).get("revision") == revision or max_unavailable < 1:
-            return None
+        if (layout.template_ready and running != str(state.stable)
+                and (workload.runtime or {}).get("revision") != state.stable):
+            patch["template"] = m.revised_template(template, self._fresh_template(workload), state.stable)
+            surge = layout.strategy["rollingUpdate"]["maxSurge"]
+            events.append(("RolloutStarted", f"Revision {state.stable} is in the Deployment's pod template: the "
+                                             "Deployment controller replaces the pods (a rolling update"
+                                             + (f", with {surge} surge pod(s) admitted by Cairn's scheduler)."
+                                                if surge else ").")))
+        if patch:
+            clients.call(clients.apps.patch_namespaced_deployment, name, namespace, {"spec": patch})
+        canary_name = m.canary_name(workload.pk)
+        if layout.canary_revision is None:
+            if canary is not None or "canary" in (workload.runtime or {}):
+                _ignore_missing(clients, clients.apps.delete_namespaced_deployment, canary_name, namespace,
+                                propagation_policy="Background")
+                _ignore_missing(clients, clients.core.delete_namespaced_service, canary_name, namespace)
+                events.append(("CanaryRemoved", f"The canary Deployment {canary_name} is deleted: "
+                                                f"revision {state.stable} serves every request."))
+            return events
+        if canary is not None and running_canary == layout.canary_revision:
+            return events
+        canary_spec = state.canary_spec if layout.canary_revision == state.canary else None
+        fresh = self._fresh_template(workload, spec=canary_spec)
         view = view_for(workload, attempt=workload.attempt)
-        fresh = next(o for o in m.deployment_manifests(view, options_for(workload.pool.cluster))
-                     if o["kind"] == "Deployment")
-        patch = {"spec": {"strategy": m.deployment_strategy(max_unavailable),
-                          "template": m.revised_template(template, fresh["spec"]["template"], revision)}}
-        clients = self._clients(workload)
-        clients.call(clients.apps.patch_namespaced_deployment, m.object_name(workload.pk), namespace_of(workload),
-                     patch)
-        return revision
+        wanted = m.canary_manifests(view, options_for(workload.pool.cluster), main_template=template,
+                                    fresh_template=fresh, revision=layout.canary_revision)
+        if canary is None:
+            for manifest in wanted:
+                if ensure(clients, manifest) == "adopted" and manifest["kind"] == "Deployment":
+                    clients.call(clients.apps.patch_namespaced_deployment, canary_name, namespace,
+                                 {"spec": {"template": manifest["spec"]["template"]}})
+            events.append(("CanaryStarted", f"Revision {layout.canary_revision} runs as a canary: Deployment "
+                                            f"{canary_name} (one pod) behind Service {canary_name}."))
+        else:
+            clients.call(clients.apps.patch_namespaced_deployment, canary_name, namespace,
+                         {"spec": {"template": wanted[-1]["spec"]["template"]}})
+        return events
+
+    def _fresh_template(self, workload: Workload, *, spec: dict | None = None) -> dict:
+        """The pod template the workload's Deployment would be created with now (with `spec`: of
+        another revision, its command, image, env and resources)."""
+        if spec is not None:
+            workload = copy.copy(workload)
+            workload.spec = spec
+            for key, value in (spec.get("resources") or {}).items():
+                if key in ("gpu_milli", "cpu_milli", "memory_mb"):
+                    setattr(workload, key, int(value))
+        view = view_for(workload, attempt=workload.attempt)
+        return next(o for o in m.deployment_manifests(view, options_for(workload.pool.cluster))
+                    if o["kind"] == "Deployment")["spec"]["template"]
 
     def observe(self, workload: Workload) -> list[ReplicaState]:
         try:

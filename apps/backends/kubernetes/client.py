@@ -59,6 +59,7 @@ DEFAULTS = {
     "NAMESPACE_PREFIX": "cairn-",
     "DEFAULT_IMAGE": "python:3.12-slim",
     "NOTEBOOK_IMAGE": "quay.io/jupyter/base-notebook:latest",
+    "VSCODE_NOTEBOOK_IMAGE": "cairn-notebook:4.100.3",
     "NOTEBOOK_STORAGE": "10Gi",
     "API_URL": "",
     "CONNECT_TIMEOUT": 5.0,

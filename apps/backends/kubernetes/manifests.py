@@ -14,7 +14,9 @@ cairn.dev/workload, names derived from the workload id):
 - notebook:   Secret `cairn-<id>` (the Jupyter token) + PVC `cairn-<id>-home` + StatefulSet
               `cairn-<id>` + Service `cairn-<id>`.
 - deployment: Deployment `cairn-<id>` + Service `cairn-<id>` (+ a HorizontalPodAutoscaler (v2) only
-  when the cluster's config asks for one: Cairn's own autoscaler sets the replicas otherwise).
+  when the cluster's config asks for one: Cairn's own autoscaler sets the replicas otherwise);
+  during a canary, Deployment `cairn-<id>-canary` + Service `cairn-<id>-canary` (its pods carry
+  `cairn.dev/canary` instead of `cairn.dev/workload`, so the main Service never selects them).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from apps.clusters.accelerators import ARCH_LABEL, VENDORS, Vendor
 from apps.deployments.conf import DEPLOYMENT_PORT
 from apps.deployments.readiness import readiness_path
-from apps.notebooks.commands import JUPYTERLAB_LAUNCHER
+from apps.notebooks.commands import CODE_SERVER_LAUNCHER, JUPYTERLAB_LAUNCHER, ide_of
 from apps.notebooks.commands import PREFIX as NOTEBOOK_PROXY_PREFIX
 
 from .storage import with_storage
@@ -34,6 +36,7 @@ LABEL_WORKLOAD = "cairn.dev/workload"
 LABEL_KIND = "cairn.dev/kind"
 LABEL_ATTEMPT = "cairn.dev/attempt"
 ANNOTATION_REVISION = "cairn.dev/revision"  # a deployment's pod template: the revision it runs
+LABEL_CANARY = "cairn.dev/canary"  # a canary pod's label (the workload id), instead of LABEL_WORKLOAD
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "cairn"
 MANAGED_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
@@ -66,7 +69,8 @@ class ClusterOptions:
     volcano_queue: str = "default"
     kueue_queue: str = ""
     default_image: str = "python:3.12-slim"
-    notebook_image: str = "quay.io/jupyter/base-notebook:latest"
+    notebook_image: str = "quay.io/jupyter/base-notebook:latest"  # ide: jupyterlab
+    vscode_notebook_image: str = "cairn-notebook:4.100.3"  # ide: vscode (code-server on PATH)
     notebook_storage: str = "10Gi"
     storage_class: str = ""
     api_url: str = "http://cairn.cairn-system.svc:8000"
@@ -508,11 +512,20 @@ def notebook_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
         "--ServerApp.port_retries=0", f"--ServerApp.root_dir={NOTEBOOK_HOME}",
         f"--ServerApp.base_url={NOTEBOOK_PROXY_PREFIX}{view.project}/{view.id}/",
     ]
+    image = options.notebook_image
+    if ide_of(view) == "vscode":
+        image = options.vscode_notebook_image
+        # code-server from the image (platform/images/notebook/Dockerfile has it on PATH), with the
+        # token as its credential, as on the local backend (CODE_SERVER_LAUNCHER); it serves at /
+        # and Cairn's proxy strips its prefix.
+        command = ["/bin/sh", "-c", CODE_SERVER_LAUNCHER, "code-server", "--auth", "password",
+                   "--bind-addr", f"0.0.0.0:{NOTEBOOK_PORT}", "--disable-telemetry", "--disable-update-check",
+                   "--disable-workspace-trust", NOTEBOOK_HOME]
     env = _env_list({**user_env(view, {"HOME", "JUPYTER_TOKEN", "PORT"}), **cairn_env(view, options),
                      "HOME": NOTEBOOK_HOME, "CAIRN_REPLICA": "0"})
     env.append({"name": "JUPYTER_TOKEN", "valueFrom": {"secretKeyRef": {"name": name, "key": "token"}}})
     container = {
-        "image": view.spec.get("image") or options.notebook_image,
+        "image": view.spec.get("image") or image,
         "command": command,
         "env": env,
         "workingDir": NOTEBOOK_HOME,
@@ -600,8 +613,98 @@ def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[di
     ]
 
 
-def deployment_strategy(max_unavailable: int) -> dict:
-    return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": max(1, max_unavailable), "maxSurge": 0}}
+def deployment_strategy(max_unavailable: int, max_surge: int = 0) -> dict:
+    """The Deployment controller's RollingUpdate: `max_surge` pods above the replicas (only a surge
+    Cairn's scheduler admitted), `max_unavailable` below (at least 1 without a surge: the controller
+    could replace nothing with both 0, which the API refuses)."""
+    max_surge = max(0, max_surge)
+    unavailable = max(0, max_unavailable) if max_surge else max(1, max_unavailable)
+    return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": unavailable, "maxSurge": max_surge}}
+
+
+def canary_name(workload_id: int) -> str:
+    return f"{object_name(workload_id)}-canary"
+
+
+def canary_selector(workload_id: int) -> dict[str, str]:
+    return {LABEL_CANARY: str(workload_id)}
+
+
+def canary_manifests(view: WorkloadView, options: ClusterOptions, *, main_template: dict, fresh_template: dict,
+                     revision: int) -> list[dict]:
+    """A canary of a deployment: Service + Deployment `cairn-<id>-canary` with one pod running
+    `revision` (the pod template of the main Deployment, `main_template` as stored, with what the
+    freshly built `fresh_template` runs: revised_template). Its pods are labelled LABEL_CANARY and
+    not LABEL_WORKLOAD, so neither the main Deployment's selector nor the main Service matches
+    them: the gateway reaches the canary through its own Service and gives it the canary weight."""
+    name = canary_name(view.id)
+    port = int(view.spec.get("port") or DEPLOYMENT_PORT)
+    template = revised_template(main_template, fresh_template, revision)
+    labels = {k: v for k, v in ((template.get("metadata") or {}).get("labels") or {}).items() if k != LABEL_WORKLOAD}
+    template = {**template, "metadata": {**template["metadata"], "labels": {**labels, **canary_selector(view.id)}}}
+    return [
+        {"apiVersion": "v1", "kind": "Service", "metadata": _meta(view, name, options), "spec": {
+            "selector": canary_selector(view.id),
+            "ports": [{"name": "http", "port": 80, "targetPort": port}],
+        }},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(view, name, options), "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": canary_selector(view.id)},
+            "strategy": deployment_strategy(1),
+            "template": template,
+        }},
+    ]
+
+
+def deployment_progress(obj: dict | None) -> dict:
+    """A Deployment as observed: the revision of its pod template, its replicas, the ready ones,
+    and whether the controller has finished rolling the template out (every pod updated and
+    ready, no old one left, the latest spec observed)."""
+    obj = obj or {}
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    template = spec.get("template") or {}
+    revision = ((template.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_REVISION)
+    replicas = int(spec.get("replicas") or 0)
+    observed = int(status.get("observedGeneration") or 0) >= int(meta.get("generation") or 1)
+    counts = [int(status.get(key) or 0) for key in ("replicas", "updatedReplicas", "readyReplicas")]
+    return {"revision": int(revision) if revision and revision.isdigit() else None, "replicas": replicas,
+            "updated": counts[1], "ready": counts[2], "complete": bool(obj) and observed and counts == [replicas] * 3}
+
+
+@dataclass(frozen=True)
+class DeploymentLayout:
+    """How a deployment's admitted replicas are laid out on the cluster during a rollout."""
+
+    main_replicas: int  # the main Deployment's spec.replicas
+    canary_revision: int | None  # the revision of the canary Deployment (None: there is none)
+    strategy: dict  # the main Deployment's spec.strategy
+    template_ready: bool  # may the main pod template run the stable revision now
+
+
+def deployment_layout(*, admitted: int, stable: int, canary: int | None, surge: int, surge_wanted: int,
+                      max_unavailable: int, running_canary: int | None, main_complete: bool) -> DeploymentLayout:
+    """Cairn's rollout state -> the main and canary Deployments (pure; the reconciler applies it).
+
+    - A canary (`canary`, with at least 2 admitted replicas: a single-replica deployment's canary
+      waits for its surge replica) is a Deployment of its own with one pod; the main one has the
+      other replicas.
+    - A promoted canary (`running_canary` == `stable`, no canary any more) keeps its pod until the
+      main Deployment has rolled the revision out (`main_complete`): the main one stays one replica
+      short meanwhile, so the deployment never runs more pods than admitted.
+    - A rolling update's admitted surge is the controller's maxSurge, not more replicas: the
+      controller starts the surge pods of the new revision and ends with `replicas` pods, every one
+      of them new (none started only to be stopped).
+    - With `max_unavailable` 0 the new template waits for the whole surge to be admitted."""
+    canary_revision = canary if canary is not None and admitted >= 2 else None
+    if canary_revision is None and canary is None and running_canary == stable and not main_complete and admitted >= 2:
+        canary_revision = stable  # promoted: serves until the main Deployment runs it everywhere
+    slot = 1 if canary_revision is not None else 0
+    rolling_surge = max(0, surge - slot)  # a single-replica canary's surge is its canary pod
+    return DeploymentLayout(
+        main_replicas=max(0, admitted - slot - rolling_surge), canary_revision=canary_revision,
+        strategy=deployment_strategy(max_unavailable, rolling_surge),
+        template_ready=not (canary is None and surge_wanted > surge and max_unavailable < 1),
+    )
 
 
 # What a new revision changes in a Deployment's container (the rest of the pod template, e.g.

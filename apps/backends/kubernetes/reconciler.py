@@ -38,6 +38,7 @@ from apps.clusters.choices import Backend as BackendName
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Cluster, Node, ResourcePool
 from apps.core.heartbeat import heartbeat
+from apps.deployments.selectors import deployment_rollout_state
 from apps.storage.services import node_cache_forget, node_cache_report
 from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
 from apps.workloads.deadlines import format_duration, run_deadline
@@ -337,19 +338,34 @@ class ClusterReconciler:
             return True
         scaled = False
         obj = self._service_object(workload)
-        if (kind == "Deployment" and obj is not None and not options_for(workload.pool.cluster).deployment_hpa
-                and (obj.get("spec") or {}).get("replicas") != workload.replicas):
-            self.backend.scale(workload)  # Cairn's autoscaler changed the admitted replicas
-            scaled = True
-        revision = self.backend.roll_out(workload, obj) if kind == "Deployment" and obj is not None else None
-        if revision is not None:
-            workload_runtime_save(workload, {**(workload.runtime or {}), "revision": revision})
-            workload_event_record(workload=workload, reason="RolloutStarted",
-                                  message=f"Revision {revision} is in the Deployment's pod template: the Deployment "
-                                          "controller replaces the pods (a rolling update).")
-            scaled = True
+        if kind == "Deployment" and obj is not None:
+            scaled = self._sync_deployment(workload, obj)
         return self._update_conditions(workload, [pod_view(p) for p in pods if (p.get("metadata") or {}).get(
             "deletionTimestamp") is None]) or scaled
+
+    def _sync_deployment(self, workload: Workload, obj: dict) -> bool:
+        """The Deployments follow the admitted replicas and the rollout (backend.sync_deployment);
+        the runtime records what the gateway and the rollout need: the main Deployment's revision
+        and progress, and the canary's Service and readiness."""
+        namespace = namespace_of(workload)
+        canary = self.informers["deployments"].get(namespace, m.canary_name(workload.pk))
+        events = self.backend.sync_deployment(workload, obj, canary)
+        runtime = dict(workload.runtime or {})
+        progress = m.deployment_progress(obj)
+        runtime["main_rollout"] = progress
+        for reason, message in events:
+            if reason == "RolloutStarted":
+                runtime["revision"] = deployment_rollout_state(workload).stable
+            workload_event_record(workload=workload, reason=reason, message=message)
+        if any(reason == "CanaryRemoved" for reason, _ in events):
+            runtime.pop("canary", None)
+        elif canary is not None or any(reason == "CanaryStarted" for reason, _ in events):
+            seen = m.deployment_progress(canary) if canary is not None else {"revision": None, "ready": 0}
+            runtime["canary"] = {"url": f"http://{m.canary_name(workload.pk)}.{namespace}.svc/",
+                                 "revision": seen["revision"], "ready": seen["ready"]}
+        if runtime != (workload.runtime or {}):
+            workload_runtime_save(workload, runtime)
+        return bool(events)
 
     # -- conditions -----------------------------------------------------------------------------
 

@@ -131,6 +131,21 @@ def _kill_stragglers(*, workload_id: int, attempt: int, replica: int, pgid: int)
     return killed
 
 
+def slot_of(record: dict) -> int:
+    """The files of a replica (log, exit file, launch record, socket) are those of its slot: its
+    number, unless it took over another replica's number (a rollout's surge replica replacing an
+    old one, apps/deployments) and keeps the files it started with."""
+    return int(record.get("slot", record["replica"]))
+
+
+def _slot_for(runtime: dict, replica: int) -> int:
+    """The slot of the replica numbered `replica` in the runtime (its own number if unknown)."""
+    for record in runtime.get("replicas") or []:
+        if isinstance(record, dict) and record.get("replica") == replica:
+            return slot_of(record)
+    return replica
+
+
 def _read_json(path: Path) -> dict | None:
     try:
         with open(path) as f:
@@ -213,7 +228,13 @@ class LocalBackend(Backend):
                                         token=runtime.get("token"))
         ports = {int(r["port"]) for r in runtime.get("replicas", []) if isinstance(r, dict) and r.get("port")}
         port = free_port(ports) if kind_spec(workload.kind).serves_port else None
-        record = self._start_replica(workload, context, replica=replica, port=port)
+        # A live replica may hold this number's files: one that took it over keeps its own slot,
+        # and the number it left is started in a fresh slot (never two processes on one log).
+        live = [r for r in (*runtime.get("replicas", []), *runtime.get("draining", []))
+                if isinstance(r, dict) and "replica" in r and self.replica_alive(r)]
+        used = {slot_of(r) for r in live}
+        slot = replica if replica not in used else max(used | {workload.replicas - 1}) + 1
+        record = self._start_replica(workload, context, replica=replica, port=port, slot=slot)
         record.pop("ignored_env", None)
         return record
 
@@ -259,10 +280,12 @@ class LocalBackend(Backend):
         }
 
     def _start_replica(self, workload: Workload, context: dict, *, replica: int, port: int | None,
-                       adopt: bool = False) -> dict:
+                       adopt: bool = False, slot: int | None = None) -> dict:
         """Start one replica; with `adopt`, one of this attempt that already started is taken
-        over instead (a launch resumed after the dispatcher died)."""
+        over instead (a launch resumed after the dispatcher died). Its files are those of `slot`
+        (default: its number; slot_of)."""
         wid, attempt, iso, cwd = workload.pk, context["attempt"], context["iso"], context["cwd"]
+        slot = replica if slot is None else slot
         kind = kind_spec(workload.kind)
         spec = workload.spec or {}
         placement = self._placement(workload, replica)
@@ -291,7 +314,7 @@ class LocalBackend(Backend):
         writable, inner, serve_socket = list(context["kept"]), command, None
         if kind.behind_gateway and sandboxed:
             # No network of its own: reached only through the bridge's unix socket (gateway).
-            serve_socket = bridge.socket_path(attempt_dir(wid, attempt), replica)
+            serve_socket = bridge.socket_path(attempt_dir(wid, attempt), slot, start=secrets.token_hex(4))
             bridge.prepare_socket_dir(serve_socket.parent, uid=iso.uid, gid=iso.gid)
             writable.append(serve_socket.parent)
             inner = bridge.launcher_argv(sys.executable, serve_socket, port, command)
@@ -300,16 +323,18 @@ class LocalBackend(Backend):
             shared=self._allowed_paths(workload), hidden=[context["data_dir"]], network=serve_socket is None,
             binds=binds, readable=kind.local_mounts(workload) if kind.local_mounts is not None else (),
         )
-        argv = local_storage.fill_prefix(workload, directory=attempt_dir(wid, attempt), replica=replica) + argv
+        argv = local_storage.fill_prefix(workload, directory=attempt_dir(wid, attempt), replica=slot) + argv
         record = self._started_replica(wid, attempt, replica) if adopt else None
         if record is not None:
             logger.warning("local backend: workload %s attempt %s replica %s already started (pid %s): "
                            "adopted, not started again", wid, attempt, replica, record.get("pid"))
         else:
             record = self._spawn(
-                workload_id=wid, attempt=attempt, replica=replica, argv=argv, command=command, env=env, cwd=cwd,
+                workload_id=wid, attempt=attempt, replica=slot, argv=argv, command=command, env=env, cwd=cwd,
                 sandboxed=sandboxed, memory=sandbox.memory_limit(workload.memory_mb * 1024 * 1024),
             )
+            if slot != replica:
+                record.update(replica=replica, slot=slot)
         if serve_socket is not None:
             record["socket"] = str(serve_socket)  # backend-private: the gateway's way in
         elif port is not None:
@@ -471,19 +496,21 @@ class LocalBackend(Backend):
         return [self._observe_replica(workload.pk, attempt, record) for record in runtime.get("replicas", [])]
 
     def _observe_replica(self, workload_id: int, attempt: int, record: dict) -> ReplicaState:
-        replica = record["replica"]
+        replica, slot = record["replica"], slot_of(record)
         # Alive first, then the exit file: the other order could call a replica that exits in
         # between "lost".
         if find_process(record.get("pid"), record.get("create_time")) is not None:
             return ReplicaState(replica=replica, phase=RUNNING, pid=record.get("pid"))
-        result = _read_json(replica_exit_path(workload_id, attempt, replica))
+        result = _read_json(replica_exit_path(workload_id, attempt, slot))
         if result is not None:
             return ReplicaState(
                 replica=replica, phase=EXITED, exit_code=int(result.get("exit_code", 1)),
                 signal=result.get("signal"), finished_at=result.get("finished_at"), pid=record.get("pid"),
             )
         if record.get("pid"):
-            _kill_stragglers(workload_id=workload_id, attempt=attempt, replica=replica, pgid=record["pid"])
+            # Tagged with the number it started as (CAIRN_REPLICA).
+            _kill_stragglers(workload_id=workload_id, attempt=attempt, replica=int(record.get("started_as", replica)),
+                             pgid=record["pid"])
         return ReplicaState(replica=replica, phase=LOST, pid=record.get("pid"))
 
     def signal(self, workload: Workload, *, force: bool = False) -> int:
@@ -495,14 +522,19 @@ class LocalBackend(Backend):
     # -- logs ----------------------------------------------------------------------------------------
 
     def log_path(self, workload: Workload, *, replica: int, attempt: int) -> Path:
-        return replica_log_path(workload.pk, attempt, replica)
+        return replica_log_path(workload.pk, attempt, self._log_slot(workload, replica, attempt))
+
+    @staticmethod
+    def _log_slot(workload: Workload, replica: int, attempt: int) -> int:
+        runtime = workload.runtime or {}
+        return _slot_for(runtime, replica) if runtime.get("attempt") == attempt else replica
 
     def logs(self, workload: Workload, *, replica: int, attempt: int, tail: int | None = None) -> str:
         return read_log(self.log_path(workload, replica=replica, attempt=attempt), tail=tail)
 
     def last_output_at(self, workload: Workload, *, replica: int, attempt: int) -> float | None:
         try:
-            return replica_log_path(workload.pk, attempt, replica).stat().st_mtime
+            return replica_log_path(workload.pk, attempt, self._log_slot(workload, replica, attempt)).stat().st_mtime
         except OSError:
             return None
 
@@ -512,10 +544,11 @@ class LocalBackend(Backend):
         sections = [
             stacks.replica_stacks(replica=record["replica"], shim_pid=record.get("pid") or 0,
                                   create_time=record.get("create_time") or 0.0,
-                                  log=replica_log_path(workload.pk, attempt, record["replica"]))
+                                  log=replica_log_path(workload.pk, attempt, slot_of(record)))
             for record in runtime.get("replicas", []) if record.get("replica") in replicas
         ]
         return "".join(sections)
 
     def log_reader(self, workload: Workload, *, replica: int, attempt: int, tail: int | None) -> FileLogReader:
-        return FileLogReader(workload_id=workload.pk, replica=replica, attempt=attempt, tail_lines=tail)
+        return FileLogReader(workload_id=workload.pk, replica=self._log_slot(workload, replica, attempt),
+                             attempt=attempt, tail_lines=tail)

@@ -28,10 +28,13 @@ SOCKET_NAME = "serve.sock"
 
 # -- used by the local backend (this file is also its own launcher's source) ---------------------
 
-def socket_path(attempt_dir, replica: int):
+def socket_path(attempt_dir, replica: int, start: str = ""):
     """Where replica `replica`'s bridge listens: a folder of its own in the attempt's folder
-    (Cairn's, mode 0700), which is the only part of it mounted into the sandbox."""
-    return attempt_dir / f"sock-{replica}" / SOCKET_NAME
+    (Cairn's, mode 0700), which is the only part of it mounted into the sandbox. `start` names one
+    start of the replica: a replica started again (a new revision, a restart) listens on a name of
+    its own, so nothing meant for it (the readiness probe first) reaches its predecessor's bridge,
+    which keeps the old name until it ends."""
+    return attempt_dir / f"sock-{replica}" / (f"serve-{start}.sock" if start else SOCKET_NAME)
 
 
 def prepare_socket_dir(folder, *, uid, gid) -> None:
@@ -103,8 +106,12 @@ def main(argv: list[str]) -> int:
     folder, name = os.path.split(path)
     cwd = os.getcwd()
     os.chdir(folder or ".")
-    if os.path.lexists(name):
-        os.unlink(name)  # left by an earlier run of this replica
+    for entry in os.listdir("."):  # left by earlier starts of this replica (a bridge still running
+        if entry == name or entry.endswith(".sock"):  # keeps the connections it has)
+            try:
+                os.unlink(entry)
+            except OSError:
+                pass
     old = os.umask(0o177)  # the socket is its owner's alone (Cairn reaches it as root or as the same user)
     try:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -34,6 +34,8 @@ test checks it), and none imports Django, the ORM or anything that does I/O:
 - `quota`: quota, borrowing, lending, claims and GPU-hour budgets per pool (`_Cohort`);
 - `placement`: per-GPU free capacity, best-fit candidates, fragmentation and stranded GPUs, the
   GPU-node reserve, topology domains (`_Pool`);
+- `cluster`: the pools' free capacity kept between cycles and brought up to date by the changes
+  since the last snapshot (`ClusterState`), with a rebuild as the fallback;
 - `state`: a cycle's working state over the pools and cohorts, and the moves all parts share;
 - `ordering`: the order of pending work, fair share, bounded wait;
 - `preemption`: victims, minimal victim sets, anti-thrash protection, preemptors' claims;
@@ -50,6 +52,7 @@ insides that the simulator (`_Cycle`), the tests (`_Cycle`, `_Cohort`) and the p
 benchmarks (`_Pool`) drive directly.
 """
 from .accelerators import Accel, explain, fold
+from .cluster import ClusterState
 from .cycle import _Cycle, schedule
 from .locality import fill_seconds, holder_first, rank
 from .placement import _Pool, kept_for_gpus
@@ -76,7 +79,7 @@ from .snapshot import (
 __all__ = [
     "Accel", "explain", "fold",
     "DEFAULT_GPU_NODE_RESERVE", "DEFAULT_REPREEMPT_MIN_RUNTIME", "DEFAULT_STARVATION_SECONDS", "GPU", "WAIT_KIND_LABELS",
-    "Admit", "Decision", "NodeState", "PendingWorkload", "Preempt", "QuotaBlock", "QuotaState", "Resources",
+    "Admit", "ClusterState", "Decision", "NodeState", "PendingWorkload", "Preempt", "QuotaBlock", "QuotaState", "Resources",
     "RunningWorkload", "Snapshot", "Wait", "WaitKind", "fill_seconds", "holder_first", "kept_for_gpus", "rank",
     "schedule",
     "_Cohort", "_Cycle", "_Pool",

@@ -4,6 +4,7 @@ queue positions for those that wait."""
 from __future__ import annotations
 
 from .backfill import _Backfill
+from .cluster import ClusterState
 from .ordering import _Ordering
 from .placement import _models, _placement
 from .preemption import _Preemption
@@ -78,6 +79,9 @@ class _Cycle(_Ordering, _Preemption, _Backfill, _Reasons):
         return Wait(w.id, self._capacity_reason(w, pool, models, shape), kind=WaitKind.CAPACITY), []
 
 
-def schedule(snapshot: Snapshot) -> list[Decision]:
-    """One scheduling cycle: a decision for every pending workload, plus preemptions."""
-    return _Cycle(snapshot).run()
+def schedule(snapshot: Snapshot, cluster: ClusterState | None = None) -> list[Decision]:
+    """One scheduling cycle: a decision for every pending workload, plus preemptions.
+
+    `cluster`: the free capacity kept from the previous cycle (cluster.py), brought up to date from
+    this snapshot instead of rebuilt; the decisions are the same with it or without."""
+    return _Cycle(snapshot, cluster).run()

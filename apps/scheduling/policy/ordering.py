@@ -69,23 +69,34 @@ class _Ordering(_CycleState):
     def _entry(self, key, w: PendingWorkload):
         cohort = self.cohorts.get(w.pool)
         q = cohort.quotas.get(w.project) if cohort is not None else None
-        limit = self.snap.starvation_seconds
-        fresh = not (limit and self.now is not None and w.submitted_at is not None and w.preempted_by is None
-                     and (self.now - w.submitted_at).total_seconds() >= limit)  # not _starving(w)
+        fresh = not self._starving(w)
         if q is None:
             return (True, fresh, w.priority, math.inf, w.submitted_at, w.id, key)
         share = self._shares.get(key)
         if share is None or share[0] != cohort.version:  # recomputed only when usage changed
             share = self._shares[key] = (cohort.version, q.share())
-        r, used, nominal = w.per_replica, q.used, q.nominal
-        n = w.replicas
-        borrows = (used[0] + r.gpu_milli * n > nominal[0] or used[1] + r.cpu_milli * n > nominal[1]
-                   or used[2] + r.memory_mb * n > nominal[2])
+        used, nominal = q.used, q.nominal
+        g, c, m = self._need(w)
+        borrows = used[0] + g > nominal[0] or used[1] + c > nominal[1] or used[2] + m > nominal[2]
         if borrows and not fresh and self.STARVING_BELOW_NOMINAL and used[0] < nominal[0]:
             borrows = False
         return (borrows, fresh, w.priority, share[1], w.submitted_at, w.id, key)
 
     def _starving(self, w: PendingWorkload) -> bool:
-        limit = self.snap.starvation_seconds
-        return (bool(limit) and self.now is not None and w.submitted_at is not None
+        # Fixed for the cycle: worked out once per workload (the queue's ordering asks each time it
+        # looks at a project's head).
+        starving = self._starving_memo.get(w.id)
+        if starving is None:
+            limit = self.snap.starvation_seconds
+            starving = self._starving_memo[w.id] = (
+                bool(limit) and self.now is not None and w.submitted_at is not None
                 and w.preempted_by is None and (self.now - w.submitted_at).total_seconds() >= limit)
+        return starving
+
+    def _need(self, w: PendingWorkload) -> tuple[int, int, int]:
+        """What all of w's replicas ask for (GPU milli, CPU milli, memory MB)."""
+        need = self._needs.get(w.id)
+        if need is None:
+            r, n = w.per_replica, w.replicas
+            need = self._needs[w.id] = (r.gpu_milli * n, r.cpu_milli * n, r.memory_mb * n)
+        return need

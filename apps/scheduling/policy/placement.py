@@ -20,6 +20,12 @@ def kept_for_gpus(share: float, free_gpu_milli: int, gpu_milli: int, cpu_milli: 
 
 
 
+def placed_gpus_valid(gpus, node) -> bool:
+    """Whether a running placement entry names GPU indices that exist on `node` (an old row may
+    name none; a node may have shrunk under its work)."""
+    return gpus is not None and all(isinstance(i, int) and 0 <= i < node.ngpu for i in gpus)
+
+
 class _Node:
     __slots__ = ("name", "model", "gpus", "cpu", "mem", "domains", "full", "partial", "idx", "ngpu", "cap_cpu",
                  "cap_mem")
@@ -40,6 +46,13 @@ class _Node:
 
     def key(self) -> tuple:
         return (tuple(sorted(self.gpus)), self.cpu, self.mem, self.model)
+
+    def copy(self) -> _Node:
+        other = _Node.__new__(_Node)
+        other.idx, other.name, other.model, other.ngpu, other.domains = self.idx, self.name, self.model, self.ngpu, self.domains
+        other.gpus, other.cpu, other.mem, other.full, other.partial = list(self.gpus), self.cpu, self.mem, self.full, self.partial
+        other.cap_cpu, other.cap_mem = self.cap_cpu, self.cap_mem
+        return other
 
 
 def _same(a: _Node, b: _Node) -> bool:
@@ -84,6 +97,38 @@ class _Pool:
         self.name = name
         self.reserve = gpu_node_reserve
         self.nodes = [_Node(i, n) for i, n in enumerate(nodes)]
+        self._setup(mix)
+
+    def copy(self, mix: list[tuple], gpu_node_reserve: float) -> _Pool:
+        """A pool with this one's nodes and free capacity (copied: the copy's changes stay its own),
+        indexed afresh for `mix` (as `canonical()` leaves it). How a cycle starts from a pool kept
+        between cycles (cluster.py)."""
+        other = _Pool.__new__(_Pool)
+        other.name = self.name
+        other.reserve = gpu_node_reserve
+        other.nodes = [n.copy() for n in self.nodes]
+        other._setup(mix)
+        return other
+
+    def canonical(self) -> None:
+        """File the nodes in the best-fit buckets (and `partial`) in node order, and forget the change
+        log and what was derived from it. Within a cycle a node's place in its bucket follows the
+        order of the changes (each re-filing puts it last), and candidates are gathered in that
+        order; a cycle starts from this order so that its decisions depend on the free capacity
+        alone, not on the order running work was applied in (a rebuilt pool and one kept between
+        cycles then decide alike)."""
+        self.buckets = [{} for _ in range(self.max_gpus + 1)]
+        self.partial = {}
+        for n in self.nodes:
+            self.buckets[n.full][n.idx] = n
+            if n.partial:
+                self.partial[n.idx] = n
+        self._log = []
+        self._fit = {}
+        self._summary = {}
+        self.changes = 0
+
+    def _setup(self, mix: list[tuple]) -> None:
         self.by_name = {n.name: n for n in self.nodes}
         self.max_gpus = max((n.ngpu for n in self.nodes), default=0)
         # buckets[k]: nodes with exactly k whole free GPUs; partial: nodes with a partly used GPU.
@@ -91,6 +136,8 @@ class _Pool:
         self.partial: dict[int, _Node] = {}
         for n in self.nodes:
             self.buckets[n.full][n.idx] = n
+            if n.partial:
+                self.partial[n.idx] = n
         # (weight, (gpu, cpu, memory) per replica, allowed GPU models or None)
         self.mix = [(entry[0], entry[1], entry[2] if len(entry) > 2 else None) for entry in mix]
         self._frag_memo: dict[tuple, float] = {}
@@ -102,7 +149,7 @@ class _Pool:
         self.cpu_per_gpu = sum(weight * c for weight, (g, c, _), _ in self.mix if g) / gpu_weight if gpu_weight else 0.0
         self.mem_per_gpu = sum(weight * m for weight, (g, _, m), _ in self.mix if g) / gpu_weight if gpu_weight else 0.0
         self.changes = 0  # bumped on every change of free capacity (for memoised summaries)
-        self.free_gpu = sum(n.ngpu for n in self.nodes) * GPU
+        self.free_gpu = sum(sum(n.gpus) for n in self.nodes)
         # free_summary's, per allowed models: (length of _log, node count, the most free, that node's index)
         self._summary: dict[frozenset[str] | None, tuple[int, int, tuple[int, int, int], int]] = {}
         # Topology domains: per level (finest first), each domain's nodes. With `_log` (the nodes whose
@@ -463,8 +510,20 @@ class _Pool:
         return count, most
 
 
+_MODELS: dict[str, frozenset[str] | None] = {}
+
+
 def _models(w: PendingWorkload) -> frozenset[str] | None:
-    return frozenset(m for m in w.gpu_model.split("|") if m) if w.gpu_model else None
+    """The GPU models w may run on (None: any); parsed once per distinct `gpu_model` string."""
+    spec = w.gpu_model
+    if not spec:
+        return None
+    models = _MODELS.get(spec)
+    if models is None:
+        if len(_MODELS) > 4096:
+            _MODELS.clear()
+        models = _MODELS[spec] = frozenset(m for m in spec.split("|") if m) or None
+    return models
 
 
 def _placement(done: list[tuple[_Node, list[int]]]) -> list[dict]:

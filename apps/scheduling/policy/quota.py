@@ -8,6 +8,8 @@ from typing import NamedTuple
 
 from .snapshot import _UNITS, GPU, PendingWorkload, QuotaState, WaitKind
 
+_NONE = (0, 0, 0)
+
 
 class QuotaBlock(NamedTuple):
     kind: str  # a WaitKind.QUOTA_*
@@ -111,8 +113,11 @@ class _Cohort:
         q = self.quotas.get(project)
         if q is None or project not in self.borrowers:
             return False
-        held = self.claimed.get(project, (0, 0, 0))
-        return any(uses[d] and need[d] and q.used[d] - held[d] > q.nominal[d] for d in range(3))
+        held = self.claimed.get(project, _NONE)
+        used, nominal = q.used, q.nominal
+        return bool((uses[0] and need[0] and used[0] - held[0] > nominal[0])
+                    or (uses[1] and need[1] and used[1] - held[1] > nominal[1])
+                    or (uses[2] and need[2] and used[2] - held[2] > nominal[2]))
 
     def within_nominal(self, project: str, need: tuple[int, int, int]) -> bool:
         q = self.quotas.get(project)

@@ -3,25 +3,31 @@ pools' free capacity and the cohorts' usage with running work applied, and the m
 on it (release or retake a running workload, try, undo and hold placements)."""
 from __future__ import annotations
 
-from .placement import _Node, _Pool
+from .cluster import ClusterState, schedulable_by_pool
+from .placement import _Node, _Pool, placed_gpus_valid
 from .quota import _Cohort
-from .snapshot import NodeState, QuotaState, RunningWorkload, Snapshot
+from .snapshot import QuotaState, RunningWorkload, Snapshot
 
 
 class _CycleState:
-    """One scheduling cycle's mutable view of the snapshot (`_Cycle` in cycle.py adds the rest)."""
+    """One scheduling cycle's mutable view of the snapshot (`_Cycle` in cycle.py adds the rest).
 
-    def __init__(self, snapshot: Snapshot):
+    `cluster`: the free capacity kept between cycles (cluster.py); it is brought up to date from
+    the snapshot and the cycle starts from a copy of it. Without one (or when it cannot serve this
+    snapshot) the pools are rebuilt from the nodes and the running work; the decisions are the same."""
+
+    def __init__(self, snapshot: Snapshot, cluster: ClusterState | None = None):
         self.snap = snapshot
         self.now = snapshot.now
-        nodes_by_pool: dict[str, list[NodeState]] = {}
-        for node in snapshot.nodes:
-            if node.schedulable:
-                nodes_by_pool.setdefault(node.pool, []).append(node)
+        nodes_by_pool = schedulable_by_pool(snapshot.nodes)
+        kept = cluster is not None and cluster.sync(snapshot, nodes_by_pool)
         mix = self._mix(snapshot)
         pools = {w.pool for w in snapshot.pending} | set(nodes_by_pool)
-        self.pools = {p: _Pool(p, nodes_by_pool.get(p, []), mix.get(p, []), snapshot.gpu_node_reserve)
-                      for p in pools}
+        if kept:
+            self.pools = {p: cluster.pool_for_cycle(p, mix.get(p, []), snapshot.gpu_node_reserve) for p in pools}
+        else:
+            self.pools = {p: _Pool(p, nodes_by_pool.get(p, []), mix.get(p, []), snapshot.gpu_node_reserve)
+                          for p in pools}
         quotas_by_pool: dict[str, list[QuotaState]] = {}
         for q in snapshot.quotas:
             quotas_by_pool.setdefault(q.pool, []).append(q)
@@ -34,17 +40,28 @@ class _CycleState:
         self.preempt_failed: set[tuple] = set()
         self.reclaimable: dict[tuple[str, str], dict] = {}  # _Preemption._reclaimable's, per (pool, project)
         self.allocs: dict[int, list[tuple[_Node, list[int]]]] = {}
-        for r in snapshot.running:
-            self._occupy_running(r)
+        if kept:
+            for r in snapshot.running:
+                self._occupy_kept(r, cluster)
+        else:
+            for r in snapshot.running:
+                self._occupy_running(r)
+            for pool in self.pools.values():
+                pool.canonical()  # node order, as a kept pool's copy starts (see _Pool.canonical)
         self.victims: set[int] = set()
         # Pending workloads whose victims are still exiting: they wait for those, and preempt no more.
+        # By id, whatever order the running work came in.
         self.awaiting: dict[int, list[int]] = {}
         for r in snapshot.running:
             if r.stopping and r.preempted_for is not None:
                 self.awaiting.setdefault(r.preempted_for, []).append(r.id)
+        for ids in self.awaiting.values():
+            ids.sort()
         self.reserved_pools: set[str] = set()
         self.failed: set[tuple] = set()
         self._shares: dict[tuple[str, str], tuple[int, float]] = {}
+        self._starving_memo: dict[int, bool] = {}  # ordering.py's, per pending workload
+        self._needs: dict[int, tuple[int, int, int]] = {}
 
     @staticmethod
     def _mix(snapshot: Snapshot) -> dict[str, list[tuple]]:
@@ -73,8 +90,23 @@ class _CycleState:
                       for (shape, model), v in top]
         return out
 
+    def _cohort(self, pool: str) -> _Cohort:
+        cohort = self.cohorts.get(pool)
+        if cohort is None:
+            cohort = self.cohorts[pool] = _Cohort(pool, [])
+        return cohort
+
+    def _occupy_kept(self, r: RunningWorkload, cluster: ClusterState) -> None:
+        """As _occupy_running, with the pools' free capacity already taken from the kept cluster:
+        the quota usage, and what r holds on this cycle's copies of the nodes."""
+        self._cohort(r.pool).add(r.project, _usage(r))
+        pool = self.pools.get(r.pool)
+        if pool is not None:
+            nodes = pool.nodes
+            self.allocs[r.id] = [(nodes[i], gpus) for i, gpus in cluster.allocs.get(r.id, ())]
+
     def _occupy_running(self, r: RunningWorkload) -> None:
-        cohort = self.cohorts.setdefault(r.pool, _Cohort(r.pool, []))
+        cohort = self._cohort(r.pool)
         shape = r.per_replica.as_tuple()
         cohort.add(r.project, _usage(r))
         pool = self.pools.get(r.pool)
@@ -87,7 +119,7 @@ class _CycleState:
             if n is None:
                 continue
             gpus = entry.get("gpus")
-            if gpus is None or any(not isinstance(i, int) or i >= n.ngpu or i < 0 for i in gpus):
+            if not placed_gpus_valid(gpus, n):
                 gpus = pool._gpus_for(n, g) if g else []
                 if gpus is None:  # over-committed already (capacity shrank): take what is left
                     gpus = []

@@ -75,6 +75,18 @@ class Kubelet:
                                               persist_config=False)
         self.core = k8s.CoreV1Api(k8s.ApiClient(configuration))
         self.batch = k8s.BatchV1Api(k8s.ApiClient(configuration))
+        self.apps = k8s.AppsV1Api(k8s.ApiClient(configuration))
+
+    def deployment_rolled_out(self, namespace: str, name: str, *, ready: int | None = None) -> None:
+        """What the Deployment controller reports once it has rolled the pod template out: every
+        pod updated, `ready` of them ready (default: all), the latest generation observed."""
+        obj = self.emulator.get("deployments", namespace, name)
+        assert obj is not None, f"no Deployment {namespace}/{name}"
+        replicas = obj["spec"]["replicas"]
+        self.apps.patch_namespaced_deployment_status(name, namespace, {"status": {
+            "observedGeneration": obj["metadata"]["generation"], "replicas": replicas, "updatedReplicas": replicas,
+            "readyReplicas": replicas if ready is None else ready,
+            "availableReplicas": replicas if ready is None else ready}})
 
     def start_job_pods(self, namespace: str, job_name: str) -> list[str]:
         job = self.emulator.get("jobs", namespace, job_name)

@@ -12,6 +12,9 @@ import pytest
 from apps.backends.kubernetes.manifests import (
     ClusterOptions,
     WorkloadView,
+    canary_manifests,
+    deployment_layout,
+    deployment_strategy,
     namespace_manifest,
     revised_template,
     workload_manifests,
@@ -503,3 +506,70 @@ def test_a_deployments_new_revision_changes_only_its_containers_command_image_en
     assert main["envFrom"] == first["spec"]["template"]["spec"]["containers"][0]["envFrom"]  # the attempt's Secret
     assert revised["metadata"]["annotations"] == {"cairn.dev/revision": "2"}
     assert revised["metadata"]["labels"] == first["spec"]["template"]["metadata"]["labels"]  # the selector holds
+
+
+def test_a_canary_is_a_deployment_and_service_of_its_own_that_validate_and_never_overlap_the_main_ones():
+    options = OPTIONS["hami"]
+    base = view(kind="deployment", replicas=3, gpu_milli=0, cpu_milli=500, memory_mb=256,
+                spec={"command": ["serve"], "port": 80, "env": {"V": "1"}}, run_env={"CAIRN_RUN_ID": "7"})
+    main = by_kind(workload_manifests(base, options))
+    fresh = by_kind(workload_manifests(replace(base, spec={**base.spec, "env": {"V": "2"}}, revision=2),
+                                       options))["Deployment"]["spec"]["template"]
+    objs = by_kind(canary_manifests(base, options, main_template=main["Deployment"]["spec"]["template"],
+                                    fresh_template=fresh, revision=2))
+    for obj in objs.values():
+        validate(obj)
+    deployment, service = objs["Deployment"], objs["Service"]
+    name = f"cairn-{base.id}-canary"
+    assert deployment["metadata"]["name"] == service["metadata"]["name"] == name
+    assert deployment["spec"]["replicas"] == 1
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    # The main selectors (Deployment and Service) match no canary pod; the canary's only them.
+    for selector in (main["Deployment"]["spec"]["selector"]["matchLabels"], main["Service"]["spec"]["selector"]):
+        assert not all(labels.get(k) == v for k, v in selector.items())
+    assert all(labels.get(k) == v for k, v in deployment["spec"]["selector"]["matchLabels"].items())
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert env_of(container)["V"] == "2" and deployment["spec"]["template"]["metadata"]["annotations"] == {
+        "cairn.dev/revision": "2"}
+    assert container["envFrom"] == main["Deployment"]["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+
+
+def test_an_admitted_surge_is_the_controllers_max_surge_and_validates():
+    first = by_kind(workload_manifests(view(kind="deployment", replicas=2, gpu_milli=0, cpu_milli=500, memory_mb=256,
+                                            spec={"command": ["serve"], "port": 80, "env": {}}),
+                                       OPTIONS["hami"]))["Deployment"]
+    for unavailable, surge, expected in ((0, 1, (0, 1)), (2, 3, (2, 3)), (0, 0, (1, 0))):
+        strategy = deployment_strategy(unavailable, surge)
+        assert (strategy["rollingUpdate"]["maxUnavailable"], strategy["rollingUpdate"]["maxSurge"]) == expected
+        validate({**first, "spec": {**first["spec"], "strategy": strategy}})
+
+
+def _layout(**kw):
+    args = {"admitted": 3, "stable": 1, "canary": None, "surge": 0, "surge_wanted": 0, "max_unavailable": 1,
+            "running_canary": None, "main_complete": True}
+    return deployment_layout(**{**args, **kw})
+
+
+def test_the_layout_never_runs_more_pods_than_admitted():
+    assert _layout().main_replicas == 3 and _layout().canary_revision is None
+    # A canary takes one of the admitted replicas.
+    assert (_layout(canary=2).main_replicas, _layout(canary=2).canary_revision) == (2, 2)
+    # A single replica's canary waits for its surge replica, then runs on it.
+    assert (_layout(admitted=1, canary=2, surge_wanted=1).main_replicas,
+            _layout(admitted=1, canary=2, surge_wanted=1).canary_revision) == (1, None)
+    surged = _layout(admitted=2, canary=2, surge=1, surge_wanted=1)
+    assert (surged.main_replicas, surged.canary_revision, surged.strategy["rollingUpdate"]["maxSurge"]) == (1, 2, 0)
+    # Promoted: the canary pod (now the stable revision) serves until the main Deployment ran it out.
+    promoted = _layout(stable=2, running_canary=2, main_complete=False)
+    assert (promoted.main_replicas, promoted.canary_revision) == (2, 2)
+    assert (_layout(stable=2, running_canary=2).main_replicas, _layout(stable=2, running_canary=2).canary_revision) \
+        == (3, None)
+    # Rolled back: a canary of another revision goes at once.
+    assert _layout(running_canary=2, main_complete=False).canary_revision is None
+    # A rolling surge is maxSurge, not replicas; with max_unavailable 0 the template waits for it.
+    waiting = _layout(admitted=2, stable=2, surge_wanted=1, max_unavailable=0, main_complete=False)
+    assert (waiting.main_replicas, waiting.template_ready) == (2, False)
+    admitted = _layout(admitted=3, stable=2, surge=1, surge_wanted=1, max_unavailable=0, main_complete=False)
+    assert (admitted.main_replicas, admitted.template_ready) == (2, True)
+    assert admitted.strategy["rollingUpdate"] == {"maxUnavailable": 0, "maxSurge": 1}

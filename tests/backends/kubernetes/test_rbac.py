@@ -97,6 +97,22 @@ def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_
             _through_the_service_proxy(emulator, workload)
         backend.signal(workload)
         backend.signal(workload, force=True)
+    # A canary's Deployment and Service are created, then deleted (rolled back).
+    from apps.deployments.services import deployment_revision_create, deployment_rollout_rollback
+    from tests.factories import QuotaFactory
+
+    QuotaFactory(project=workloads[2].project, pool=workloads[2].pool)
+    served = make_workload(kind="deployment", replicas=2, spec={"command": ["serve"], "port": 8000, "env": {}})
+    workload_dispatch(workload_id=served.pk)
+    deployment_revision_create(workload=Workload.objects.get(pk=served.pk), changes={"env": {"V": "2"}},
+                               strategy="canary")
+    for _ in range(2):
+        served = Workload.objects.select_related("pool__cluster", "project").get(pk=served.pk)
+        backend.sync_deployment(served, emulator.get("deployments", NS, f"cairn-{served.pk}"),
+                                emulator.get("deployments", NS, f"cairn-{served.pk}-canary"))
+        if emulator.get("deployments", NS, f"cairn-{served.pk}-canary") is not None:
+            deployment_rollout_rollback(workload=served)
+    assert emulator.get("deployments", NS, f"cairn-{served.pk}-canary") is None
     reconciler = ClusterReconciler(k8s_cluster, watch_timeout=1)
     reconciler.start()
     try:

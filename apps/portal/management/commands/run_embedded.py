@@ -26,6 +26,7 @@ from apps.backends.loops import run_reconciler_loop
 from apps.backends.services import local_backend_shutdown
 from apps.core.loops import run_loop
 from apps.core.outbox import outbox_relay, outbox_wakeup
+from apps.core.proxy import close_pools
 from apps.notebooks.loops import run_culler_loop
 from apps.scheduling.services import scheduling_cycle
 from apps.sweeps.driver import sweeps_drive
@@ -141,3 +142,7 @@ class _Server(uvicorn.Server):
         await super().startup(sockets=sockets)
         if not self.should_exit:
             self.on_ready()
+
+    async def shutdown(self, sockets=None):
+        await super().shutdown(sockets=sockets)
+        await close_pools()  # the gateway's and the notebook proxy's connections to their upstreams
