@@ -38,6 +38,8 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.typing import Subprotocol
 from yarl import URL
 
+from apps.core import zerocopy
+
 logger = logging.getLogger(__name__)
 
 HOP_BY_HOP = frozenset({
@@ -132,10 +134,13 @@ def response_headers(response: aiohttp.ClientResponse, drop: frozenset[bytes]) -
 
 
 async def relay(receive, send, response: aiohttp.ClientResponse, headers: list[tuple[bytes, bytes]], *,
-                first_chunk: bytes | None = None, what: str = "the upstream") -> None:
+                first_chunk: bytes | None = None, what: str = "the upstream", method: str = "GET",
+                zero_copy: bool = False) -> None:
     """Send the upstream's answer on as it comes, until it ends or the client goes away; then
     give its connection back to the pool (or close it, when the answer was not read to its end).
-    `first_chunk`: the part of the body the caller has already read."""
+    `first_chunk`: the part of the body the caller has already read. `zero_copy`: a large body
+    of known length may go from socket to socket in the kernel (apps/core/zerocopy.py) where
+    both connections allow it."""
     content = response.content
     try:
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
@@ -146,6 +151,9 @@ async def relay(receive, send, response: aiohttp.ClientResponse, headers: list[t
             return
 
         async def pump():
+            if zero_copy and not first_chunk and zerocopy.eligible(send, response, method):
+                await zerocopy.relay_body(send, response)
+                return
             if first_chunk:
                 await send({"type": "http.response.body", "body": first_chunk, "more_body": True})
             while True:
@@ -240,12 +248,14 @@ def raw_path(scope) -> str:
 async def proxy_http(scope, receive, send, *, session: aiohttp.ClientSession, url: str,
                      headers: list[tuple[bytes, bytes]], timeout: float = 30.0, connect_timeout: float = 10.0,
                      response_drop: Iterable[bytes] = (), response_extra: Iterable[tuple[bytes, bytes]] = (),
-                     what: str = "the upstream", starting_page: bytes | None = None) -> int | None:
+                     what: str = "the upstream", starting_page: bytes | None = None,
+                     zero_copy: bool = False) -> int | None:
     """Forward one HTTP request to `url` and stream the answer back. Returns the upstream's status
     (None when it could not be reached). `timeout`: seconds for the status line and headers;
     `connect_timeout`: seconds to connect (the body may then take as long as it needs, both ways).
     `starting_page`: HTML answered (503, Retry-After) instead of JSON when the upstream refuses the
-    connection, for a browser loading a page while the app is still starting."""
+    connection, for a browser loading a page while the app is still starting. `zero_copy`: see
+    relay()."""
     first = await receive()
     if first["type"] == "http.disconnect":
         return None
@@ -291,7 +301,7 @@ async def proxy_http(scope, receive, send, *, session: aiohttp.ClientSession, ur
         return None
     out = response_headers(response, _RESPONSE_DROP | frozenset(response_drop))
     out += [(b"x-accel-buffering", b"no"), *response_extra]
-    await relay(receive, send, response, out, what=what)
+    await relay(receive, send, response, out, what=what, method=scope.get("method", "GET"), zero_copy=zero_copy)
     return response.status
 
 

@@ -216,6 +216,7 @@ async def serve_http(scope, receive, send) -> None:
         headers=forwarded, timeout=HEADERS_TIMEOUT, what="The notebook",
         response_drop=(b"set-cookie",), starting_page=STARTING_PAGE if _is_navigation(headers, method) else None,
         response_extra=[(b"x-frame-options", b"SAMEORIGIN"), (b"referrer-policy", b"same-origin")],
+        zero_copy=True,  # downloads of notebooks' files: socket to socket in the kernel (apps/core/zerocopy.py)
     )
 
 
