@@ -18,9 +18,8 @@ class _Ordering(_CycleState):
     # all newer work within nominal, and starves on a loaded pool. It gains no right to preempt.
     # Measured with `bench/scheduler_fairness.py --variant cairn strict-tiers` (benchmark e, strict-tiers
     # = False): on the 27 overloaded mixes it was chosen on (seeds 0-29) the p10 of Cairn - FIFO on the
-    # slowdown index went from -0.0097 to +0.0387; on 19 held-out ones (seeds 30-49) the median and the
-    # minimum rose, the p10 did not reach 0 (-0.0217 without, -0.0793 with); utilisation and waits kept
-    # (docs/benchmarks.md e).
+    # slowdown index went from -0.0097 to +0.0387; on the 63 held-out ones (seeds 30-99) the median is
+    # +0.146 and the p10 -0.079 (not the target); utilisation and waits kept (docs/benchmarks.md e).
     STARVING_BELOW_NOMINAL = True
 
     # Ordering. Work that fits in its project's nominal comes before work that would borrow (as
