@@ -17,6 +17,7 @@ import uvicorn
 from aiohttp import web
 
 from apps.core import proxy, zerocopy
+from tests.core.test_proxy_transport import _upstream
 
 SIZE = 12 * 1024 * 1024 + 12345  # not a multiple of any buffer size
 BODY = os.urandom(SIZE)
@@ -63,13 +64,7 @@ def server():
                                headers=[], zero_copy=True)
 
     async def main():
-        upstream = web.Application()
-        upstream.router.add_route("*", "/{tail:.*}", _upstream_routes)
-        runner = web.AppRunner(upstream, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        state["upstream"] = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        runner, state["upstream"] = await _upstream(_upstream_routes)
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         state["port"] = sock.getsockname()[1]
