@@ -17,11 +17,7 @@ class _Preemption(_CycleState):
         return cohort.check(w.project, need) is None and self._placeable(w, pool, shape, models)
 
     def _placeable(self, w, pool: _Pool, shape, models) -> bool:
-        trial = pool.place_gang(shape, w.replicas, models)
-        if trial is None:
-            return False
-        self._undo(pool, trial, shape)
-        return True
+        return pool.fits(shape, w.replicas, models)
 
     def _preempt(self, w, cohort: _Cohort, pool: _Pool, shape, need, models):
         in_nominal = cohort.within_nominal(w.project, need)
