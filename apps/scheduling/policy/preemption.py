@@ -19,8 +19,8 @@ class _Preemption(_CycleState):
         key = (w.pool, w.project, w.priority, shape, w.replicas, models, in_nominal)
         if key in self.preempt_failed:
             return None
-        own = [(1, -r.priority, -_ts(r.admitted_at), -r.id, r) for r in self.candidates.get((w.pool, w.project), ())
-               if r.priority > w.priority and r.id not in self.victims]
+        victims = self.victims
+        own = [e for e in self._own(w.pool, w.project) if e[4].priority > w.priority and e[4].id not in victims]
         if in_nominal:
             # Reclaim: other projects' borrowed work, whatever its priority.
             chosen = self._victims(w, cohort, pool, shape, need, models, own + self._borrowed(w, cohort, need))
@@ -71,6 +71,15 @@ class _Preemption(_CycleState):
                 else:
                     out.extend(e for e in entries if e[4].id not in victims and e[4].priority > below)
         return out
+
+    def _own(self, pool: str, project: str) -> list[tuple]:
+        """A project's preemptible running work as victim-order entries (fixed for the cycle, so built
+        once per project)."""
+        found = self.own_entries.get((pool, project))
+        if found is None:
+            found = self.own_entries[(pool, project)] = [(1, -r.priority, -_ts(r.admitted_at), -r.id, r)
+                                                         for r in self.candidates.get((pool, project), ())]
+        return found
 
     def _reclaimable(self, pool: str, project: str) -> dict[tuple[bool, bool, bool], list[tuple]]:
         """A project's preemptible running work that another project may take while it borrows, by
