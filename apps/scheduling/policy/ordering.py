@@ -53,16 +53,23 @@ class _Ordering(_CycleState):
             items.sort(key=_QUEUE_ORDER, reverse=True)
             heap.append(entry(key, items[-1]))
         heapq.heapify(heap)
-        heappop, heappush = heapq.heappop, heapq.heappush
-        while heap or held:
-            if not heap:  # only holds left (preemptors waiting on each other): release them all
+        heappop, heappush, heappushpop = heapq.heappop, heapq.heappush, heapq.heappushpop
+        # The entry of the queue just served, not pushed yet: heappushpop gives it straight back when
+        # it still comes first (the same order as pushing it and popping the first).
+        after = None
+        while heap or held or after is not None:
+            if after is not None:
+                key = heappushpop(heap, after)[-1]
+                after = None
+            elif not heap:  # only holds left (preemptors waiting on each other): release them all
                 for keys in held.values():
                     heap.extend(entry(k, queues[k][-1]) for k in keys)
                 held.clear()
                 pending = set()
                 heapq.heapify(heap)
                 continue
-            key = heappop(heap)[-1]
+            else:
+                key = heappop(heap)[-1]
             items = queues[key]
             by = items[-1].preempted_by
             if by is not None and by in pending and by not in decided and by != items[-1].id:
@@ -71,11 +78,11 @@ class _Ordering(_CycleState):
             w = items.pop()
             yield w
             decided.add(w.id)
-            if items:
-                heappush(heap, entry(key, items[-1]))
             if held:
                 for k in held.pop(w.id, ()):
                     heappush(heap, entry(k, queues[k][-1]))
+            if items:
+                after = entry(key, items[-1])
 
     def _entry(self, key, w: PendingWorkload):
         # Called once per workload, as it comes to the head of its queue: worked out here, not memoised.

@@ -297,7 +297,10 @@ class _Pool:
             return []
         if g >= GPU:
             k = _whole(g)
-            free = [i for i, x in enumerate(n.gpus) if x == GPU]
+            gpus = n.gpus
+            if k == 1:
+                return [gpus.index(GPU)] if GPU in gpus else None
+            free = [i for i, x in enumerate(gpus) if x == GPU]
             return free[:k] if len(free) >= k else None
         best = None
         for i, x in enumerate(n.gpus):
@@ -314,21 +317,24 @@ class _Pool:
         # Whole-GPU work that may run on any model first looks beyond the contested models.
         skip = self.contested if avoid and g >= GPU and models is None and self.contested else None
 
+        fractional = 0 < g < GPU
+        reserve = g == 0 and self.reserve
+        by_model = skip is not None or models is not None
+
         def consider(nodes: Iterable[_Node]) -> bool:
             for n in nodes:
-                if allowed is not None and n.idx not in allowed:
-                    continue
-                if skip is not None and n.model in skip:
-                    continue
-                if models is not None and n.model not in models:
-                    continue
                 if n.cpu < c or n.mem < m:
                     continue
-                if g == 0 and self.reserve:
+                if allowed is not None and n.idx not in allowed:
+                    continue
+                if by_model and ((skip is not None and n.model in skip)
+                                 or (models is not None and n.model not in models)):
+                    continue
+                if reserve:
                     keep_cpu, keep_mem = self.reserved(n)
                     if n.cpu - c < keep_cpu or n.mem - m < keep_mem:
                         continue
-                if 0 < g < GPU and n.full == 0 and max(n.gpus, default=0) < g:
+                if fractional and n.full == 0 and max(n.gpus, default=0) < g:
                     continue
                 out.append(n)
                 if len(out) >= limit:

@@ -179,4 +179,5 @@ class _CycleState:
 
 
 def _usage(r: RunningWorkload) -> tuple[int, int, int]:
-    return tuple(x * len(r.placement) for x in r.per_replica.as_tuple())
+    n, per = len(r.placement), r.per_replica
+    return (per.gpu_milli * n, per.cpu_milli * n, per.memory_mb * n)
