@@ -308,23 +308,26 @@ def _pool_view(pool: _Pool):
             [list(bucket) for bucket in pool.buckets], list(pool.partial), pool.changes, pool.free_gpu)
 
 
-@settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from([0, 1, 2, 4, 8]), st.integers(2, 64), st.integers(4, 256),
-                          st.sampled_from("XY"), st.integers(0, 2)), min_size=1, max_size=8),
-       st.lists(st.tuples(shape_st, st.integers(1, 4), models_st), max_size=16),
-       st.lists(st.tuples(shape_st, st.integers(1, 4), models_st), min_size=1, max_size=6))
-def test_a_trial_placement_leaves_the_pool_as_it_found_it(nodes, taken, probes):
+                          st.sampled_from("XY"), st.integers(0, 3), st.integers(0, 1)), min_size=1, max_size=10),
+       st.lists(st.tuples(shape_st, st.integers(1, 6), models_st), max_size=16),
+       st.lists(st.tuples(shape_st, st.integers(1, 6), models_st), min_size=1, max_size=6),
+       st.sampled_from([0.0, 0.5]))
+def test_a_trial_placement_leaves_the_pool_as_it_found_it(nodes, taken, probes, reserve):
     """`_Pool.fits` answers as place_gang would and leaves no trace (the order of the best-fit
-    buckets included, which later placements read); for one replica asking for a GPU, it fits if and
-    only if some node can take it (`_Pool.can_take`, what preemption searches use instead of trials)."""
+    buckets included, which later placements read). It answers a gang on a pool with topology
+    domains from the nodes' capacities, without placing; for one replica asking for a GPU, it fits
+    if and only if some node can take it (`_Pool.can_take`, what preemption searches use instead
+    of trials)."""
     node_states = [
         NodeState(name=f"n{i}", pool="p", allocatable=Resources(g * 1000, c * 1000, m * 1024), gpu_model=model,
-                  domains=(f"rack{d}",))
-        for i, (g, c, m, model, d) in enumerate(nodes)
+                  domains=(f"block{d}", f"rack{r}"))
+        for i, (g, c, m, model, d, r) in enumerate(nodes)
     ]
     # Half the mix is constrained to Y, so Y is contested where X nodes exist (whole-GPU work avoids it).
     mix = [(0.5, (1000, 8000, 32 * 1024), frozenset("Y")), (0.5, (500, 4000, 8 * 1024), None)]
-    pool = _Pool("p", node_states, mix)
+    pool = _Pool("p", node_states, mix, reserve)
     for shape, replicas, models in taken:
         pool.place_gang(shape, replicas, models)
     for shape, replicas, models in probes:

@@ -450,6 +450,8 @@ class _Pool:
         it, the order of the best-fit buckets and the change counter included (a placement and its
         undo would otherwise leave the nodes it scored last in their buckets, where later candidates
         are gathered from, so that whether a trial ran would change later placements)."""
+        if replicas > 1 and self.levels and shape[1] > 0 and shape[2] > 0:
+            return self._gang_fits(shape, replicas, models)
         if self._saved is not None:  # inside another trial: that one puts everything back
             done = self.place_gang(shape, replicas, models)
             if done is not None:
@@ -472,6 +474,18 @@ class _Pool:
                     self.buckets[k] = bucket
             self.changes = changes
         return done is not None
+
+    def _gang_fits(self, shape: tuple[int, int, int], replicas: int, models: frozenset[str] | None) -> bool:
+        """fits() for a gang on a pool with topology domains, from the nodes' capacities alone. A replica
+        placed on a node lowers its capacity for the shape (capacity_for) by exactly one (CPU and
+        memory asked, so neither term is unbounded), and place_one places a replica while some node
+        it may use has capacity left: a node set takes the gang if and only if its capacities add up
+        to the replicas. place_gang tries the node sets of _domain_groups, or every node without one."""
+        fit, _ = self._domain_fit(shape, models)
+        groups = self._domain_groups(shape, replicas, models)
+        if groups is None:
+            return sum(f for f in fit if f > 0) >= replicas
+        return any(sum(fit[i] for i in group if fit[i] > 0) >= replicas for group in groups)
 
     def _place_seq(self, shape, replicas, models, allowed) -> list[tuple[_Node, list[int]]] | None:
         g, c, m = shape
