@@ -318,22 +318,25 @@ SCALE_NOTES = [
     "(only the trial placements asked on the way differ); (2) a victim search for one replica asking for a GPU "
     "answers from the nodes instead of trying: such a replica fits if and only if some node can take it "
     "(`_Pool.can_take`), and a node only gains capacity as candidates are released, so once a trial found none, "
-    "only the nodes of candidates released since are looked at (trial placements at 1,250 nodes 8,850 -> 986, at "
-    "2,500 nodes 29,900 -> 5,340); (3) less per-workload work in the ordering (cohort and quota resolved once per "
+    "only the nodes of candidates released since are looked at; (3) a gang's trial on a pool with topology "
+    "domains is answered from the nodes' capacities for its shape, which `_domain_fit` keeps up to date: a "
+    "replica placed on a node lowers that node's capacity by exactly one, so a set of nodes takes the gang if and "
+    "only if their capacities add up to its replicas (trial placements left at 1,250 nodes: 8,850 -> 250, at "
+    "2,500 nodes 29,900 -> 0); (4) less per-workload work in the ordering (cohort and quota resolved once per "
     "queue, no memo dicts for values used once, heappushpop; the ordering alone 0.15 s -> 0.095 s), victim-order "
-    "entries built once per project, cheaper candidate gathering. Measured in CPU time, 5 cycles each, the same "
-    "load (about 1.5) for both: 1.03 s before against the first fit's 1.06 s, 0.78 s after against 1.02 s.",
+    "entries built once per project, cheaper candidate gathering. Measured in CPU time, 5 cycles each, under the "
+    "same load (about 1.5) for both: 1.03 s before against the first fit's 1.06 s; after (1), (2) and (4) 0.78 s "
+    "against 1.02 s; (3) took a further 10% off in paired runs (0.86 s -> 0.77 s at a load of about 2).",
     "",
-    "Where the cycle goes now (py-spy, 6 cycles): preemption searches 43% (victim searches 29%, of which trial "
-    "placements 16%, now nearly all for gangs, and releasing and retaking candidates 5%; other projects' borrowed "
-    "work 6%), ordering the queue 16%, placing admissions 13%, quota checks 6%, setting up the state 4%, capacity "
-    "reasons 2.5%. Not done: a first trial with every candidate released (failed searches cost little, above); "
-    "caching failures for dominated asks (10,438 of the searches have no candidate and cost little as they are); "
-    "answering gangs' trials without placing them: a gang's placement depends on the order candidates are "
-    "gathered in, which releasing and retaking victims still changes, so a trial of a minimal-set step cannot be "
-    "answered from an earlier one. The cycle still grows faster with nodes than the first fit: a bigger half-full "
-    "cluster admits and preempts more of the queue before it is full, and gangs' victim searches try a placement "
-    "per released candidate.",
+    "Where the cycle goes now (py-spy, 6 cycles): preemption searches 35% (victim searches 18%, of which trial "
+    "placements 4% and releasing and retaking candidates 6%; other projects' borrowed work 7%; holding the "
+    "preemptor's plan 4%), ordering the queue 19%, placing admissions 14%, quota checks 9% (mostly the reasons of "
+    "the waits), setting up the state 3%, capacity reasons 3%. Not done: a first trial with every candidate "
+    "released (failed searches cost little, above) and caching failures for dominated asks (10,438 of the "
+    "searches have no candidate and cost little as they are). What is left is spread over per-workload work "
+    "(ordering, memoised waits) and the decisions themselves; the cycle stays linear in the queue. It still "
+    "grows faster with nodes than the first fit (the table above): a bigger half-full cluster admits and "
+    "preempts more of the queue before it is full, and every admission and preemption is a placement.",
 ]
 
 
