@@ -17,6 +17,9 @@ the benchmarks' code run on it unchanged), and compares, byte for byte:
   and reservation searches included; the FIFO baseline and benchmark b drive it directly);
 - the figures the benchmark computes from them (wall times left out).
 
+`--decisions-only` leaves the gang placements out of the comparison (they are digested apart): for a
+change that runs fewer trial placements, or other ones, to reach the same decisions.
+
 Scenarios (smaller than the recorded benchmarks where those take long; deterministic all):
 a. bench/scheduler_throughput.py's two cycles (10,000 pending on 1,000 nodes, empty and half full);
 b. bench/scheduler_placement.py's inflation for Cairn on `--placement-lists`, seed 1 (all 1,213 nodes);
@@ -47,11 +50,13 @@ class Recorder:
 
     def reset(self):
         self.digest = hashlib.sha256()
+        self.placement_digest = hashlib.sha256()
         self.cycles = self.decisions = self.placements = 0
         self.kinds: Counter = Counter()
 
     def summary(self) -> dict:
-        return {"digest": self.digest.hexdigest(), "cycles": self.cycles, "decisions": self.decisions,
+        return {"digest": self.digest.hexdigest(), "placement_digest": self.placement_digest.hexdigest(),
+                "cycles": self.cycles, "decisions": self.decisions,
                 "placements": self.placements, "kinds": dict(sorted(self.kinds.items()))}
 
 
@@ -87,7 +92,7 @@ def install(policy, rec: Recorder) -> None:
     def recorded_place(self, shape, replicas, models):
         done = place(self, shape, replicas, models)
         rec.placements += 1
-        rec.digest.update(repr((self.name, shape, replicas, sorted(models) if models else None,
+        rec.placement_digest.update(repr((self.name, shape, replicas, sorted(models) if models else None,
                                 None if done is None else [(n.name, list(g)) for n, g in done])).encode())
         return done
 
@@ -174,7 +179,7 @@ def side(args) -> None:
     Path(args.out).write_text(json.dumps(results, indent=1, default=str, sort_keys=True))
 
 
-def compare(reference: dict, current: dict, only) -> bool:
+def compare(reference: dict, current: dict, only, decisions_only: bool = False) -> bool:
     same = True
     for key in only:
         r, c = reference.get(key), current.get(key)
@@ -182,12 +187,16 @@ def compare(reference: dict, current: dict, only) -> bool:
             print(f"{key}: missing on one side")
             same = False
             continue
-        fields = [f for f in ("digest", "cycles", "decisions", "placements", "kinds", "figures")
+        compared = ("digest", "cycles", "decisions", "kinds", "figures") if decisions_only else (
+            "digest", "placement_digest", "cycles", "decisions", "placements", "kinds", "figures")
+        fields = [f for f in compared
                   if json.dumps(r[f], sort_keys=True) != json.dumps(c[f], sort_keys=True)]
         kinds = ", ".join(f"{k} {v}" for k, v in r["kinds"].items()) or "none"
         verdict = "identical" if not fields else "DIFFERENT in " + ", ".join(fields)
+        placements = (f"{r['placements']} gang placements" if r["placements"] == c["placements"]
+                      else f"{r['placements']} / {c['placements']} gang placements")
         print(f"{key}: {verdict}: {r['cycles']} cycles, {r['decisions']} decisions ({kinds}), "
-              f"{r['placements']} gang placements, digest {r['digest'][:16]}")
+              f"{placements}, digest {r['digest'][:16]}")
         same = same and not fields
     return same
 
@@ -200,6 +209,8 @@ def main():
     parser.add_argument("--replay-nodes", type=int, default=8)
     parser.add_argument("--replay-seed", type=int, default=0)
     parser.add_argument("--replay-limit", type=int, default=3000, help="first N pods of the list (0: all)")
+    parser.add_argument("--decisions-only", action="store_true",
+                        help="compare decisions and figures, not the gang placements asked on the way")
     parser.add_argument("--side", choices=["reference", "current"], help=argparse.SUPPRESS)
     parser.add_argument("--out", help="with --side: where to write its results (JSON)")
     parser.add_argument("--compare", nargs=2, metavar=("REFERENCE_JSON", "CURRENT_JSON"),
@@ -219,7 +230,7 @@ def main():
                 out = Path(tmp) / f"{which}.json"
                 subprocess.run([sys.executable, __file__, *sys.argv[1:], "--side", which, "--out", str(out)], check=True)
                 results.append(json.loads(out.read_text()))
-    sys.exit(0 if compare(results[0], results[1], args.only) else 1)
+    sys.exit(0 if compare(results[0], results[1], args.only, args.decisions_only) else 1)
 
 
 if __name__ == "__main__":

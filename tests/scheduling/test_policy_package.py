@@ -17,7 +17,7 @@ LAYERS = ["snapshot", "accelerators", "locality", "quota", "placement", "cluster
           "__init__"]
 # The standard library the policy may use: computation only, nothing that touches files,
 # processes, the network, the clock or the environment.
-PURE_STDLIB = {"__future__", "collections", "dataclasses", "datetime", "heapq", "math", "typing"}
+PURE_STDLIB = {"__future__", "collections", "dataclasses", "datetime", "heapq", "math", "operator", "typing"}
 IMPURE_CALLS = {"open", "print", "input", "eval", "exec", "__import__", "breakpoint"}
 
 

@@ -300,3 +300,44 @@ def test_the_pools_kept_indexes_equal_ones_computed_afresh(nodes, ops, reserve):
             allowed = [n for n in pool.nodes if probe_models is None or n.model in probe_models]
             most = max(((sum(n.gpus), n.cpu, n.mem) for n in allowed), default=(0, 0, 0))
             assert pool.free_summary(probe_models) == (len(allowed), max(most, (0, 0, 0)))
+
+
+def _pool_view(pool: _Pool):
+    """Everything a later placement reads: free capacity, best-fit buckets in order, the change counter."""
+    return ([(list(n.gpus), n.cpu, n.mem, n.full, n.partial) for n in pool.nodes],
+            [list(bucket) for bucket in pool.buckets], list(pool.partial), pool.changes, pool.free_gpu)
+
+
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from([0, 1, 2, 4, 8]), st.integers(2, 64), st.integers(4, 256),
+                          st.sampled_from("XY"), st.integers(0, 3), st.integers(0, 1)), min_size=1, max_size=10),
+       st.lists(st.tuples(shape_st, st.integers(1, 6), models_st), max_size=16),
+       st.lists(st.tuples(shape_st, st.integers(1, 6), models_st), min_size=1, max_size=6),
+       st.sampled_from([0.0, 0.5]))
+def test_a_trial_placement_leaves_the_pool_as_it_found_it(nodes, taken, probes, reserve):
+    """`_Pool.fits` answers as place_gang would and leaves no trace (the order of the best-fit
+    buckets included, which later placements read). It answers a gang on a pool with topology
+    domains from the nodes' capacities, without placing; for one replica asking for a GPU, it fits
+    if and only if some node can take it (`_Pool.can_take`, what preemption searches use instead
+    of trials)."""
+    node_states = [
+        NodeState(name=f"n{i}", pool="p", allocatable=Resources(g * 1000, c * 1000, m * 1024), gpu_model=model,
+                  domains=(f"block{d}", f"rack{r}"))
+        for i, (g, c, m, model, d, r) in enumerate(nodes)
+    ]
+    # Half the mix is constrained to Y, so Y is contested where X nodes exist (whole-GPU work avoids it).
+    mix = [(0.5, (1000, 8000, 32 * 1024), frozenset("Y")), (0.5, (500, 4000, 8 * 1024), None)]
+    pool = _Pool("p", node_states, mix, reserve)
+    for shape, replicas, models in taken:
+        pool.place_gang(shape, replicas, models)
+    for shape, replicas, models in probes:
+        before = _pool_view(pool)
+        fits = pool.fits(shape, replicas, models)
+        assert _pool_view(pool) == before
+        if shape[0] and replicas == 1:
+            assert fits == any(pool.can_take(n, shape, models) for n in pool.nodes)
+        done = pool.place_gang(shape, replicas, models)
+        assert (done is not None) == fits
+        if done is not None:
+            for n, gpus in done:
+                pool.take(n, gpus, *shape, sign=-1)

@@ -29,9 +29,7 @@ class _Backfill(_CycleState):
             for r in batch:
                 self._release_running(r)
             released.extend(batch)
-            trial = pool.place_gang(shape, w.replicas, models)
-            if trial is not None:
-                self._undo(pool, trial, shape)
+            if pool.fits(shape, w.replicas, models):
                 found = True
                 break
             step = min(step * 2, 64)
@@ -44,12 +42,10 @@ class _Backfill(_CycleState):
             last = released.pop()
             for r in released:
                 self._release_running(r)
-            trial = pool.place_gang(shape, w.replicas, models)
-            if trial is not None:
-                self._undo(pool, trial, shape)
+            fits = pool.fits(shape, w.replicas, models)
             for r in reversed(released):
                 self._release_running(r, sign=1)
-            if trial is None:
+            if not fits:
                 released.append(last)
                 break
         if not self._plan_and_hold(w, pool, shape, models, released):

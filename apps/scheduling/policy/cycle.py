@@ -40,7 +40,8 @@ class _Cycle(_Ordering, _Preemption, _Backfill, _Reasons):
         cohort = self.cohorts[w.pool]
         pool = self.pools[w.pool]
         shape = w.per_replica.as_tuple()
-        need = tuple(x * w.replicas for x in shape)
+        n = w.replicas
+        need = (shape[0] * n, shape[1] * n, shape[2] * n)
         models = _models(w)
         if models is not None and not (models & pool.models):
             return Wait(w.id, f"constraint: pool '{w.pool}' has no schedulable node with GPU model "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable
+from operator import attrgetter
 
 from .snapshot import PendingWorkload
 from .state import _CycleState
@@ -34,24 +35,40 @@ class _Ordering(_CycleState):
     def _order(self) -> Iterable[PendingWorkload]:
         queues: dict[tuple[str, str], list[PendingWorkload]] = {}
         for w in self.snap.pending:
-            queues.setdefault((w.pool, w.project), []).append(w)
+            queue = queues.get((w.pool, w.project))
+            if queue is None:
+                queues[(w.pool, w.project)] = [w]
+            else:
+                queue.append(w)
         pending = {w.id for w in self.snap.pending}
         decided: set[int] = set()
         held: dict[int, list[tuple[str, str]]] = {}  # preemptor id -> queues waiting for it
+        # Per queue, what its entries read: the cohort and the project's quota (None: no quota).
+        self._queue_quota = {key: (cohort, cohort.quotas.get(key[1])) if (cohort := self.cohorts.get(key[0])) is not None
+                             else (None, None) for key in queues}
+        entry = self._entry
         heap = []
         for key, items in queues.items():
-            items.sort(key=lambda w: (w.priority, w.submitted_at, w.id), reverse=True)
-            heap.append(self._entry(key, items[-1]))
+            items.sort(key=_QUEUE_ORDER, reverse=True)
+            heap.append(entry(key, items[-1]))
         heapq.heapify(heap)
-        while heap or held:
-            if not heap:  # only holds left (preemptors waiting on each other): release them all
+        heappop, heappush, heappushpop = heapq.heappop, heapq.heappush, heapq.heappushpop
+        # The entry of the queue just served, not pushed yet: heappushpop gives it straight back when
+        # it still comes first (the same order as pushing it and popping the first).
+        after = None
+        while heap or held or after is not None:
+            if after is not None:
+                key = heappushpop(heap, after)[-1]
+                after = None
+            elif not heap:  # only holds left (preemptors waiting on each other): release them all
                 for keys in held.values():
-                    heap.extend(self._entry(k, queues[k][-1]) for k in keys)
+                    heap.extend(entry(k, queues[k][-1]) for k in keys)
                 held.clear()
                 pending = set()
                 heapq.heapify(heap)
                 continue
-            key = heapq.heappop(heap)[-1]
+            else:
+                key = heappop(heap)[-1]
             items = queues[key]
             by = items[-1].preempted_by
             if by is not None and by in pending and by not in decided and by != items[-1].id:
@@ -60,42 +77,35 @@ class _Ordering(_CycleState):
             w = items.pop()
             yield w
             decided.add(w.id)
+            if held:
+                for k in held.pop(w.id, ()):
+                    heappush(heap, entry(k, queues[k][-1]))
             if items:
-                heapq.heappush(heap, self._entry(key, items[-1]))
-            for k in held.pop(w.id, ()):
-                heapq.heappush(heap, self._entry(k, queues[k][-1]))
+                after = entry(key, items[-1])
 
     def _entry(self, key, w: PendingWorkload):
-        cohort = self.cohorts.get(w.pool)
-        q = cohort.quotas.get(w.project) if cohort is not None else None
-        fresh = not self._starving(w)
+        # Called once per workload, as it comes to the head of its queue: worked out here, not memoised.
+        cohort, q = self._queue_quota[key]
+        fresh = not self.snap.starvation_seconds or not self._starving(w)
         if q is None:
             return (True, fresh, w.priority, math.inf, w.submitted_at, w.id, key)
         share = self._shares.get(key)
         if share is None or share[0] != cohort.version:  # recomputed only when usage changed
             share = self._shares[key] = (cohort.version, q.share())
         used, nominal = q.used, q.nominal
-        g, c, m = self._need(w)
-        borrows = used[0] + g > nominal[0] or used[1] + c > nominal[1] or used[2] + m > nominal[2]
+        r, n = w.per_replica, w.replicas
+        borrows = (used[0] + r.gpu_milli * n > nominal[0] or used[1] + r.cpu_milli * n > nominal[1]
+                   or used[2] + r.memory_mb * n > nominal[2])
         if borrows and not fresh and self.STARVING_BELOW_NOMINAL and used[0] < nominal[0]:
             borrows = False
         return (borrows, fresh, w.priority, share[1], w.submitted_at, w.id, key)
 
     def _starving(self, w: PendingWorkload) -> bool:
-        # Fixed for the cycle: worked out once per workload (the queue's ordering asks each time it
-        # looks at a project's head).
-        starving = self._starving_memo.get(w.id)
-        if starving is None:
-            limit = self.snap.starvation_seconds
-            starving = self._starving_memo[w.id] = (
-                bool(limit) and self.now is not None and w.submitted_at is not None
+        """Waited past the bounded wait (Snapshot.starvation_seconds), and not requeued by a preemption."""
+        limit = self.snap.starvation_seconds
+        return (bool(limit) and self.now is not None and w.submitted_at is not None
                 and w.preempted_by is None and (self.now - w.submitted_at).total_seconds() >= limit)
-        return starving
 
-    def _need(self, w: PendingWorkload) -> tuple[int, int, int]:
-        """What all of w's replicas ask for (GPU milli, CPU milli, memory MB)."""
-        need = self._needs.get(w.id)
-        if need is None:
-            r, n = w.per_replica, w.replicas
-            need = self._needs[w.id] = (r.gpu_milli * n, r.cpu_milli * n, r.memory_mb * n)
-        return need
+
+# Within a queue (one project on one pool): the highest priority first, then the earliest submitted.
+_QUEUE_ORDER = attrgetter("priority", "submitted_at", "id")

@@ -162,6 +162,9 @@ class _Pool:
                 self.domain_nodes[level].setdefault(dom, []).append(n)
         self._log: list[int] = []
         self._fit: dict[tuple, list] = {}
+        # During fits(): the best-fit buckets (key -1: `partial`) as they were before the trial first
+        # re-filed a node in them, to put back afterwards.
+        self._saved: dict[int, dict[int, _Node]] | None = None
 
     # A GPU model is contested when the task mix's work limited to a few models (an allowed-model
     # constraint) asks for more than CONTEST x that model's share of the pool's GPUs (a shape
@@ -192,12 +195,24 @@ class _Pool:
         return frozenset(x for x, d in demand.items() if d / total > self.CONTEST * capacity[x] / total_capacity)
 
     # bookkeeping
+    def _keep(self, k: int) -> None:
+        """Inside fits(): remember bucket k (-1: `partial`) as it was before the trial's first change to it."""
+        saved = self._saved
+        if saved is not None and k not in saved:
+            saved[k] = dict(self.partial if k < 0 else self.buckets[k])
+
     def _reindex(self, n: _Node) -> None:
         """Called after every change of n's free capacity: re-files it in the best-fit buckets."""
         self._log.append(n.idx)
         gpus = n.gpus
         full = gpus.count(GPU)
         partial = full + gpus.count(0) != len(gpus)  # a GPU neither whole nor empty
+        if self._saved is not None:
+            if full != n.full:
+                self._keep(n.full)
+                self._keep(full)
+            if partial != n.partial:
+                self._keep(-1)
         if full != n.full:
             del self.buckets[n.full][n.idx]
             self.buckets[full][n.idx] = n
@@ -282,7 +297,10 @@ class _Pool:
             return []
         if g >= GPU:
             k = _whole(g)
-            free = [i for i, x in enumerate(n.gpus) if x == GPU]
+            gpus = n.gpus
+            if k == 1:
+                return [gpus.index(GPU)] if GPU in gpus else None
+            free = [i for i, x in enumerate(gpus) if x == GPU]
             return free[:k] if len(free) >= k else None
         best = None
         for i, x in enumerate(n.gpus):
@@ -299,21 +317,24 @@ class _Pool:
         # Whole-GPU work that may run on any model first looks beyond the contested models.
         skip = self.contested if avoid and g >= GPU and models is None and self.contested else None
 
+        fractional = 0 < g < GPU
+        reserve = g == 0 and self.reserve
+        by_model = skip is not None or models is not None
+
         def consider(nodes: Iterable[_Node]) -> bool:
             for n in nodes:
-                if allowed is not None and n.idx not in allowed:
-                    continue
-                if skip is not None and n.model in skip:
-                    continue
-                if models is not None and n.model not in models:
-                    continue
                 if n.cpu < c or n.mem < m:
                     continue
-                if g == 0 and self.reserve:
+                if allowed is not None and n.idx not in allowed:
+                    continue
+                if by_model and ((skip is not None and n.model in skip)
+                                 or (models is not None and n.model not in models)):
+                    continue
+                if reserve:
                     keep_cpu, keep_mem = self.reserved(n)
                     if n.cpu - c < keep_cpu or n.mem - m < keep_mem:
                         continue
-                if 0 < g < GPU and n.full == 0 and max(n.gpus, default=0) < g:
+                if fractional and n.full == 0 and max(n.gpus, default=0) < g:
                     continue
                 out.append(n)
                 if len(out) >= limit:
@@ -329,6 +350,17 @@ class _Pool:
         if skip is not None and not out:
             return self._candidates(shape, models, allowed, avoid=False)
         return out
+
+    def can_take(self, n: _Node, shape: tuple[int, int, int], models: frozenset[str] | None) -> bool:
+        """Whether one replica of `shape`, asking for a GPU, fits on n now: n is among the nodes that
+        `_candidates` gathers from for it (the preference for uncontested models aside). place_one
+        places such a replica if and only if some node of the pool can take it."""
+        g, c, m = shape
+        if n.cpu < c or n.mem < m or (models is not None and n.model not in models):
+            return False
+        if g >= GPU:
+            return n.full >= _whole(g)
+        return max(n.gpus, default=0) >= g
 
     def place_one(self, shape: tuple[int, int, int], models: frozenset[str] | None,
                   allowed: set[int] | None = None) -> tuple[_Node, list[int]] | None:
@@ -361,10 +393,12 @@ class _Pool:
             # A take() and its undo leave the node last in its bucket (and in `partial`) when they
             # moved it out and back: candidates are gathered in that order, so do the same.
             if moved:
+                self._keep(n.full)
                 bucket = self.buckets[n.full]
                 del bucket[n.idx]
                 bucket[n.idx] = n
             if left_partial:
+                self._keep(-1)
                 del self.partial[n.idx]
                 self.partial[n.idx] = n
             score = (delta, n.cpu - c, n.idx)
@@ -410,6 +444,48 @@ class _Pool:
                         return done
                 return None
         return self._place_seq(shape, replicas, models, None)
+
+    def fits(self, shape: tuple[int, int, int], replicas: int, models: frozenset[str] | None) -> bool:
+        """Whether place_gang would place the gang now. A trial: it leaves the pool exactly as it found
+        it, the order of the best-fit buckets and the change counter included (a placement and its
+        undo would otherwise leave the nodes it scored last in their buckets, where later candidates
+        are gathered from, so that whether a trial ran would change later placements)."""
+        if replicas > 1 and self.levels and shape[1] > 0 and shape[2] > 0:
+            return self._gang_fits(shape, replicas, models)
+        if self._saved is not None:  # inside another trial: that one puts everything back
+            done = self.place_gang(shape, replicas, models)
+            if done is not None:
+                for n, gpus in done:
+                    self.take(n, gpus, *shape, sign=-1)
+            return done is not None
+        changes = self.changes
+        self._saved = saved = {}
+        try:
+            done = self.place_gang(shape, replicas, models)
+            if done is not None:
+                for n, gpus in done:
+                    self.take(n, gpus, *shape, sign=-1)
+        finally:
+            self._saved = None
+            for k, bucket in saved.items():
+                if k < 0:
+                    self.partial = bucket
+                else:
+                    self.buckets[k] = bucket
+            self.changes = changes
+        return done is not None
+
+    def _gang_fits(self, shape: tuple[int, int, int], replicas: int, models: frozenset[str] | None) -> bool:
+        """fits() for a gang on a pool with topology domains, from the nodes' capacities alone. A replica
+        placed on a node lowers its capacity for the shape (capacity_for) by exactly one (CPU and
+        memory asked, so neither term is unbounded), and place_one places a replica while some node
+        it may use has capacity left: a node set takes the gang if and only if its capacities add up
+        to the replicas. place_gang tries the node sets of _domain_groups, or every node without one."""
+        fit, _ = self._domain_fit(shape, models)
+        groups = self._domain_groups(shape, replicas, models)
+        if groups is None:
+            return sum(f for f in fit if f > 0) >= replicas
+        return any(sum(fit[i] for i in group if fit[i] > 0) >= replicas for group in groups)
 
     def _place_seq(self, shape, replicas, models, allowed) -> list[tuple[_Node, list[int]]] | None:
         g, c, m = shape

@@ -13,24 +13,14 @@ from .state import _CycleState, _usage
 
 
 class _Preemption(_CycleState):
-    def _fits(self, w, cohort: _Cohort, pool: _Pool, shape, need, models) -> bool:
-        return cohort.check(w.project, need) is None and self._placeable(w, pool, shape, models)
-
-    def _placeable(self, w, pool: _Pool, shape, models) -> bool:
-        trial = pool.place_gang(shape, w.replicas, models)
-        if trial is None:
-            return False
-        self._undo(pool, trial, shape)
-        return True
-
     def _preempt(self, w, cohort: _Cohort, pool: _Pool, shape, need, models):
         in_nominal = cohort.within_nominal(w.project, need)
         # Victim sets only shrink and claims only grow during a cycle: a failed search stays failed.
         key = (w.pool, w.project, w.priority, shape, w.replicas, models, in_nominal)
         if key in self.preempt_failed:
             return None
-        own = [(1, -r.priority, -_ts(r.admitted_at), -r.id, r) for r in self.candidates.get((w.pool, w.project), ())
-               if r.priority > w.priority and r.id not in self.victims]
+        victims = self.victims
+        own = [e for e in self._own(w.pool, w.project) if e[4].priority > w.priority and e[4].id not in victims]
         if in_nominal:
             # Reclaim: other projects' borrowed work, whatever its priority.
             chosen = self._victims(w, cohort, pool, shape, need, models, own + self._borrowed(w, cohort, need))
@@ -82,6 +72,15 @@ class _Preemption(_CycleState):
                     out.extend(e for e in entries if e[4].id not in victims and e[4].priority > below)
         return out
 
+    def _own(self, pool: str, project: str) -> list[tuple]:
+        """A project's preemptible running work as victim-order entries (fixed for the cycle, so built
+        once per project)."""
+        found = self.own_entries.get((pool, project))
+        if found is None:
+            found = self.own_entries[(pool, project)] = [(1, -r.priority, -_ts(r.admitted_at), -r.id, r)
+                                                         for r in self.candidates.get((pool, project), ())]
+        return found
+
     def _reclaimable(self, pool: str, project: str) -> dict[tuple[bool, bool, bool], list[tuple]]:
         """A project's preemptible running work that another project may take while it borrows, by
         which resources it uses, as victim-order entries; recently re-admitted victims are left out
@@ -115,6 +114,28 @@ class _Preemption(_CycleState):
         heap = list(candidates)
         heapq.heapify(heap)
         chosen: list[RunningWorkload] = []
+        # A trial placement per step, unless the answer is known without one. One replica asking for a
+        # GPU fits if and only if some node can take it (`_Pool.can_take`), and a node's free capacity
+        # only grows as candidates are released: once nothing fits with a set of candidates released
+        # (`known`), only the nodes of candidates released beyond that set can take it. (Trials leave
+        # the pool as they found it, so skipping one changes nothing else.)
+        single = w.replicas == 1 and shape[0] > 0
+        known: set[int] | None = set() if single and (pool.name, shape, 1, models) in self.failed else None
+        allocs = self.allocs
+
+        def placeable(released: list[RunningWorkload]) -> bool:
+            nonlocal known
+            if not single:
+                return pool.fits(shape, w.replicas, models)
+            if known is None:
+                ok = pool.fits(shape, 1, models)
+            else:
+                ok = any(pool.can_take(n, shape, models) for r in released if r.id not in known
+                         for n, _ in allocs.get(r.id, ()))
+            if not ok:
+                known = {r.id for r in released}
+            return ok
+
         fits = False
         while heap:
             r = heapq.heappop(heap)[4]
@@ -122,8 +143,7 @@ class _Preemption(_CycleState):
                 continue  # no longer borrowing after earlier victims: reclaim stops at its nominal
             self._release_running(r)
             chosen.append(r)
-            if (pool.free_gpu >= need[0] and cohort.check(w.project, need) is None
-                    and self._placeable(w, pool, shape, models)):
+            if pool.free_gpu >= need[0] and cohort.check(w.project, need) is None and placeable(chosen):
                 fits = True
                 break
         if not fits:
@@ -133,8 +153,9 @@ class _Preemption(_CycleState):
         # Minimal set: give back every victim that turns out not to be needed.
         for r in list(reversed(chosen)):
             self._release_running(r, sign=1)
-            if self._fits(w, cohort, pool, shape, need, models):
-                chosen.remove(r)
+            rest = [x for x in chosen if x is not r]
+            if cohort.check(w.project, need) is None and placeable(rest):
+                chosen = rest
             else:
                 self._release_running(r)
         for r in chosen:

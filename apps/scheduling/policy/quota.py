@@ -48,7 +48,8 @@ class _Quota:
         return best
 
     def borrowing(self) -> bool:
-        return any(self.used[d] > self.nominal[d] for d in range(3))
+        used, nominal = self.used, self.nominal
+        return used[0] > nominal[0] or used[1] > nominal[1] or used[2] > nominal[2]
 
 
 class _Cohort:

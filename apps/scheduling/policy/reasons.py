@@ -37,14 +37,11 @@ class _Reasons(_CycleState):
         return reason
 
     def _fits_without_reserve(self, w, pool: _Pool, shape, models) -> bool:
-        """Whether CPU-only w would fit now if GPU nodes kept nothing for their free GPUs (the
-        trial leaves the pool as it was, its change counter included: nothing changed)."""
-        kept, changes = pool.reserve, pool.changes
+        """Whether CPU-only w would fit now if GPU nodes kept nothing for their free GPUs (a trial:
+        it leaves the pool as it was)."""
+        kept = pool.reserve
         pool.reserve = 0.0
         try:
-            trial = pool.place_gang(shape, w.replicas, models)
-            if trial is not None:
-                self._undo(pool, trial, shape)
+            return pool.fits(shape, w.replicas, models)
         finally:
-            pool.reserve, pool.changes = kept, changes
-        return trial is not None
+            pool.reserve = kept

@@ -39,6 +39,7 @@ class _CycleState:
                 self.candidates.setdefault((r.pool, r.project), []).append(r)
         self.preempt_failed: set[tuple] = set()
         self.reclaimable: dict[tuple[str, str], dict] = {}  # _Preemption._reclaimable's, per (pool, project)
+        self.own_entries: dict[tuple[str, str], list[tuple]] = {}  # _Preemption._own's, per (pool, project)
         self.allocs: dict[int, list[tuple[_Node, list[int]]]] = {}
         if kept:
             for r in snapshot.running:
@@ -60,8 +61,7 @@ class _CycleState:
         self.reserved_pools: set[str] = set()
         self.failed: set[tuple] = set()
         self._shares: dict[tuple[str, str], tuple[int, float]] = {}
-        self._starving_memo: dict[int, bool] = {}  # ordering.py's, per pending workload
-        self._needs: dict[int, tuple[int, int, int]] = {}
+        self._queue_quota: dict[tuple[str, str], tuple] = {}  # ordering.py's, per (pool, project) queue
 
     @staticmethod
     def _mix(snapshot: Snapshot) -> dict[str, list[tuple]]:
@@ -179,4 +179,5 @@ class _CycleState:
 
 
 def _usage(r: RunningWorkload) -> tuple[int, int, int]:
-    return tuple(x * len(r.placement) for x in r.per_replica.as_tuple())
+    n, per = len(r.placement), r.per_replica
+    return (per.gpu_milli * n, per.cpu_milli * n, per.memory_mb * n)
