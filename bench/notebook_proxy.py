@@ -182,7 +182,7 @@ def measure_kernel(direct, proxied, n: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=1000)
-    parser.add_argument("--downloads", type=int, default=5)
+    parser.add_argument("--downloads", type=int, default=25)
     parser.add_argument("--executes", type=int, default=300)
     parser.add_argument("--no-record", action="store_true", help="print only; do not edit docs/benchmarks.md")
     args = parser.parse_args()
@@ -267,7 +267,7 @@ def main() -> None:
     ]
     load = os.getloadavg()
     command = "scripts/with-test-services.sh .venv/bin/python bench/notebook_proxy.py"
-    if (args.requests, args.downloads, args.executes) != (1000, 5, 300):
+    if (args.requests, args.downloads, args.executes) != (1000, 25, 300):
         command += f" --requests {args.requests} --downloads {args.downloads} --executes {args.executes}"
     body = "\n".join([
         f"Command: `{command}` ({args.requests} calls each way, interleaved; {args.downloads} downloads each way and client; "
