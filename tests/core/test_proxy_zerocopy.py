@@ -3,8 +3,10 @@ uvloop: what `uvicorn[standard]` and Cairn run) in front of a real upstream on t
 large download arrives whole and byte for byte, the kernel moved it (not Python), the client's
 connection is still usable for its next request, a client that leaves mid-download or an upstream
 that breaks off leave nothing behind (no relay thread stuck, no half-answer passed off as whole),
-and small bodies, HEAD requests and bodies of unknown length take the ordinary path."""
+and small bodies, HEAD requests and bodies of unknown length take the ordinary path; where no
+relay thread is free or the kernel refuses to splice, a download still arrives whole."""
 import asyncio
+import errno
 import hashlib
 import http.client
 import os
@@ -159,6 +161,41 @@ def test_small_head_and_chunked_answers_take_the_ordinary_path(server):
     assert hashlib.sha256(got).hexdigest() == DIGEST
     connection.close()
     assert zerocopy.relayed_bytes == before
+
+
+def _download_big(port) -> str:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", "/big")
+    answer = connection.getresponse()
+    assert answer.status == 200
+    digest = hashlib.sha256(answer.read()).hexdigest()
+    connection.close()
+    return digest
+
+
+def test_with_every_relay_thread_busy_a_download_takes_the_ordinary_path_whole(server):
+    taken = 0
+    while zerocopy._slots.acquire(blocking=False):
+        taken += 1
+    try:
+        assert taken == zerocopy.MAX_RELAYS
+        before = zerocopy.relayed_bytes
+        assert _download_big(server) == DIGEST
+        assert zerocopy.relayed_bytes == before
+    finally:
+        for _ in range(taken):
+            zerocopy._slots.release()
+
+
+def test_where_the_kernel_refuses_to_splice_a_download_takes_the_ordinary_path_whole(server, monkeypatch):
+    def refuse(*args):
+        raise OSError(errno.EINVAL, "splice refused")
+
+    monkeypatch.setattr(os, "splice", refuse)
+    before = zerocopy.relayed_bytes
+    assert _download_big(server) == DIGEST
+    assert zerocopy.relayed_bytes == before
+    assert _idle_relays()
 
 
 def test_a_client_that_leaves_mid_download_leaves_no_relay_behind(server):
