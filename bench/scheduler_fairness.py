@@ -56,6 +56,14 @@ COMBOS = [("default",), ("gpuspec33",), ("multigpu50",), ("default", "gpuspec33"
 # attributes the variant names must exist: a typo fails).
 VARIANTS: dict[str, dict[str, object]] = {
     "cairn": {},
+    "oldest-first": {"_Cycle.YOUNGEST_FIRST": False},
+    "no-slowdown-order": {"_Cycle.SLOWDOWN_ORDER": False},
+    "no-starving-reclaim": {"_Cycle.STARVING_RECLAIM": False},
+    "no-requeued-bound": {"_Cycle.REQUEUED_BOUND": False},
+    # Issue 31 (third round) undone: reservations drain the oldest work first, work past the bounded
+    # wait ordered by priority and share, no reclaim for it, requeued work never past the bound.
+    "before": {"_Cycle.YOUNGEST_FIRST": False, "_Cycle.SLOWDOWN_ORDER": False, "_Cycle.STARVING_RECLAIM": False,
+               "_Cycle.REQUEUED_BOUND": False},
     # The ordering before issue 31: work past the bounded wait keeps the nominal-before-borrowing tiers.
     "strict-tiers": {"_Cycle.STARVING_BELOW_NOMINAL": False},
 }

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .policy import (
     DEFAULT_GPU_NODE_RESERVE,
+    DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_STARVATION_SECONDS,
     Accel,
@@ -268,7 +269,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
              repreempt_min_runtime: float = DEFAULT_REPREEMPT_MIN_RUNTIME,
              starvation_seconds: float | None = DEFAULT_STARVATION_SECONDS,
              gpu_node_reserve: float = DEFAULT_GPU_NODE_RESERVE,
-             checkpoint_seconds: float | None = None, data=None) -> SimResult:
+             checkpoint_seconds: float | None = None, data=None,
+             service_half_life: float = DEFAULT_SERVICE_HALF_LIFE) -> SimResult:
     """Replay `jobs` through the policy with simulated time; returns the metrics.
 
     `checkpoint_seconds`: None, a preempted job saves its state at SIGTERM (within the grace
@@ -316,6 +318,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
     waiting: dict[str, float] = {}
     held_time: dict[str, float] = {}
     fair_time: dict[str, float] = {}
+    service_decayed: dict[str, tuple[float, float]] = {}
+    pool = jobs[0].pool if jobs else ""
     weights = {q.project: max(q.nominal.gpu_milli, 1) for q in quotas}
     # Why work waits: GPUs now pending per (project, kind of its last pending reason), and the
     # GPU-time spent so. Kept per kind, not per job, so a span costs O(projects x kinds).
@@ -362,6 +366,12 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
             for p, share in max_min_shares(capacity, demands, weights).items():
                 fair_time[p] = fair_time.get(p, 0.0) + share * span
                 held_time[p] = held_time.get(p, 0.0) + held.get(p, 0.0) * span
+            # Each project's service (GPU-time held, GPU-time in the system), decayed as the service's.
+            keep = 0.5 ** (span / service_half_life)
+            gain = service_half_life / math.log(2) * (1 - keep)
+            for p in service_decayed.keys() | demands.keys():
+                used, spent = service_decayed.get(p, (0.0, 0.0))
+                service_decayed[p] = (used * keep + held.get(p, 0.0) * gain, spent * keep + demands.get(p, 0.0) * gain)
             for key, g in pending_by_kind.items():
                 if g > 1e-9:
                     waited_by_kind[key] = waited_by_kind.get(key, 0.0) + g * span
@@ -392,7 +402,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                     progress(1)
             else:  # a preempted job has exited: requeue it with the work it has left
                 pending[job_id] = _pending(by_id[job_id], known_durations, remaining[job_id],
-                                           preempted_by=state.preempted_for)
+                                           preempted_by=state.preempted_for, requeued_at=EPOCH + timedelta(seconds=t))
                 waiting[state.project] += gpus(state.per_replica, len(state.placement))
                 set_wait_kind(job_id, state.project, gpus(state.per_replica, len(state.placement)), NOT_YET_DECIDED)
         if cycle_due is not None and cycle_due <= t:
@@ -411,7 +421,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=list(pending.values()),
                             running=[state for state, _ in running.values()], now=now_dt,
                             grace_seconds=grace_seconds, repreempt_min_runtime_seconds=repreempt_min_runtime,
-                            starvation_seconds=starvation_seconds, gpu_node_reserve=gpu_node_reserve)
+                            starvation_seconds=starvation_seconds, gpu_node_reserve=gpu_node_reserve,
+                            project_service={(pool, p): v for p, v in service_decayed.items()})
         for decision in decide(snapshot, cluster):
             if isinstance(decision, Wait):
                 w = pending[decision.workload_id]
@@ -567,11 +578,12 @@ def _p99(ordered: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else 0.0
 
 
-def _pending(j: SimJob, known_durations: bool, left: float, preempted_by: int | None = None) -> PendingWorkload:
+def _pending(j: SimJob, known_durations: bool, left: float, preempted_by: int | None = None,
+             requeued_at: datetime | None = None) -> PendingWorkload:
     return PendingWorkload(
         id=j.id, project=j.project, pool=j.pool, priority=j.priority, submitted_at=EPOCH + timedelta(seconds=j.arrival),
         replicas=j.replicas, per_replica=j.per_replica, gpu_model=j.gpu_model,
-        expected_seconds=left if known_durations else None, preempted_by=preempted_by,
+        expected_seconds=left if known_durations else None, preempted_by=preempted_by, requeued_at=requeued_at,
     )
 
 

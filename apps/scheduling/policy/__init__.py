@@ -59,6 +59,7 @@ from .placement import _Pool, kept_for_gpus
 from .quota import QuotaBlock, _Cohort
 from .snapshot import (
     DEFAULT_GPU_NODE_RESERVE,
+    DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_STARVATION_SECONDS,
     GPU,
@@ -78,7 +79,7 @@ from .snapshot import (
 
 __all__ = [
     "Accel", "explain", "fold",
-    "DEFAULT_GPU_NODE_RESERVE", "DEFAULT_REPREEMPT_MIN_RUNTIME", "DEFAULT_STARVATION_SECONDS", "GPU", "WAIT_KIND_LABELS",
+    "DEFAULT_GPU_NODE_RESERVE", "DEFAULT_REPREEMPT_MIN_RUNTIME", "DEFAULT_SERVICE_HALF_LIFE", "DEFAULT_STARVATION_SECONDS", "GPU", "WAIT_KIND_LABELS",
     "Admit", "ClusterState", "Decision", "NodeState", "PendingWorkload", "Preempt", "QuotaBlock", "QuotaState", "Resources",
     "RunningWorkload", "Snapshot", "Wait", "WaitKind", "fill_seconds", "holder_first", "kept_for_gpus", "rank",
     "schedule",

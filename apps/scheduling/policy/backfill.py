@@ -10,6 +10,8 @@ from .state import _CycleState, _usage
 
 
 class _Backfill(_CycleState):
+    YOUNGEST_FIRST = True
+
     def _reserve(self, w, pool: _Pool, shape, models) -> Wait | None:
         """Hold, for the first capacity-blocked workload of the pool, the resources it will get
         when running workloads end (earliest expected end first); smaller work backfills around."""
@@ -17,7 +19,8 @@ class _Backfill(_CycleState):
         need = tuple(x * w.replicas for x in shape)
         pending_release = sorted(
             (r for r in self.running.values() if r.pool == w.pool and r.id not in self.victims),
-            key=lambda r: (r.expected_end is None, r.expected_end or datetime.max, r.id),
+            key=lambda r: (r.expected_end is None, r.expected_end or datetime.max,
+                           -(r.admitted_at or datetime.min).timestamp() if self.YOUNGEST_FIRST else 0, r.id),
         )
         released: list[RunningWorkload] = []
         found = False

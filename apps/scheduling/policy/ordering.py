@@ -22,6 +22,8 @@ class _Ordering(_CycleState):
     # slowdown index went from -0.0097 to +0.0387; on the 63 held-out ones (seeds 30-99) the median is
     # +0.146 and the p10 -0.079 (not the target); utilisation and waits kept (docs/benchmarks.md e).
     STARVING_BELOW_NOMINAL = True
+    SLOWDOWN_ORDER = True
+    REQUEUED_BOUND = True
 
     # Ordering. Work that fits in its project's nominal comes before work that would borrow (as
     # in Kueue: nominal is guaranteed, so a reclaim is not undone by a borrower taking the freed
@@ -98,13 +100,26 @@ class _Ordering(_CycleState):
                    or used[2] + r.memory_mb * n > nominal[2])
         if borrows and not fresh and self.STARVING_BELOW_NOMINAL and used[0] < nominal[0]:
             borrows = False
+        if not fresh and self.SLOWDOWN_ORDER and self.snap.project_service is not None:
+            ratio = self._ratio(w.pool, w.project)
+            return (borrows, fresh, ratio, w.priority, share[1], w.submitted_at, w.id, key)
         return (borrows, fresh, w.priority, share[1], w.submitted_at, w.id, key)
 
+    def _ratio(self, pool, project):
+        used, spent = self.snap.project_service.get((pool, project), (0.0, 0.0))
+        return used / spent if spent > 0 else 1.0
+
     def _starving(self, w: PendingWorkload) -> bool:
-        """Waited past the bounded wait (Snapshot.starvation_seconds), and not requeued by a preemption."""
+        """Waited past the bounded wait (Snapshot.starvation_seconds): since its submission, or, requeued
+        by a preemption, since it came back to the queue (it has run already)."""
         limit = self.snap.starvation_seconds
-        return (bool(limit) and self.now is not None and w.submitted_at is not None
-                and w.preempted_by is None and (self.now - w.submitted_at).total_seconds() >= limit)
+        if not limit or self.now is None:
+            return False
+        if w.preempted_by is None:
+            since = w.submitted_at
+        else:
+            since = w.requeued_at if self.REQUEUED_BOUND else None
+        return since is not None and (self.now - since).total_seconds() >= limit
 
 
 # Within a queue (one project on one pool): the highest priority first, then the earliest submitted.

@@ -17,6 +17,8 @@ DEFAULT_STARVATION_SECONDS = 3600.0
 # GPU nodes keep this share of each free GPU's part of their CPU and memory for GPU work: work that
 # asks for no GPU may not take it (the service's and the simulator's default; Snapshot's is 0 = off).
 DEFAULT_GPU_NODE_RESERVE = 0.5
+# Each project's service (Snapshot.project_service) counts the past with this half-life.
+DEFAULT_SERVICE_HALF_LIFE = 7 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,9 @@ class PendingWorkload:
     # Requeued after a preemption: the workload that preempted it. While that one is still
     # pending, this one is not considered before it (it must not take back what it gave up).
     preempted_by: int | None = None
+    # Requeued after a preemption: when it came back to the queue. Its bounded wait counts from
+    # then (not from its submission: it has run already). None: not known, no bounded wait.
+    requeued_at: datetime | None = None
     # Nodes whose dataset cache holds every dataset version it mounts (apps/storage): placement
     # prefers them when otherwise equal (locality.py). Empty: no datasets, or cached nowhere.
     datasets_on: frozenset[str] = frozenset()
@@ -181,6 +186,10 @@ class Snapshot:
     # 96 CPUs, 3 GPUs free and 0.5: 18 CPUs stay for GPU work), so CPU-only work does not strand
     # GPUs for lack of CPU or memory. 0: off; 1: CPU-only work only where every GPU is taken.
     gpu_node_reserve: float = 0.0
+    # Per (pool, project): (GPU-seconds its work held, GPU-seconds its work spent in the system: held,
+    # or queued), each counted with the past decayed (DEFAULT_SERVICE_HALF_LIFE). Work past the
+    # bounded wait is ordered by the ratio of the two, the worst served project first. None: unknown.
+    project_service: dict[tuple[str, str], tuple[float, float]] | None = None
 
 
 # -- formatting ----------------------------------------------------------------------------------
