@@ -616,3 +616,83 @@ def test_past_the_bound_a_project_below_its_nominal_goes_with_the_work_within_no
     busy = run + [running(11, project="a", gpu=2000, nodes=("n2",), gpus=[[0, 1]])]
     using = by_id(schedule(snap(nodes + [node("n2", gpus=2)], quotas, [old, new], busy, starvation_seconds=3600)))
     assert isinstance(using[2], Admit)
+
+
+# -- issue 31, fairness on any task mix --------------------------------------------------------------
+
+def test_a_reservation_waits_for_the_most_recently_admitted_work_when_run_times_are_unknown():
+    # Two full 8-GPU nodes, run times unknown: n1's job was admitted a day ago, n2's an hour ago. Run
+    # times are heavy-tailed (a job that has run a day is likely to run days more), so a whole-node
+    # job reserves n2 and backfill may use n1.
+    nodes = [node("n1"), node("n2")]
+    run = [running(10, project="b", gpu=8000, nodes=("n1",), at=-86400),
+           running(11, project="b", gpu=8000, nodes=("n2",), at=-3600)]
+    quotas = [quota(gpus=100), quota("b", gpus=100)]
+    decisions = by_id(schedule(snap(nodes, quotas, [job(1, gpu=8000)], run)))
+    assert decisions[1].reason.startswith("reserved") and "1 running workload(s)" in decisions[1].reason
+    # The hold is on n2: n1's GPUs, once its old job ends, are free for backfill; n2's are not.
+    old_ends = [r for r in run if r.id == 11]
+    after = by_id(schedule(snap(nodes, quotas, [job(1, gpu=8000), job(2, gpu=1000, at=1)], old_ends)))
+    assert isinstance(after[1], Admit) and after[1].placement[0]["node"] == "n1"
+    # Known ends still come first, whatever the age.
+    ends = [replace(run[0], expected_end=T0 + timedelta(minutes=5)), run[1]]
+    backfill = by_id(schedule(snap(nodes, quotas, [job(1, gpu=8000)], ends)))
+    assert backfill[1].estimated_start == T0 + timedelta(minutes=5)
+
+
+def test_work_past_the_bound_goes_in_order_of_its_projects_service_worst_served_first():
+    # One free GPU; a's and c's 1-GPU jobs have both waited past the bound, a's longer. By priority,
+    # share and submit time a's would go first; c has been served worse (it held 10% of its time in
+    # the system against a's 90%), so c's goes first; swapping the histories swaps the order.
+    nodes = [node("n1", gpus=1)]
+    quotas = [quota(gpus=1), quota("c", gpus=1)]
+    old_a = replace(job(1, gpu=1000), submitted_at=T0 - timedelta(hours=3))
+    old_c = replace(job(2, project="c", gpu=1000), submitted_at=T0 - timedelta(hours=2))
+    history = {("p", "a"): (900.0, 1000.0), ("p", "c"): (100.0, 1000.0)}
+    served = by_id(schedule(snap(nodes, quotas, [old_a, old_c], starvation_seconds=3600, project_service=history)))
+    assert isinstance(served[2], Admit) and isinstance(served[1], Wait)
+    swapped = {("p", "a"): history[("p", "c")], ("p", "c"): history[("p", "a")]}
+    served = by_id(schedule(snap(nodes, quotas, [old_a, old_c], starvation_seconds=3600, project_service=swapped)))
+    assert isinstance(served[1], Admit) and isinstance(served[2], Wait)
+    # Within the bound the service ratio plays no part: submit time decides.
+    fresh = [replace(old_a, submitted_at=T0 - timedelta(minutes=3)), replace(old_c, submitted_at=T0 - timedelta(minutes=2))]
+    served = by_id(schedule(snap(nodes, quotas, fresh, starvation_seconds=3600, project_service=history)))
+    assert isinstance(served[1], Admit)
+    # A project with no history counts as fully served.
+    served = by_id(schedule(snap(nodes, quotas, [old_a, old_c], starvation_seconds=3600,
+                                 project_service={("p", "a"): (100.0, 1000.0)})))
+    assert isinstance(served[1], Admit)
+
+
+def test_past_the_bound_a_project_below_its_nominal_reclaims_borrowed_quota():
+    # Nominal 3 GPUs each; n1 has 4 GPUs, n2 2. b runs 6 GPUs (3 borrowed): 2 on n2, 2 + 2 on n1. a uses
+    # nothing and its 4-GPU job, bigger than its nominal, has waited 2 h: it reclaims b's borrowed work
+    # on n1 (a's nominal is guaranteed, and a whole 4 GPUs is the only form its job can use it in).
+    nodes = [node("n1", gpus=4), node("n2", gpus=2)]
+    run = [running(10, project="b", gpu=2000, nodes=("n2",), gpus=[[0, 1]], at=-7200),
+           running(11, project="b", gpu=2000, nodes=("n1",), gpus=[[0, 1]], at=-3600),
+           running(12, project="b", gpu=2000, nodes=("n1",), gpus=[[2, 3]], at=-600)]
+    quotas = [quota(gpus=3), quota("b", gpus=3)]
+    old = replace(job(1, gpu=4000), submitted_at=T0 - timedelta(hours=2))
+    decisions = schedule(snap(nodes, quotas, [old], run, starvation_seconds=3600))
+    assert preempted(decisions) == {11, 12}
+    assert by_id(decisions)[1].kind == WaitKind.PREEMPTING
+    # Only borrowed work is taken: b borrowing 1 GPU, room for the job would take b's nominal too: none.
+    assert not preempted(schedule(snap(nodes, quotas, [old], run[1:], starvation_seconds=3600)))
+    # Within the bound, or once a uses its nominal, no reclaim: the job is beyond its nominal.
+    recent = replace(old, submitted_at=T0 - timedelta(minutes=30))
+    assert not preempted(schedule(snap(nodes, quotas, [recent], run, starvation_seconds=3600)))
+    using = [*run, running(13, project="a", gpu=3000, nodes=("n3",), gpus=[[0, 1, 2]])]
+    assert not preempted(schedule(snap([*nodes, node("n3", gpus=3)], quotas, [old], using, starvation_seconds=3600)))
+
+
+def test_a_requeued_victims_bounded_wait_counts_from_its_return_to_the_queue():
+    nodes, quotas, pending, run = _starving_setup()
+    # Submitted 2 h ago and requeued 2 h ago: past the bound again, it goes before the new P2 job.
+    back_long_ago = replace(pending[0], preempted_by=99, requeued_at=T0 - timedelta(hours=2))
+    decisions = by_id(schedule(snap(nodes, quotas, [back_long_ago, pending[1]], run, starvation_seconds=3600)))
+    assert decisions[1].reason.startswith("reserved") and isinstance(decisions[2], Wait)
+    # Requeued a minute ago: its original submit time does not count (it ran already).
+    back_now = replace(back_long_ago, requeued_at=T0 - timedelta(minutes=1))
+    decisions = by_id(schedule(snap(nodes, quotas, [back_now, pending[1]], run, starvation_seconds=3600)))
+    assert isinstance(decisions[2], Admit)
