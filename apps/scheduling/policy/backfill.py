@@ -2,6 +2,7 @@
 will have as running work ends (with the estimated start), and smaller work fills around it."""
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 from .placement import _Pool
@@ -10,7 +11,15 @@ from .state import _CycleState, _usage
 
 
 class _Backfill(_CycleState):
+    # With run times unknown, a reservation waits for the most recently admitted work first: run times
+    # are heavy-tailed, so work that has run least is the likeliest to end soon (docs/scheduling.md,
+    # "Which running work a reservation waits for"). False: the oldest first (before issue 31).
     YOUNGEST_FIRST = True
+
+    def _age_key(self, r) -> float:
+        if not self.YOUNGEST_FIRST:
+            return 0.0
+        return -r.admitted_at.timestamp() if r.admitted_at is not None else math.inf
 
     def _reserve(self, w, pool: _Pool, shape, models) -> Wait | None:
         """Hold, for the first capacity-blocked workload of the pool, the resources it will get
@@ -19,8 +28,7 @@ class _Backfill(_CycleState):
         need = tuple(x * w.replicas for x in shape)
         pending_release = sorted(
             (r for r in self.running.values() if r.pool == w.pool and r.id not in self.victims),
-            key=lambda r: (r.expected_end is None, r.expected_end or datetime.max,
-                           -(r.admitted_at or datetime.min).timestamp() if self.YOUNGEST_FIRST else 0, r.id),
+            key=lambda r: (r.expected_end is None, r.expected_end or datetime.max, self._age_key(r), r.id),
         )
         released: list[RunningWorkload] = []
         found = False
