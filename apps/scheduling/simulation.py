@@ -402,7 +402,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                     progress(1)
             else:  # a preempted job has exited: requeue it with the work it has left
                 pending[job_id] = _pending(by_id[job_id], known_durations, remaining[job_id],
-                                           preempted_by=state.preempted_for, requeued_at=EPOCH + timedelta(seconds=t))
+                                           preempted_by=state.preempted_for)
                 waiting[state.project] += gpus(state.per_replica, len(state.placement))
                 set_wait_kind(job_id, state.project, gpus(state.per_replica, len(state.placement)), NOT_YET_DECIDED)
         if cycle_due is not None and cycle_due <= t:
@@ -578,12 +578,11 @@ def _p99(ordered: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else 0.0
 
 
-def _pending(j: SimJob, known_durations: bool, left: float, preempted_by: int | None = None,
-             requeued_at: datetime | None = None) -> PendingWorkload:
+def _pending(j: SimJob, known_durations: bool, left: float, preempted_by: int | None = None) -> PendingWorkload:
     return PendingWorkload(
         id=j.id, project=j.project, pool=j.pool, priority=j.priority, submitted_at=EPOCH + timedelta(seconds=j.arrival),
         replicas=j.replicas, per_replica=j.per_replica, gpu_model=j.gpu_model,
-        expected_seconds=left if known_durations else None, preempted_by=preempted_by, requeued_at=requeued_at,
+        expected_seconds=left if known_durations else None, preempted_by=preempted_by,
     )
 
 

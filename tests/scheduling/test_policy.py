@@ -583,16 +583,12 @@ def test_a_workload_pending_past_the_bound_goes_before_newer_work_of_any_priorit
     assert isinstance(off[2], Admit)
 
 
-def test_the_bounded_wait_gives_no_right_to_preempt_and_skips_requeued_victims():
+def test_the_bounded_wait_gives_no_right_to_preempt_by_priority():
     nodes, quotas, pending, run = _starving_setup()
     # A starving P4 job does not preempt a running P3 job of its own project.
     mine = [running(10, project="a", priority=3, gpu=2000, nodes=("n1",), gpus=[[0, 1]], end=T0 + timedelta(hours=1))]
     decisions = schedule(snap(nodes, quotas, [pending[0]], mine, starvation_seconds=3600))
     assert not preempted(decisions) and isinstance(by_id(decisions)[1], Wait)
-    # A requeued victim keeps its original submit time but is not promoted by it (it ran already).
-    victim = replace(pending[0], preempted_by=99)
-    decisions = by_id(schedule(snap(nodes, quotas, [victim, pending[1]], run, starvation_seconds=3600)))
-    assert isinstance(decisions[2], Admit)
 
 
 def test_past_the_bound_a_project_below_its_nominal_goes_with_the_work_within_nominal():
@@ -686,13 +682,24 @@ def test_past_the_bound_a_project_below_its_nominal_reclaims_borrowed_quota():
     assert not preempted(schedule(snap([*nodes, node("n3", gpus=3)], quotas, [old], using, starvation_seconds=3600)))
 
 
-def test_a_requeued_victims_bounded_wait_counts_from_its_return_to_the_queue():
+def test_a_requeued_victim_is_past_the_bound_from_its_submission_but_gains_no_reclaim_right():
     nodes, quotas, pending, run = _starving_setup()
-    # Submitted 2 h ago and requeued 2 h ago: past the bound again, it goes before the new P2 job.
-    back_long_ago = replace(pending[0], preempted_by=99, requeued_at=T0 - timedelta(hours=2))
-    decisions = by_id(schedule(snap(nodes, quotas, [back_long_ago, pending[1]], run, starvation_seconds=3600)))
+    # Submitted 2 h ago, preempted and requeued since: its time in the system began at its submission,
+    # so it is past the bound and goes before the new P2 job.
+    victim = replace(pending[0], preempted_by=99)
+    decisions = by_id(schedule(snap(nodes, quotas, [victim, pending[1]], run, starvation_seconds=3600)))
     assert decisions[1].reason.startswith("reserved") and isinstance(decisions[2], Wait)
-    # Requeued a minute ago: its original submit time does not count (it ran already).
-    back_now = replace(back_long_ago, requeued_at=T0 - timedelta(minutes=1))
-    decisions = by_id(schedule(snap(nodes, quotas, [back_now, pending[1]], run, starvation_seconds=3600)))
+    recent = replace(victim, submitted_at=T0 - timedelta(minutes=30))
+    decisions = by_id(schedule(snap(nodes, quotas, [recent, pending[1]], run, starvation_seconds=3600)))
     assert isinstance(decisions[2], Admit)
+    # It may not reclaim, though its project is below its nominal: reclaimed back and forth, borrowed
+    # work would ping-pong. The same job not requeued does.
+    nodes = [node("n1", gpus=4), node("n2", gpus=2)]
+    run = [running(10, project="b", gpu=2000, nodes=("n2",), gpus=[[0, 1]], at=-7200),
+           running(11, project="b", gpu=2000, nodes=("n1",), gpus=[[0, 1]], at=-3600),
+           running(12, project="b", gpu=2000, nodes=("n1",), gpus=[[2, 3]], at=-600)]
+    quotas = [quota(gpus=3), quota("b", gpus=3)]
+    old = replace(job(1, gpu=4000), submitted_at=T0 - timedelta(hours=2))
+    assert preempted(schedule(snap(nodes, quotas, [old], run, starvation_seconds=3600))) == {11, 12}
+    requeued = replace(old, preempted_by=99)
+    assert not preempted(schedule(snap(nodes, quotas, [requeued], run, starvation_seconds=3600)))

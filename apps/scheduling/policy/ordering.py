@@ -110,16 +110,15 @@ class _Ordering(_CycleState):
         return used / spent if spent > 0 else 1.0
 
     def _starving(self, w: PendingWorkload) -> bool:
-        """Waited past the bounded wait (Snapshot.starvation_seconds): since its submission, or, requeued
-        by a preemption, since it came back to the queue (it has run already)."""
+        """Waited past the bounded wait (Snapshot.starvation_seconds) since its submission. A requeued
+        victim counts from its submission too: its time in the system began then, as its project's
+        service ratio counts it (it gains the order, not the reclaim right: preemption.py)."""
         limit = self.snap.starvation_seconds
-        if not limit or self.now is None:
+        if not limit or self.now is None or w.submitted_at is None:
             return False
-        if w.preempted_by is None:
-            since = w.submitted_at
-        else:
-            since = w.requeued_at if self.REQUEUED_BOUND else None
-        return since is not None and (self.now - since).total_seconds() >= limit
+        if w.preempted_by is not None and not self.REQUEUED_BOUND:
+            return False
+        return (self.now - w.submitted_at).total_seconds() >= limit
 
 
 # Within a queue (one project on one pool): the highest priority first, then the earliest submitted.

@@ -17,7 +17,8 @@ class _Preemption(_CycleState):
 
     def _preempt(self, w, cohort: _Cohort, pool: _Pool, shape, need, models):
         in_nominal = cohort.within_nominal(w.project, need)
-        if not in_nominal and self.STARVING_RECLAIM and self.snap.starvation_seconds and self._starving(w):
+        if (not in_nominal and self.STARVING_RECLAIM and self.snap.starvation_seconds and w.preempted_by is None
+                and self._starving(w)):
             q = cohort.quotas.get(w.project)
             in_nominal = q is not None and q.used[0] < q.nominal[0]
         # Victim sets only shrink and claims only grow during a cycle: a failed search stays failed.

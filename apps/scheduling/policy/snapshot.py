@@ -85,9 +85,6 @@ class PendingWorkload:
     # Requeued after a preemption: the workload that preempted it. While that one is still
     # pending, this one is not considered before it (it must not take back what it gave up).
     preempted_by: int | None = None
-    # Requeued after a preemption: when it came back to the queue. Its bounded wait counts from
-    # then (not from its submission: it has run already). None: not known, no bounded wait.
-    requeued_at: datetime | None = None
     # Nodes whose dataset cache holds every dataset version it mounts (apps/storage): placement
     # prefers them when otherwise equal (locality.py). Empty: no datasets, or cached nowhere.
     datasets_on: frozenset[str] = frozenset()
