@@ -25,8 +25,8 @@ from pathlib import Path
 
 from .policy import (
     DEFAULT_GPU_NODE_RESERVE,
-    DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
+    DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
     Accel,
     Admit,

@@ -59,8 +59,8 @@ from .placement import _Pool, kept_for_gpus
 from .quota import QuotaBlock, _Cohort
 from .snapshot import (
     DEFAULT_GPU_NODE_RESERVE,
-    DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
+    DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
     GPU,
     WAIT_KIND_LABELS,

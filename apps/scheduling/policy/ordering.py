@@ -16,13 +16,17 @@ class _Ordering(_CycleState):
     # Past the bounded wait, work of a project that uses less than its nominal GPUs is ordered with the
     # work within nominal even when it is bigger than what is left of that nominal (docs/scheduling.md,
     # "Bounded wait"): a project whose pods are bigger than its nominal is otherwise served only after
-    # all newer work within nominal, and starves on a loaded pool. It gains no right to preempt.
+    # all newer work within nominal, and starves on a loaded pool (and it may reclaim: preemption.py).
     # Measured with `bench/scheduler_fairness.py --variant cairn strict-tiers` (benchmark e, strict-tiers
     # = False): on the 27 overloaded mixes it was chosen on (seeds 0-29) the p10 of Cairn - FIFO on the
-    # slowdown index went from -0.0097 to +0.0387; on the 63 held-out ones (seeds 30-99) the median is
-    # +0.146 and the p10 -0.079 (not the target); utilisation and waits kept (docs/benchmarks.md e).
+    # slowdown index went from -0.0097 to +0.0387 (docs/benchmarks.md e).
     STARVING_BELOW_NOMINAL = True
+    # Past the bounded wait, the worst-served project first: work is ordered by its project's service
+    # ratio (Snapshot.project_service: GPU-time held / GPU-time in the system, decayed), the slowdown the
+    # fairness index measures, before priority and share. Fresh work keeps priority and share.
     SLOWDOWN_ORDER = True
+    # A requeued victim's bounded wait counts from its submission (its time in the system began then);
+    # False: never past the bound (before issue 31's third round), which let it wait without bound.
     REQUEUED_BOUND = True
 
     # Ordering. Work that fits in its project's nominal comes before work that would borrow (as
@@ -105,7 +109,8 @@ class _Ordering(_CycleState):
             return (borrows, fresh, ratio, w.priority, share[1], w.submitted_at, w.id, key)
         return (borrows, fresh, w.priority, share[1], w.submitted_at, w.id, key)
 
-    def _ratio(self, pool, project):
+    def _ratio(self, pool: str, project: str) -> float:
+        """The project's service ratio in the pool (1.0: no time in the system recorded, fully served)."""
         used, spent = self.snap.project_service.get((pool, project), (0.0, 0.0))
         return used / spent if spent > 0 else 1.0
 

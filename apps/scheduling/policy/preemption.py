@@ -13,6 +13,12 @@ from .state import _CycleState, _usage
 
 
 class _Preemption(_CycleState):
+    # Past the bounded wait, a project below its nominal GPUs may reclaim borrowed quota for work bigger
+    # than what is left of its nominal (docs/scheduling.md, "Bounded wait"): its nominal is guaranteed,
+    # and for an 8-GPU pod of a project with a nominal of 4 a whole node is the only form it can use it
+    # in; without it, such pods waited for nodes that newer small pods kept partly busy, longer than
+    # under FIFO on some mixes of benchmark e. Not for a requeued victim (reclaimed back and forth,
+    # borrowed work would ping-pong).
     STARVING_RECLAIM = True
 
     def _preempt(self, w, cohort: _Cohort, pool: _Pool, shape, need, models):
