@@ -59,7 +59,11 @@ class UsageRecord(models.Model):
 
     class Meta:
         ordering = ["-started_at"]
-        indexes = [models.Index(fields=["project", "pool", "started_at"])]
+        indexes = [
+            models.Index(fields=["project", "pool", "started_at"]),
+            # Open and recently closed intervals (the scheduler's apps.scheduling.services.project_service).
+            models.Index(fields=["ended_at"], name="usage_ended_at"),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["workload"], condition=models.Q(ended_at__isnull=True),
                                     name="usage_one_open_interval_per_workload"),

@@ -13,6 +13,7 @@ LIMITS = {
     "STARVATION_SECONDS": ("CAIRN_STARVATION_SECONDS", "seconds, 0 (off) or more", lambda v: v >= 0),
     "STOP_GRACE_SECONDS": ("CAIRN_STOP_GRACE_SECONDS", "seconds, 0 or more", lambda v: v >= 0),
     "SCHEDULER_INTERVAL": ("CAIRN_SCHEDULER_INTERVAL", "seconds, more than 0", lambda v: v > 0),
+    "SERVICE_HALF_LIFE_SECONDS": ("CAIRN_SERVICE_HALF_LIFE_SECONDS", "seconds, more than 0", lambda v: v > 0),
 }
 
 

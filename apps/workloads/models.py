@@ -79,6 +79,8 @@ class Workload(models.Model):
         indexes = [
             models.Index(fields=["status", "priority", "created_at"]),
             models.Index(fields=["project", "kind", "-created_at"]),
+            # The scheduler reads the work that ended recently (apps.scheduling.services.project_service).
+            models.Index(fields=["finished_at"], name="workload_finished_at"),
         ]
 
     def __str__(self) -> str:

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import environ
 
-from apps.scheduling.policy import DEFAULT_GPU_NODE_RESERVE, DEFAULT_REPREEMPT_MIN_RUNTIME, DEFAULT_STARVATION_SECONDS
+from apps.scheduling.policy import (
+    DEFAULT_GPU_NODE_RESERVE,
+    DEFAULT_REPREEMPT_MIN_RUNTIME,
+    DEFAULT_SERVICE_HALF_LIFE,
+    DEFAULT_STARVATION_SECONDS,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -227,6 +232,9 @@ CAIRN = {
     "REPREEMPT_MIN_RUNTIME_SECONDS": env.float("CAIRN_REPREEMPT_MIN_RUNTIME_SECONDS", default=DEFAULT_REPREEMPT_MIN_RUNTIME),
     # Bounded wait: pending this long, a workload goes before newer work of any priority (0: off).
     "STARVATION_SECONDS": env.float("CAIRN_STARVATION_SECONDS", default=DEFAULT_STARVATION_SECONDS),
+    # Past the bounded wait, the project served worst (GPU-time held over GPU-time in the system)
+    # goes first; both count the past with this half-life (apps.scheduling.services.project_service).
+    "SERVICE_HALF_LIFE_SECONDS": env.float("CAIRN_SERVICE_HALF_LIFE_SECONDS", default=DEFAULT_SERVICE_HALF_LIFE),
     # GPU nodes keep this share of their free GPUs' part of the node's CPU and memory for GPU work
     # (0: CPU-only work may take all of it; 1: all of it is kept). docs/scheduling.md, Placement.
     "GPU_NODE_RESERVE": env.float("CAIRN_GPU_NODE_RESERVE", default=DEFAULT_GPU_NODE_RESERVE),

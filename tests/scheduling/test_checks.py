@@ -18,6 +18,8 @@ def test_the_default_settings_pass():
     ("REPREEMPT_MIN_RUNTIME_SECONDS", float("inf"), "CAIRN_REPREEMPT_MIN_RUNTIME_SECONDS"),
     ("STOP_GRACE_SECONDS", "soon", "CAIRN_STOP_GRACE_SECONDS"),
     ("SCHEDULER_INTERVAL", 0, "CAIRN_SCHEDULER_INTERVAL"),
+    ("SERVICE_HALF_LIFE_SECONDS", 0, "CAIRN_SERVICE_HALF_LIFE_SECONDS"),
+    ("SERVICE_HALF_LIFE_SECONDS", -3600, "CAIRN_SERVICE_HALF_LIFE_SECONDS"),
 ])
 def test_a_value_out_of_range_is_an_error_naming_its_variable(settings, key, value, variable):
     settings.CAIRN = {**settings.CAIRN, key: value}
@@ -28,7 +30,8 @@ def test_a_value_out_of_range_is_an_error_naming_its_variable(settings, key, val
 
 
 @pytest.mark.parametrize(("key", "value"), [("GPU_NODE_RESERVE", 0), ("GPU_NODE_RESERVE", 1),
-                                            ("STARVATION_SECONDS", 0), ("SCHEDULER_INTERVAL", 0.05)])
+                                            ("STARVATION_SECONDS", 0), ("SCHEDULER_INTERVAL", 0.05),
+                                            ("SERVICE_HALF_LIFE_SECONDS", 0.5)])
 def test_the_edges_of_each_range_are_accepted(settings, key, value):
     settings.CAIRN = {**settings.CAIRN, key: value}
     assert scheduler_settings() == []
