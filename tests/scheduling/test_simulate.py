@@ -309,3 +309,34 @@ def test_the_wait_table_heads_its_columns_with_labels_for_people():
     assert lines[1] == "GPU-hours waiting, by pending reason (cairn)"
     assert "quota: nothing left to borrow" in lines[2] and "not yet decided" in lines[2] and "quota_" not in lines[2]
     assert lines[3].split() == ["a", "2.0", "0.0", "0.5"] and lines[4].split() == ["b", "0.0", "1.0", "0.0"]
+
+
+def test_the_simulator_gives_the_policy_each_projects_decayed_service(monkeypatch):
+    # One GPU; a's and b's 1-GPU jobs arrive at 0 and run 100 s each; a's goes first (submitted first).
+    # At 100 s, when a's ends, a held the GPU for its 100 s in the system and b held nothing for its
+    # 100 s: without decay (a half-life of 1e12 s) the policy sees (100, 100) and (0, 100); with a
+    # half-life of 100 s each second counts 2 ** -(age / 100): 100 / ln 2 * (1 - 1/2) = 72.13.
+    from apps.scheduling import simulation
+
+    seen = []
+
+    def recording(snapshot, cluster=None):
+        seen.append((snapshot.now, dict(snapshot.project_service or {})))
+        return simulation.schedule(snapshot, cluster)
+
+    monkeypatch.setitem(simulation.POLICIES, "cairn", recording)
+    nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(1000, 8000, 8192))]
+    jobs = [SimJob(id=1, project="a", arrival=0.0, duration=100.0, per_replica=Resources(1000, 1000, 1024)),
+            SimJob(id=2, project="b", arrival=0.0, duration=100.0, per_replica=Resources(1000, 1000, 1024))]
+    for half_life, expected in [(1e12, 100.0), (100.0, 100 / math.log(2) * 0.5)]:
+        seen.clear()
+        result = simulate(nodes=nodes, quotas=equal_quotas(nodes, {"a", "b"}), jobs=jobs, service_half_life=half_life)
+        assert result.finished == 2
+        at_100 = next(service for now, service in seen if (now - simulation.EPOCH).total_seconds() == 100)
+        assert at_100[("sim", "a")] == (pytest.approx(expected), pytest.approx(expected))
+        assert at_100[("sim", "b")] == (pytest.approx(0.0), pytest.approx(expected))
+
+
+def test_a_half_life_that_is_not_positive_is_a_command_error():
+    with pytest.raises(CommandError, match="--service-half-life 0: expected a positive number of seconds"):
+        _run("--nodes", "10", "--limit", "10", "--service-half-life", "0")

@@ -20,6 +20,7 @@ from apps.scheduling.datasim import DatasetCacheModel
 from apps.scheduling.policy import (
     DEFAULT_GPU_NODE_RESERVE,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
+    DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
     WAIT_KIND_LABELS,
     QuotaState,
@@ -105,6 +106,9 @@ class Command(BaseCommand):
         parser.add_argument("--starvation-seconds", type=float, default=DEFAULT_STARVATION_SECONDS,
                             help="Bounded wait: a job pending this long goes before newer work of any priority "
                                  "(0: strict priority order).")
+        parser.add_argument("--service-half-life", type=float, default=DEFAULT_SERVICE_HALF_LIFE, metavar="SECONDS",
+                            help="Half-life of each project's service ratio, which orders work past the bounded "
+                                 "wait (worst served first).")
         parser.add_argument("--gpu-node-reserve", type=float, default=DEFAULT_GPU_NODE_RESERVE,
                             help="Share (0-1) of free GPUs' part of a node's CPU and memory kept for GPU work.")
         parser.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
@@ -131,6 +135,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
+        if not opts["service_half_life"] > 0:
+            raise CommandError(f"--service-half-life {opts['service_half_life']:g}: expected a positive number of "
+                               "seconds.")
         if not 0.0 <= opts["gpu_node_reserve"] <= 1.0:
             raise CommandError(f"--gpu-node-reserve {opts['gpu_node_reserve']:g}: expected a share from 0 to 1.")
         if opts["time_limit"] is not None and not opts["time_limit"] > 0:
@@ -168,6 +175,7 @@ class Command(BaseCommand):
                     progress=bar.update if bar else None, repreempt_min_runtime=opts["repreempt_min_runtime"],
                     starvation_seconds=opts["starvation_seconds"], gpu_node_reserve=opts["gpu_node_reserve"],
                     checkpoint_seconds=opts["checkpoint_every"], time_limit=opts["time_limit"],
+                    service_half_life=opts["service_half_life"],
                 ))
             finally:
                 if bar:
