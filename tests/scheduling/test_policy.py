@@ -617,23 +617,25 @@ def test_past_the_bound_a_project_below_its_nominal_goes_with_the_work_within_no
 # -- issue 31, fairness on any task mix --------------------------------------------------------------
 
 def test_a_reservation_waits_for_the_most_recently_admitted_work_when_run_times_are_unknown():
-    # Two full 8-GPU nodes, run times unknown: n1's job was admitted a day ago, n2's an hour ago. Run
-    # times are heavy-tailed (a job that has run a day is likely to run days more), so a whole-node
-    # job reserves n2 and backfill may use n1.
+    # Two 8-GPU nodes, each half taken by a job of unknown run time: n1's admitted a day ago, n2's an
+    # hour ago. Run times are heavy-tailed (a job that has run a day is likely to run days more), so a
+    # whole-node job reserves n2, holding its 4 free GPUs, and a later 4-GPU job backfills on n1.
     nodes = [node("n1"), node("n2")]
-    run = [running(10, project="b", gpu=8000, nodes=("n1",), at=-86400),
-           running(11, project="b", gpu=8000, nodes=("n2",), at=-3600)]
+    run = [running(10, project="b", gpu=4000, nodes=("n1",), gpus=[[0, 1, 2, 3]], at=-86400),
+           running(11, project="b", gpu=4000, nodes=("n2",), gpus=[[0, 1, 2, 3]], at=-3600)]
     quotas = [quota(gpus=100), quota("b", gpus=100)]
-    decisions = by_id(schedule(snap(nodes, quotas, [job(1, gpu=8000)], run)))
-    assert decisions[1].reason.startswith("reserved") and "1 running workload(s)" in decisions[1].reason
-    # The hold is on n2: n1's GPUs, once its old job ends, are free for backfill; n2's are not.
-    old_ends = [r for r in run if r.id == 11]
-    after = by_id(schedule(snap(nodes, quotas, [job(1, gpu=8000), job(2, gpu=1000, at=1)], old_ends)))
-    assert isinstance(after[1], Admit) and after[1].placement[0]["node"] == "n1"
-    # Known ends still come first, whatever the age.
+    decisions = by_id(schedule(snap(nodes, quotas, [job(1, gpu=8000), job(2, gpu=4000, at=1)], run)))
+    assert decisions[1].reason.startswith("reserved") and decisions[1].estimated_start is None
+    assert isinstance(decisions[2], Admit) and decisions[2].placement[0]["node"] == "n1"
+    # The other way round (n2's job the older), the hold moves to n1 and the backfill to n2.
+    swapped = [replace(run[0], admitted_at=run[1].admitted_at), replace(run[1], admitted_at=run[0].admitted_at)]
+    decisions = by_id(schedule(snap(nodes, quotas, [job(1, gpu=8000), job(2, gpu=4000, at=1)], swapped)))
+    assert isinstance(decisions[2], Admit) and decisions[2].placement[0]["node"] == "n2"
+    # Known ends still come first, whatever the age: n1's job ends in 5 minutes.
     ends = [replace(run[0], expected_end=T0 + timedelta(minutes=5)), run[1]]
-    backfill = by_id(schedule(snap(nodes, quotas, [job(1, gpu=8000)], ends)))
-    assert backfill[1].estimated_start == T0 + timedelta(minutes=5)
+    decisions = by_id(schedule(snap(nodes, quotas, [job(1, gpu=8000), job(2, gpu=4000, at=1)], ends)))
+    assert decisions[1].estimated_start == T0 + timedelta(minutes=5)
+    assert decisions[2].placement[0]["node"] == "n2"
 
 
 def test_work_past_the_bound_goes_in_order_of_its_projects_service_worst_served_first():
@@ -660,16 +662,22 @@ def test_work_past_the_bound_goes_in_order_of_its_projects_service_worst_served_
     assert isinstance(served[1], Admit)
 
 
-def test_past_the_bound_a_project_below_its_nominal_reclaims_borrowed_quota():
+def _reclaim_setup():
     # Nominal 3 GPUs each; n1 has 4 GPUs, n2 2. b runs 6 GPUs (3 borrowed): 2 on n2, 2 + 2 on n1. a uses
-    # nothing and its 4-GPU job, bigger than its nominal, has waited 2 h: it reclaims b's borrowed work
-    # on n1 (a's nominal is guaranteed, and a whole 4 GPUs is the only form its job can use it in).
+    # nothing and its 4-GPU job, bigger than its nominal, has waited 2 h.
     nodes = [node("n1", gpus=4), node("n2", gpus=2)]
     run = [running(10, project="b", gpu=2000, nodes=("n2",), gpus=[[0, 1]], at=-7200),
            running(11, project="b", gpu=2000, nodes=("n1",), gpus=[[0, 1]], at=-3600),
            running(12, project="b", gpu=2000, nodes=("n1",), gpus=[[2, 3]], at=-600)]
     quotas = [quota(gpus=3), quota("b", gpus=3)]
     old = replace(job(1, gpu=4000), submitted_at=T0 - timedelta(hours=2))
+    return nodes, quotas, old, run
+
+
+def test_past_the_bound_a_project_below_its_nominal_reclaims_borrowed_quota():
+    # a's job reclaims b's borrowed work on n1 (a's nominal is guaranteed, and a whole 4 GPUs is the
+    # only form its job can use it in).
+    nodes, quotas, old, run = _reclaim_setup()
     decisions = schedule(snap(nodes, quotas, [old], run, starvation_seconds=3600))
     assert preempted(decisions) == {11, 12}
     assert by_id(decisions)[1].kind == WaitKind.PREEMPTING
@@ -694,12 +702,7 @@ def test_a_requeued_victim_is_past_the_bound_from_its_submission_but_gains_no_re
     assert isinstance(decisions[2], Admit)
     # It may not reclaim, though its project is below its nominal: reclaimed back and forth, borrowed
     # work would ping-pong. The same job not requeued does.
-    nodes = [node("n1", gpus=4), node("n2", gpus=2)]
-    run = [running(10, project="b", gpu=2000, nodes=("n2",), gpus=[[0, 1]], at=-7200),
-           running(11, project="b", gpu=2000, nodes=("n1",), gpus=[[0, 1]], at=-3600),
-           running(12, project="b", gpu=2000, nodes=("n1",), gpus=[[2, 3]], at=-600)]
-    quotas = [quota(gpus=3), quota("b", gpus=3)]
-    old = replace(job(1, gpu=4000), submitted_at=T0 - timedelta(hours=2))
+    nodes, quotas, old, run = _reclaim_setup()
     assert preempted(schedule(snap(nodes, quotas, [old], run, starvation_seconds=3600))) == {11, 12}
     requeued = replace(old, preempted_by=99)
     assert not preempted(schedule(snap(nodes, quotas, [requeued], run, starvation_seconds=3600)))
