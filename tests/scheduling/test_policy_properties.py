@@ -4,6 +4,7 @@ Each example schedules a first batch on an empty cluster (its admissions become 
 workloads, so the starting state is one the scheduler itself produced), then a second batch,
 and checks the decisions of the second cycle.
 """
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from hypothesis import HealthCheck, example, given, settings
@@ -198,6 +199,29 @@ def test_invariants_hold_for_random_clusters(nodes, quotas, first, second):
 def test_memoised_waits_change_no_decision(nodes, quotas, first, second):
     node_states, quota_states, running, pending = build(nodes, quotas, first, second + second)  # repeated shapes
     snapshot = Snapshot(node_states, quota_states, pending, running=running, now=T0)
+    with_memo = schedule(snapshot)
+    _Cycle.MEMO_WAITS = False
+    try:
+        without = schedule(snapshot)
+    finally:
+        _Cycle.MEMO_WAITS = True
+    assert with_memo == without
+
+
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes_st, st.tuples(quota_st, quota_st, quota_st), work_st, work_st, st.data())
+def test_memoised_waits_change_no_decision_past_the_bounded_wait(nodes, quotas, first, second, data):
+    # The rules of the bounded wait (order by the service ratio, the reclaim of a project below its
+    # nominal, requeued victims) depend on a workload's age and history, which the memo's key does not
+    # name: memoised waits must still change no decision.
+    node_states, quota_states, running, pending = build(nodes, quotas, first, second + second)
+    ages = data.draw(st.lists(st.sampled_from([0, 1800, 7200, 86400]), min_size=len(pending), max_size=len(pending)))
+    requeued = data.draw(st.lists(st.booleans(), min_size=len(pending), max_size=len(pending)))
+    pending = [replace(w, submitted_at=T0 - timedelta(seconds=age), preempted_by=10**6 if again else None)
+               for w, age, again in zip(pending, ages, requeued, strict=True)]
+    service = {("p", p): (data.draw(st.floats(0, 100)), 100.0) for p in PROJECTS}
+    snapshot = Snapshot(node_states, quota_states, pending, running=running, now=T0, starvation_seconds=3600,
+                        project_service=service)
     with_memo = schedule(snapshot)
     _Cycle.MEMO_WAITS = False
     try:
