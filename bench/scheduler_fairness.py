@@ -53,17 +53,23 @@ LISTS = ("default", "gpuspec33", "multigpu50")
 COMBOS = [("default",), ("gpuspec33",), ("multigpu50",), ("default", "gpuspec33"), ("default", "multigpu50"),
           ("gpuspec33", "multigpu50"), LISTS]
 # Policy variants: class attributes of the policy set in the worker before the replay (the
-# attributes the variant names must exist: a typo fails).
+# attributes the variant names must exist: a typo fails), or "simulate.<argument>" for the replay.
 VARIANTS: dict[str, dict[str, object]] = {
     "cairn": {},
     "oldest-first": {"_Cycle.YOUNGEST_FIRST": False},
     "no-slowdown-order": {"_Cycle.SLOWDOWN_ORDER": False},
     "no-starving-reclaim": {"_Cycle.STARVING_RECLAIM": False},
     "no-requeued-bound": {"_Cycle.REQUEUED_BOUND": False},
+    # Issue 31's fourth round undone (the policy recorded before it): no time slice.
+    "no-timeslice": {"_Cycle.TIMESLICE": False},
+    "slice-1h": {"simulate.timeslice_seconds": 3600.0},
+    "slice-12h": {"simulate.timeslice_seconds": 12 * 3600.0},
+    "slice-single-gpu": {"_Cycle.TIMESLICE_MIN_GPU": 1},  # single-GPU work slices too
+    "slice-4-gpus": {"_Cycle.TIMESLICE_MIN_GPU": 4000},
     # Issue 31 (third round) undone: reservations drain the oldest work first, work past the bounded
     # wait ordered by priority and share, no reclaim for it, requeued work never past the bound.
     "before": {"_Cycle.YOUNGEST_FIRST": False, "_Cycle.SLOWDOWN_ORDER": False, "_Cycle.STARVING_RECLAIM": False,
-               "_Cycle.REQUEUED_BOUND": False},
+               "_Cycle.REQUEUED_BOUND": False, "_Cycle.TIMESLICE": False},
     # The ordering before issue 31: work past the bounded wait keeps the nominal-before-borrowing tiers.
     "strict-tiers": {"_Cycle.STARVING_BELOW_NOMINAL": False},
 }
@@ -162,12 +168,20 @@ def _apply(variant: str) -> dict:
     before = {}
     for path, value in VARIANTS[variant].items():
         cls_name, attr = path.split(".")
+        if cls_name == "simulate":
+            continue
         cls = {"_Cycle": _Cycle}[cls_name]
         if not hasattr(cls, attr):
             raise AttributeError(f"variant {variant}: {path} does not exist")
         before[path] = getattr(cls, attr)
         setattr(cls, attr, value)
     return before
+
+
+def _arguments(variant: str) -> dict:
+    """A variant's arguments for simulate() (FIFO's: none)."""
+    return {path.split(".")[1]: value for path, value in VARIANTS.get(variant, {}).items()
+            if path.startswith("simulate.")}
 
 
 def _restore(before: dict) -> None:
@@ -193,7 +207,7 @@ def run(task: tuple[dict, list[str]]) -> dict:
         before = _apply(policy) if policy != "fifo" else {}
         try:
             r = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="fifo" if policy == "fifo" else "cairn",
-                         known_durations=False)
+                         known_durations=False, **_arguments(policy))
         finally:
             _restore(before)
         out[policy] = {"utilisation": r.utilisation, "wait": r.avg_queue_delay, "slowdown": r.fairness,

@@ -6,7 +6,8 @@ import math
 from django.conf import settings
 from django.core import checks
 
-# setting key -> (environment variable, what is accepted, test of a finite number)
+# setting key -> (environment variable, what is accepted, test of a finite number); an error's id
+# follows the order (cairn.E101 first): add new settings at the end.
 LIMITS = {
     "GPU_NODE_RESERVE": ("CAIRN_GPU_NODE_RESERVE", "a share from 0 to 1", lambda v: 0 <= v <= 1),
     "REPREEMPT_MIN_RUNTIME_SECONDS": ("CAIRN_REPREEMPT_MIN_RUNTIME_SECONDS", "seconds, 0 or more", lambda v: v >= 0),
@@ -14,6 +15,7 @@ LIMITS = {
     "STOP_GRACE_SECONDS": ("CAIRN_STOP_GRACE_SECONDS", "seconds, 0 or more", lambda v: v >= 0),
     "SCHEDULER_INTERVAL": ("CAIRN_SCHEDULER_INTERVAL", "seconds, more than 0", lambda v: v > 0),
     "SERVICE_HALF_LIFE_SECONDS": ("CAIRN_SERVICE_HALF_LIFE_SECONDS", "seconds, more than 0", lambda v: v > 0),
+    "TIMESLICE_SECONDS": ("CAIRN_TIMESLICE_SECONDS", "seconds, 0 (off) or more", lambda v: v >= 0),
 }
 
 

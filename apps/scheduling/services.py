@@ -38,6 +38,7 @@ from .policy import (
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
+    DEFAULT_TIMESLICE_SECONDS,
     Accel,
     Admit,
     ClusterState,
@@ -192,6 +193,7 @@ def scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Acce
                     repreempt_min_runtime_seconds=float(settings.CAIRN.get("REPREEMPT_MIN_RUNTIME_SECONDS",
                                                                            DEFAULT_REPREEMPT_MIN_RUNTIME)),
                     starvation_seconds=float(settings.CAIRN.get("STARVATION_SECONDS", DEFAULT_STARVATION_SECONDS)),
+                    timeslice_seconds=float(settings.CAIRN.get("TIMESLICE_SECONDS", DEFAULT_TIMESLICE_SECONDS)),
                     gpu_node_reserve=gpu_node_reserve(),
                     project_service=project_service(now=now, half_life=service_half_life()))
     return fold(snapshot, accels, asks), accels, asks

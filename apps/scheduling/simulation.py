@@ -28,6 +28,7 @@ from .policy import (
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
+    DEFAULT_TIMESLICE_SECONDS,
     Accel,
     Admit,
     ClusterState,
@@ -268,6 +269,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
              time_limit: float | None = None,
              repreempt_min_runtime: float = DEFAULT_REPREEMPT_MIN_RUNTIME,
              starvation_seconds: float | None = DEFAULT_STARVATION_SECONDS,
+             timeslice_seconds: float = DEFAULT_TIMESLICE_SECONDS,
              gpu_node_reserve: float = DEFAULT_GPU_NODE_RESERVE,
              checkpoint_seconds: float | None = None, data=None,
              service_half_life: float = DEFAULT_SERVICE_HALF_LIFE) -> SimResult:
@@ -421,7 +423,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=list(pending.values()),
                             running=[state for state, _ in running.values()], now=now_dt,
                             grace_seconds=grace_seconds, repreempt_min_runtime_seconds=repreempt_min_runtime,
-                            starvation_seconds=starvation_seconds, gpu_node_reserve=gpu_node_reserve,
+                            starvation_seconds=starvation_seconds, timeslice_seconds=timeslice_seconds,
+                            gpu_node_reserve=gpu_node_reserve,
                             project_service={(pool, p): v for p, v in service_decayed.items()})
         for decision in decide(snapshot, cluster):
             if isinstance(decision, Wait):

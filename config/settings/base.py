@@ -12,6 +12,7 @@ from apps.scheduling.policy import (
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
+    DEFAULT_TIMESLICE_SECONDS,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -232,6 +233,9 @@ CAIRN = {
     "REPREEMPT_MIN_RUNTIME_SECONDS": env.float("CAIRN_REPREEMPT_MIN_RUNTIME_SECONDS", default=DEFAULT_REPREEMPT_MIN_RUNTIME),
     # Bounded wait: pending this long, a workload goes before newer work of any priority (0: off).
     "STARVATION_SECONDS": env.float("CAIRN_STARVATION_SECONDS", default=DEFAULT_STARVATION_SECONDS),
+    # Time slice: past the bounded wait, multi-GPU work may preempt its own project's work of the same
+    # priority that has run this long since its admission (0: off). docs/scheduling.md, Time slice.
+    "TIMESLICE_SECONDS": env.float("CAIRN_TIMESLICE_SECONDS", default=DEFAULT_TIMESLICE_SECONDS),
     # Past the bounded wait, the project served worst (GPU-time held over GPU-time in the system)
     # goes first; both count the past with this half-life (apps.scheduling.services.project_service).
     "SERVICE_HALF_LIFE_SECONDS": env.float("CAIRN_SERVICE_HALF_LIFE_SECONDS", default=DEFAULT_SERVICE_HALF_LIFE),

@@ -20,6 +20,7 @@ def test_the_default_settings_pass():
     ("SCHEDULER_INTERVAL", 0, "CAIRN_SCHEDULER_INTERVAL"),
     ("SERVICE_HALF_LIFE_SECONDS", 0, "CAIRN_SERVICE_HALF_LIFE_SECONDS"),
     ("SERVICE_HALF_LIFE_SECONDS", -3600, "CAIRN_SERVICE_HALF_LIFE_SECONDS"),
+    ("TIMESLICE_SECONDS", -1, "CAIRN_TIMESLICE_SECONDS"),
 ])
 def test_a_value_out_of_range_is_an_error_naming_its_variable(settings, key, value, variable):
     settings.CAIRN = {**settings.CAIRN, key: value}
@@ -31,7 +32,7 @@ def test_a_value_out_of_range_is_an_error_naming_its_variable(settings, key, val
 
 @pytest.mark.parametrize(("key", "value"), [("GPU_NODE_RESERVE", 0), ("GPU_NODE_RESERVE", 1),
                                             ("STARVATION_SECONDS", 0), ("SCHEDULER_INTERVAL", 0.05),
-                                            ("SERVICE_HALF_LIFE_SECONDS", 0.5)])
+                                            ("SERVICE_HALF_LIFE_SECONDS", 0.5), ("TIMESLICE_SECONDS", 0)])
 def test_the_edges_of_each_range_are_accepted(settings, key, value):
     settings.CAIRN = {**settings.CAIRN, key: value}
     assert scheduler_settings() == []

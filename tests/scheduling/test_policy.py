@@ -706,3 +706,52 @@ def test_a_requeued_victim_is_past_the_bound_from_its_submission_but_gains_no_re
     assert preempted(schedule(snap(nodes, quotas, [old], run, starvation_seconds=3600))) == {11, 12}
     requeued = replace(old, preempted_by=99)
     assert not preempted(schedule(snap(nodes, quotas, [requeued], run, starvation_seconds=3600)))
+
+
+# -- issue 31, fourth round: the time slice ----------------------------------------------------------
+
+def _slice_setup():
+    # One 8-GPU node, all of it held by project a's P3 job admitted 5 h ago (run time unknown). a's
+    # whole-node P3 job has waited 2 h: past the bounded wait (1 h), and the running one has had a
+    # 4-hour slice. Quota is ample: only the node is in the way.
+    nodes = [node("n1")]
+    run = [running(10, gpu=8000, gpus=[list(range(8))], at=-5 * 3600)]
+    old = replace(job(1, gpu=8000), submitted_at=T0 - timedelta(hours=2))
+    quotas = [quota(gpus=100), quota("b", gpus=100)]
+    return nodes, quotas, old, run
+
+
+def test_past_the_bound_multi_gpu_work_takes_a_slice_from_its_projects_long_running_work():
+    nodes, quotas, old, run = _slice_setup()
+    sliced = dict(starvation_seconds=3600, timeslice_seconds=4 * 3600)
+    decisions = schedule(snap(nodes, quotas, [old], run, **sliced))
+    assert preempted(decisions) == {10}
+    assert by_id(decisions)[1].kind == WaitKind.PREEMPTING
+    reason = next(d.reason for d in decisions if isinstance(d, Preempt))
+    assert "time slice" in reason and "after 4 h of running" in reason
+    # Not before the slice is up (3 h of running), nor within the bound, nor with the slice off.
+    assert not preempted(schedule(snap(nodes, quotas, [old], [replace(run[0], admitted_at=T0 - timedelta(hours=3))],
+                                       **sliced)))
+    recent = replace(old, submitted_at=T0 - timedelta(minutes=30))
+    assert not preempted(schedule(snap(nodes, quotas, [recent], run, **sliced)))
+    assert not preempted(schedule(snap(nodes, quotas, [old], run, starvation_seconds=3600, timeslice_seconds=0)))
+    assert not preempted(schedule(snap(nodes, quotas, [old], run, starvation_seconds=0, timeslice_seconds=4 * 3600)))
+
+
+def test_the_time_slice_stays_within_the_project_and_its_priority_and_leaves_single_gpu_work_out():
+    nodes, quotas, old, run = _slice_setup()
+    sliced = dict(starvation_seconds=3600, timeslice_seconds=4 * 3600)
+    # Another project's long-running work of the same priority is not sliced: the slice gives the
+    # project's own place to its own work, whatever the quota.
+    theirs = [replace(run[0], project="b")]
+    assert not preempted(schedule(snap(nodes, quotas, [old], theirs, **sliced)))
+    # Nor the project's own work of a higher priority.
+    higher = [replace(run[0], priority=2)]
+    assert not preempted(schedule(snap(nodes, quotas, [old], higher, **sliced)))
+    # Single-GPU work does not slice: with the node's 8 GPUs held by eight long single-GPU jobs of a,
+    # a's single-GPU job waits; a's 2-GPU job takes the place of the two that were admitted first.
+    singles = [running(20 + i, gpu=1000, gpus=[[i]], at=-5 * 3600 + i) for i in range(8)]
+    one = replace(job(1, gpu=1000), submitted_at=T0 - timedelta(hours=2))
+    assert not preempted(schedule(snap(nodes, quotas, [one], singles, **sliced)))
+    two = replace(job(1, gpu=2000), submitted_at=T0 - timedelta(hours=2))
+    assert preempted(schedule(snap(nodes, quotas, [two], singles, **sliced))) == {20, 21}

@@ -212,16 +212,18 @@ def test_memoised_waits_change_no_decision(nodes, quotas, first, second):
 @given(nodes_st, st.tuples(quota_st, quota_st, quota_st), work_st, work_st, st.data())
 def test_memoised_waits_change_no_decision_past_the_bounded_wait(nodes, quotas, first, second, data):
     # The rules of the bounded wait (order by the service ratio, the reclaim of a project below its
-    # nominal, requeued victims) depend on a workload's age and history, which the memo's key does not
-    # name: memoised waits must still change no decision.
+    # nominal, requeued victims, the time slice) depend on a workload's age and history, which the
+    # memo's key does not name: memoised waits must still change no decision.
     node_states, quota_states, running, pending = build(nodes, quotas, first, second + second)
     ages = data.draw(st.lists(st.sampled_from([0, 1800, 7200, 86400]), min_size=len(pending), max_size=len(pending)))
     requeued = data.draw(st.lists(st.booleans(), min_size=len(pending), max_size=len(pending)))
     pending = [replace(w, submitted_at=T0 - timedelta(seconds=age), preempted_by=10**6 if again else None)
                for w, age, again in zip(pending, ages, requeued, strict=True)]
+    ran = data.draw(st.lists(st.sampled_from([0, 3600, 5 * 3600, 86400]), min_size=len(running), max_size=len(running)))
+    running = [replace(r, admitted_at=T0 - timedelta(seconds=s)) for r, s in zip(running, ran, strict=True)]
     service = {("p", p): (data.draw(st.floats(0, 100)), 100.0) for p in PROJECTS}
     snapshot = Snapshot(node_states, quota_states, pending, running=running, now=T0, starvation_seconds=3600,
-                        project_service=service)
+                        timeslice_seconds=4 * 3600, project_service=service)
     with_memo = schedule(snapshot)
     _Cycle.MEMO_WAITS = False
     try:
@@ -229,6 +231,18 @@ def test_memoised_waits_change_no_decision_past_the_bounded_wait(nodes, quotas, 
     finally:
         _Cycle.MEMO_WAITS = True
     assert with_memo == without
+    # A project's own victim is of a lower priority, or of the same one when the time slice applies:
+    # it has run a slice, and its preemptor has waited past the bound and asks for 2 GPUs or more.
+    by_id = {w.id: w for w in pending}
+    running_by_id = {r.id: r for r in running}
+    for p in (d for d in with_memo if isinstance(d, Preempt)):
+        victim, preemptor = running_by_id[p.workload_id], by_id[p.preemptor_id]
+        if victim.project != preemptor.project or victim.priority > preemptor.priority:
+            continue
+        assert victim.priority == preemptor.priority and "time slice" in p.reason
+        assert victim.admitted_at <= T0 - timedelta(hours=4)
+        assert preemptor.submitted_at <= T0 - timedelta(hours=1)
+        assert preemptor.per_replica.gpu_milli * preemptor.replicas >= 2000
 
 
 @settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -340,3 +340,8 @@ def test_the_simulator_gives_the_policy_each_projects_decayed_service(monkeypatc
 def test_a_half_life_that_is_not_positive_is_a_command_error():
     with pytest.raises(CommandError, match="--service-half-life 0: expected a positive number of seconds"):
         _run("--nodes", "10", "--limit", "10", "--service-half-life", "0")
+
+
+def test_a_negative_time_slice_is_a_command_error():
+    with pytest.raises(CommandError, match="--timeslice -1: expected 0 \\(off\\) or a positive number of seconds"):
+        _run("--nodes", "10", "--limit", "10", "--timeslice", "-1")

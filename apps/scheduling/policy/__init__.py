@@ -62,6 +62,7 @@ from .snapshot import (
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
+    DEFAULT_TIMESLICE_SECONDS,
     GPU,
     WAIT_KIND_LABELS,
     Admit,
@@ -79,7 +80,8 @@ from .snapshot import (
 
 __all__ = [
     "Accel", "explain", "fold",
-    "DEFAULT_GPU_NODE_RESERVE", "DEFAULT_REPREEMPT_MIN_RUNTIME", "DEFAULT_SERVICE_HALF_LIFE", "DEFAULT_STARVATION_SECONDS", "GPU", "WAIT_KIND_LABELS",
+    "DEFAULT_GPU_NODE_RESERVE", "DEFAULT_REPREEMPT_MIN_RUNTIME", "DEFAULT_SERVICE_HALF_LIFE", "DEFAULT_STARVATION_SECONDS",
+    "DEFAULT_TIMESLICE_SECONDS", "GPU", "WAIT_KIND_LABELS",
     "Admit", "ClusterState", "Decision", "NodeState", "PendingWorkload", "Preempt", "QuotaBlock", "QuotaState", "Resources",
     "RunningWorkload", "Snapshot", "Wait", "WaitKind", "fill_seconds", "holder_first", "kept_for_gpus", "rank",
     "schedule",

@@ -20,6 +20,15 @@ class _Preemption(_CycleState):
     # under FIFO on some mixes of benchmark e. Not for a requeued victim (reclaimed back and forth,
     # borrowed work would ping-pong).
     STARVING_RECLAIM = True
+    # Time slice (Snapshot.timeslice_seconds): past the bounded wait, work asking for TIMESLICE_MIN_GPU
+    # or more may preempt its own project's work of the same priority that has run a slice since its
+    # admission, the earliest admitted first (docs/scheduling.md, "Time
+    # slice"). With run times unknown and heavy-tailed, a project's whole-node job otherwise waits
+    # behind the project's own week-long one however short it is (benchmark e). Quota-neutral: the
+    # project gives up what it takes. Single-GPU work is left out: backfill serves it, and slicing it
+    # only moved long single-GPU jobs onto whole nodes that multi-GPU work then waited for (seed 248).
+    TIMESLICE = True
+    TIMESLICE_MIN_GPU = 2000
 
     def _preempt(self, w, cohort: _Cohort, pool: _Pool, shape, need, models):
         in_nominal = cohort.within_nominal(w.project, need)
@@ -27,12 +36,19 @@ class _Preemption(_CycleState):
                 and self._starving(w)):
             q = cohort.quotas.get(w.project)
             in_nominal = q is not None and q.used[0] < q.nominal[0]
+        sliced = (self.TIMESLICE and self.snap.timeslice_seconds > 0 and need[0] >= self.TIMESLICE_MIN_GPU
+                  and bool(self.snap.starvation_seconds) and self._starving(w))
         # Victim sets only shrink and claims only grow during a cycle: a failed search stays failed.
-        key = (w.pool, w.project, w.priority, shape, w.replicas, models, in_nominal)
+        key = (w.pool, w.project, w.priority, shape, w.replicas, models, in_nominal, sliced)
         if key in self.preempt_failed:
             return None
         victims = self.victims
         own = [e for e in self._own(w.pool, w.project) if e[4].priority > w.priority and e[4].id not in victims]
+        if sliced:  # after lower priorities: its own work of its priority that has had its slice, oldest first
+            since = self.now.timestamp() - self.snap.timeslice_seconds
+            own += [(2, -r.priority, _ts(r.admitted_at), -r.id, r) for e in self._own(w.pool, w.project)
+                    if (r := e[4]).priority == w.priority and r.id not in victims and r.admitted_at is not None
+                    and _ts(r.admitted_at) <= since]
         if in_nominal:
             # Reclaim: other projects' borrowed work, whatever its priority.
             chosen = self._victims(w, cohort, pool, shape, need, models, own + self._borrowed(w, cohort, need))
@@ -57,7 +73,9 @@ class _Preemption(_CycleState):
             self.victims.add(r.id)
         names = ", ".join(str(r.id) for r in chosen)
         if not any(r.project != w.project for r in chosen):
-            why = "higher priority"
+            why = "higher priority" if all(r.priority > w.priority for r in chosen) else (
+                f"time slice: its project's work past the bounded wait, after {self.snap.timeslice_seconds / 3600:g} h "
+                "of running")
         else:
             why = "quota reclaim" if in_nominal else "higher priority, on borrowed quota"
         preempts = [Preempt(r.id, w.id, f"Preempted by workload {w.id} ({why}, P{w.priority}).") for r in chosen]

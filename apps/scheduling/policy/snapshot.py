@@ -14,6 +14,12 @@ GPU = 1000  # milli-GPU in one GPU
 # against none, a fifth of the preemptions and shorter waits for a fifth more work redone.
 DEFAULT_REPREEMPT_MIN_RUNTIME = 3600.0
 DEFAULT_STARVATION_SECONDS = 3600.0
+# Time slice: past the bounded wait, multi-GPU work may take the place of its own project's work of the
+# same priority that has run this long since its (re-)admission (the service's and the simulator's
+# default; Snapshot's is 0 = off). Four hours: long enough that a job checkpointing hourly loses
+# little, short enough that whole-node work is not held for days behind a project's own week-long job
+# (docs/scheduling.md, "Time slice"; benchmark e measured 1 h, 4 h and 12 h).
+DEFAULT_TIMESLICE_SECONDS = 4 * 3600.0
 # GPU nodes keep this share of each free GPU's part of their CPU and memory for GPU work: work that
 # asks for no GPU may not take it (the service's and the simulator's default; Snapshot's is 0 = off).
 DEFAULT_GPU_NODE_RESERVE = 0.5
@@ -178,6 +184,10 @@ class Snapshot:
     # reservation and newer work backfills around it. Its priority for preemption is unchanged.
     # None or 0: strict priority order.
     starvation_seconds: float | None = None
+    # Time slice: a workload past the bounded wait that asks for 2 GPUs or more may preempt its own
+    # project's running work of the same priority that has run at least this long since its last
+    # admission (DEFAULT_TIMESLICE_SECONDS; 0: off).
+    timeslice_seconds: float = 0.0
     # On a node with free GPUs, work that asks for no GPU may not bring the node's free CPU or
     # memory below this share of what the free GPUs' part of the node is (a node with 8 GPUs and
     # 96 CPUs, 3 GPUs free and 0.5: 18 CPUs stay for GPU work), so CPU-only work does not strand

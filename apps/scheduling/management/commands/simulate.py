@@ -22,6 +22,7 @@ from apps.scheduling.policy import (
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
+    DEFAULT_TIMESLICE_SECONDS,
     WAIT_KIND_LABELS,
     QuotaState,
     Resources,
@@ -106,6 +107,9 @@ class Command(BaseCommand):
         parser.add_argument("--starvation-seconds", type=float, default=DEFAULT_STARVATION_SECONDS,
                             help="Bounded wait: a job pending this long goes before newer work of any priority "
                                  "(0: strict priority order).")
+        parser.add_argument("--timeslice", type=float, default=DEFAULT_TIMESLICE_SECONDS, metavar="SECONDS",
+                            help="Time slice: past the bounded wait, work asking for 2 GPUs or more may preempt its "
+                                 "own project's work of the same priority that has run this long (0: off).")
         parser.add_argument("--service-half-life", type=float, default=DEFAULT_SERVICE_HALF_LIFE, metavar="SECONDS",
                             help="Half-life of each project's service ratio, which orders work past the bounded "
                                  "wait (worst served first).")
@@ -135,6 +139,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
+        if not opts["timeslice"] >= 0:
+            raise CommandError(f"--timeslice {opts['timeslice']:g}: expected 0 (off) or a positive number of seconds.")
         if not opts["service_half_life"] > 0:
             raise CommandError(f"--service-half-life {opts['service_half_life']:g}: expected a positive number of "
                                "seconds.")
@@ -175,7 +181,7 @@ class Command(BaseCommand):
                     progress=bar.update if bar else None, repreempt_min_runtime=opts["repreempt_min_runtime"],
                     starvation_seconds=opts["starvation_seconds"], gpu_node_reserve=opts["gpu_node_reserve"],
                     checkpoint_seconds=opts["checkpoint_every"], time_limit=opts["time_limit"],
-                    service_half_life=opts["service_half_life"],
+                    service_half_life=opts["service_half_life"], timeslice_seconds=opts["timeslice"],
                 ))
             finally:
                 if bar:
