@@ -153,3 +153,30 @@ def test_work_open_for_thousands_of_half_lives_counts_its_recent_part(project, p
     workload(project, pool, gpu_milli=1000, status="running", submitted=NOW - timedelta(days=100))
     used, spent = project_service(now=NOW, half_life=3600.0)[("local", "vision")]
     assert used == pytest.approx(3600.0 / math.log(2), rel=1e-9) and spent == pytest.approx(used, rel=1e-9)
+
+
+@pytest.mark.parametrize("timeslice", [4 * 3600.0, 0.0])
+def test_the_time_slice_comes_from_the_settings_and_preempts_through_the_service(project, pool, settings, timeslice):
+    """A project's whole-node job has waited 2 h, past the bound; the project's own job of the same
+    priority has held the only node for 5 h. With a 4-hour slice the service preempts it for the
+    waiting one and says why; with CAIRN_TIMESLICE_SECONDS=0 nothing is preempted."""
+    settings.CAIRN = {**settings.CAIRN, "STARVATION_SECONDS": 3600.0, "TIMESLICE_SECONDS": timeslice}
+    NodeFactory(pool=pool, name="n1", gpu_count=8)
+    QuotaFactory(project=project, pool=pool, nominal_gpu_milli=16000)
+    now = timezone.now()
+    long = workload(project, pool, gpu_milli=8000, submitted=now - 6 * HOUR, status="running", priority=3,
+                    placement=[{"replica": 0, "node": "n1", "gpus": list(range(8))}])
+    Workload.objects.filter(pk=long.pk).update(admitted_at=now - 5 * HOUR)
+    waiting = workload(project, pool, gpu_milli=8000, submitted=now - 2 * HOUR, priority=3)
+    assert scheduling_snapshot(now=now).timeslice_seconds == timeslice
+
+    result = scheduling_cycle()
+
+    long.refresh_from_db()
+    if timeslice:
+        assert result.preempted == 1
+        assert long.status == "stopping" and long.preempted_by_id == waiting.pk and long.stop_cause == "preempted"
+        message = long.events.filter(reason="Preempted").get().message
+        assert "time slice" in message and "after 4 h of running" in message
+    else:
+        assert result.preempted == 0 and long.status == "running"
