@@ -26,7 +26,9 @@ from multiprocessing import Pool
 from scheduler_common import FIGURES, ROOT, TRACE_DIR, command_line, machine, record, setup_path
 
 setup_path()
-from apps.scheduling.policy import DEFAULT_REPREEMPT_MIN_RUNTIME, DEFAULT_STARVATION_SECONDS, _Pool  # noqa: E402
+from apps.scheduling.policy import (  # noqa: E402
+    DEFAULT_REPREEMPT_MIN_RUNTIME, DEFAULT_STARVATION_SECONDS, DEFAULT_TIMESLICE_SECONDS, _Pool,
+)
 from apps.scheduling.simulation import chart, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate  # noqa: E402
 
 
@@ -49,7 +51,8 @@ def run(task: tuple[int, int, argparse.Namespace]) -> dict:
         start = time.perf_counter()
         r = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy=policy, known_durations=args.known_durations,
                      repreempt_min_runtime=args.repreempt_min_runtime,
-                     starvation_seconds=args.starvation_seconds, checkpoint_seconds=args.checkpoint_every)
+                     starvation_seconds=args.starvation_seconds, timeslice_seconds=args.timeslice,
+                     checkpoint_seconds=args.checkpoint_every)
         if (nodes_count, seed) != (args.chart_nodes, args.seeds[0]):
             r.series = []  # only the chart needs it; keeps what workers send back small
         r.delays = {}
@@ -140,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repreempt-min-runtime", type=float, default=DEFAULT_REPREEMPT_MIN_RUNTIME)
     parser.add_argument("--starvation-seconds", type=float, default=DEFAULT_STARVATION_SECONDS,
                         help="bounded wait (0: strict priority order)")
+    parser.add_argument("--timeslice", type=float, default=DEFAULT_TIMESLICE_SECONDS, metavar="SECONDS",
+                        help="time slice past the bounded wait (0: off)")
     parser.add_argument("--stranded", type=float, default=_Pool.STRANDED,
                         help="the placement's weight of stranded GPU milli (policy default; both policies place alike)")
     parser.add_argument("--known-durations", action="store_true",
@@ -155,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main():
     parser = build_parser()
     args = parser.parse_args()
+    if args.timeslice < 0:
+        parser.error("--timeslice must be 0 (off) or a positive number of seconds")
     _Pool.STRANDED = args.stranded
     if args.chart_nodes not in args.nodes:
         args.chart_nodes = args.nodes[0]
@@ -204,7 +211,8 @@ def main():
            f"preempted pods losing the work since their last checkpoint (every {args.checkpoint_every:g} s), ")
         + "anti-thrash "
         f"re-preemption protection {args.repreempt_min_runtime:g} s, bounded wait "
-        + (f"{args.starvation_seconds:g} s" if args.starvation_seconds else "off") + ". "
+        + (f"{args.starvation_seconds:g} s" if args.starvation_seconds else "off") + ", time slice "
+        + (f"{args.timeslice:g} s" if args.timeslice else "off") + ". "
         f"The trace has no projects, so every sample is replayed under {len(args.seeds)} assignments of its pods to "
         "the projects (a hash of the pod's name, seeded; assignment 0 is the one of earlier recordings). "
         "Deterministic: one run per policy, sample and assignment. Two fairness indexes (Jain's, over the 8 "
