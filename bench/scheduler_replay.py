@@ -27,7 +27,10 @@ from scheduler_common import FIGURES, ROOT, TRACE_DIR, command_line, machine, re
 
 setup_path()
 from apps.scheduling.policy import (  # noqa: E402
-    DEFAULT_REPREEMPT_MIN_RUNTIME, DEFAULT_STARVATION_SECONDS, DEFAULT_TIMESLICE_SECONDS, _Pool,
+    DEFAULT_REPREEMPT_MIN_RUNTIME,
+    DEFAULT_STARVATION_SECONDS,
+    DEFAULT_TIMESLICE_SECONDS,
+    _Pool,
 )
 from apps.scheduling.simulation import chart, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate  # noqa: E402
 
