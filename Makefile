@@ -9,7 +9,7 @@ FRONTEND_SOURCES := $(shell find frontend/src -type f ! -name schema.d.ts 2>/dev
 # Parallel by default (pytest-xdist); e.g. `make test PYTEST_ARGS="-n 0 -x tests/workloads"`.
 PYTEST_ARGS ?= -n auto
 
-.PHONY: run test venv frontend chromium sandbox api-types lint clean bench code-server
+.PHONY: run test venv frontend chromium sandbox services kube api-types lint clean bench code-server
 
 venv: $(STAMP)
 
@@ -69,15 +69,22 @@ code-server:
 	fi
 
 # Local replicas run in a bubblewrap sandbox and, when Cairn runs as root, as the unprivileged
-# user $(RUN_USER) (docs/local-backend.md). As root, both are set up here when missing.
+# user $(RUN_USER), each workload in a network namespace of its own with slirp4netns and nftables
+# for outbound access (docs/local-backend.md). As root, all are set up here when missing.
 RUN_USER ?= cairn-run
 
 sandbox:
 	@if [ "$$(id -u)" = 0 ]; then \
-	  if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing bubblewrap to sandbox replicas (apt-get)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null \
-	      || echo "warning: apt-get install bubblewrap failed: replicas will run without a sandbox" >&2; \
+	  missing=""; \
+	  command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	  command -v slirp4netns >/dev/null 2>&1 || missing="$$missing slirp4netns"; \
+	  command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
+	  command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	  ls /usr/lib/*/libseccomp.so.2 >/dev/null 2>&1 || missing="$$missing libseccomp2"; \
+	  if [ -n "$$missing" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing$$missing to sandbox replicas (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
+	      || echo "warning: apt-get install$$missing failed: replicas will run less isolated" >&2; \
 	  fi; \
 	  id -u $(RUN_USER) >/dev/null 2>&1 || { echo "creating the run user '$(RUN_USER)' for replicas"; \
 	    useradd --system --no-create-home --shell /usr/sbin/nologin $(RUN_USER); }; \
@@ -86,6 +93,31 @@ sandbox:
 	  echo "         replicas will NOT be isolated from Cairn (sudo apt-get install bubblewrap)" >&2; \
 	fi
 
+# `make test` runs against a private PostgreSQL and Redis started for the run
+# (scripts/with-test-services.sh); their server packages come from Debian when missing (as root).
+services:
+	@missing=""; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	if [ -n "$$DATABASE_URL" ]; then missing=$${missing/ postgresql/}; fi; \
+	if [ -n "$$REDIS_URL" ]; then missing=$${missing/ redis-server/}; fi; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "error: the tests need$$missing (or DATABASE_URL / REDIS_URL):" >&2; \
+	    echo "       sudo apt-get install -y$$missing   (then run make test again)" >&2; \
+	    exit 1; \
+	  fi; \
+	  echo "installing$$missing for the tests (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
+	    || { echo "error: apt-get install$$missing failed" >&2; exit 1; }; \
+	fi
+
+# A real Kubernetes control plane for the Kubernetes tests (docs/kubernetes.md, "How this is
+# tested"): kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kwok, built from Go
+# modules once per version into ~/.cache/cairn (outside the clone, so a clean clone reuses it).
+kube:
+	scripts/build-kube.sh
+
 # `make run PORT=8001` (and HOST=0.0.0.0 to listen beyond this machine); an exported PORT is not used.
 PORT = 8000
 HOST = 127.0.0.1
@@ -93,7 +125,7 @@ HOST = 127.0.0.1
 run: venv frontend sandbox
 	$(BIN)/python manage.py run_embedded --host $(HOST) --port $(PORT)
 
-test: venv frontend chromium sandbox code-server
+test: venv frontend chromium sandbox services kube code-server
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	cd frontend && npm test

@@ -45,6 +45,22 @@ class ResourcePool(models.Model):
         help_text="Absolute directories a workload on this pool may use as its working_dir, besides its own "
                   "folder (local clusters only). Empty: none.",
     )
+    # Local clusters only: whether workloads of this pool may open connections to public
+    # (non-private) addresses from their own network namespace. Loopback, private, link-local and
+    # metadata addresses are never reachable from a workload, whatever this says.
+    outbound_access = models.BooleanField(
+        default=True,
+        help_text="Workloads of this pool may reach public internet addresses (pip install, model "
+                  "downloads). Loopback, private and link-local addresses are never reachable.",
+    )
+    # Hosts (names or IP addresses, optionally host:port) that URLs Cairn fetches for a user of this
+    # pool (an S3 dataset's endpoint_url, say) may point at even when they resolve to a loopback,
+    # private or link-local address: an S3 store on the cluster's own network.
+    fetch_allowed_hosts = models.JSONField(
+        default=list, blank=True,
+        help_text="Hosts (name, IP, or host:port) that dataset endpoints and other URLs Cairn fetches may "
+                  "use although they resolve to private or loopback addresses. Empty: none.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
