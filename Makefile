@@ -125,7 +125,7 @@ HOST = 127.0.0.1
 run: venv frontend sandbox
 	$(BIN)/python manage.py run_embedded --host $(HOST) --port $(PORT)
 
-test: venv frontend chromium sandbox services kube code-server
+test: venv frontend chromium sandbox services code-server
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	cd frontend && npm test
