@@ -17,7 +17,7 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-torch.txt requireme
 	@test -n "$(PYTHON)" || { echo "Python 3.11+ is required"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements-dev.txt
-	$(BIN)/pip install --disable-pip-version-check -q -r requirements-torch.txt  # CPU build: examples/ddp_train.py and its tests
+	scripts/install-torch.sh $(BIN)/pip  # examples/ddp_train.py and its tests; wheels kept in ~/.cache/cairn
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps -r requirements-s3emu.txt
 	$(BIN)/pip install --disable-pip-version-check -q -e ./sdk
 	touch $@
