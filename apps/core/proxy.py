@@ -23,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import stat
 import weakref
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
@@ -303,6 +305,44 @@ async def proxy_http(scope, receive, send, *, session: aiohttp.ClientSession, ur
     out += [(b"x-accel-buffering", b"no"), *response_extra]
     await relay(receive, send, response, out, what=what, method=scope.get("method", "GET"), zero_copy=zero_copy)
     return response.status
+
+
+# -- unix sockets of replicas ------------------------------------------------------------------------
+
+class UnsafeSocket(OSError):
+    """A replica's socket path that Cairn refuses to connect to (a link, not a socket, not Cairn's)."""
+
+
+def open_checked_socket(path: str) -> int:
+    """An O_PATH descriptor of the unix socket at `path`, once it is certain to be the one Cairn
+    made: the path's folder is a directory (not a link) that Cairn's user owns and nobody else
+    may write, and the entry in it is a socket (not a link: never followed) owned by Cairn's user.
+    Connect to `socket_alias(fd)` (the kernel resolves it to that very inode, whatever the path
+    points to by then, and it is short enough for an AF_UNIX address); close the fd when done.
+    FileNotFoundError when there is no socket yet, UnsafeSocket when there is something else."""
+    me = os.geteuid()
+    folder, name = os.path.split(path)
+    if not name or not os.path.isabs(path):
+        raise UnsafeSocket(f"{path!r} is not an absolute socket path")
+    dir_fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(dir_fd)
+        if info.st_uid != me or info.st_mode & 0o022:
+            raise UnsafeSocket(f"{folder} is not Cairn's alone (owner {info.st_uid}, mode {info.st_mode & 0o777:o})")
+        fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    info = os.fstat(fd)
+    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != me:
+        os.close(fd)
+        what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else (
+            "not a socket" if not stat.S_ISSOCK(info.st_mode) else f"owned by uid {info.st_uid}")
+        raise UnsafeSocket(f"{path} is {what}, not Cairn's socket")
+    return fd
+
+
+def socket_alias(fd: int) -> str:
+    return f"/proc/self/fd/{fd}"
 
 
 # -- websockets ----------------------------------------------------------------------------------

@@ -35,11 +35,14 @@ from django.http.request import split_domain_port, validate_host
 
 from apps.core.proxy import (
     REFUSED,
+    UnsafeSocket,
     answer,
     cause,
     cookies_of,
+    open_checked_socket,
     relay,
     response_headers,
+    socket_alias,
     upstream_request,
     upstream_session,
 )
@@ -68,7 +71,6 @@ _RESPONSE_DROP = frozenset({
     b"transfer-encoding", b"upgrade", b"set-cookie", b"content-security-policy", b"server", b"date",
 })
 _SANDBOX = b"sandbox allow-scripts allow-forms allow-popups allow-downloads allow-modals"
-_MAX_UNIX_PATH = 100  # bytes; an AF_UNIX address holds 107
 
 _outstanding: dict[str, int] = {}  # requests in flight per replica, in this process
 
@@ -80,25 +82,21 @@ class _ClientGone(Exception):
 # -- connection pools, one per replica socket and one for TCP, per event loop ------------------------
 
 class _SocketClient:
-    """aiohttp's connection pool for one unix socket. A path too long for an AF_UNIX address is reached
-    through /proc/self/fd/<a descriptor of its folder>/<name>, a short alias for it."""
+    """aiohttp's connection pool for one replica's unix socket, reached through an O_PATH descriptor
+    of it taken once its type and owner were checked (apps.core.proxy.open_checked_socket): every
+    connection of the pool goes to that very socket, never through a link a replica planted."""
 
     def __init__(self, path: str):
-        self.dir_fd = None
-        uds = path
-        if len(os.fsencode(path)) > _MAX_UNIX_PATH:
-            folder, name = os.path.split(path)
-            self.dir_fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-            uds = f"/proc/self/fd/{self.dir_fd}/{name}"
-        self.session = upstream_session(uds=uds)
+        self.fd = open_checked_socket(path)
+        self.session = upstream_session(uds=socket_alias(self.fd))
 
     async def aclose(self) -> None:
         try:
             await self.session.close()
         finally:
-            if self.dir_fd is not None:
-                os.close(self.dir_fd)
-                self.dir_fd = None
+            if self.fd is not None:
+                os.close(self.fd)
+                self.fd = None
 
 
 class _Clients:
@@ -365,16 +363,39 @@ async def _forward(scope, receive, send, targets, *, fallback=(), name, prefix, 
     timeout = float(setting("SERVE_TIMEOUT_SECONDS"))
     connect_timeout = float(setting("SERVE_CONNECT_TIMEOUT_SECONDS"))
     tries = max(1, int(setting("SERVE_MAX_TRIES")))
+    unsafe = False  # a replica's socket was not the one Cairn made
     while True:
         target = _pick(targets, tried) or _pick(fallback, tried)
         if target is None:
+            if unsafe:
+                await answer(send, 502, f"A replica of deployment '{name}' cannot be reached: its socket is not "
+                                         "the one Cairn made.")
+                return
             await answer(send, 503, f"No replica of deployment '{name}' accepted the connection "
                                      "(starting up, or stopping).")
             return
         tried.add(target.key)
         metrics.assign(token, target.replica)
         if target.socket:
-            session, url = clients.for_socket(f"{target.key}|{target.socket}", target.socket), f"http://replica{path}"
+            try:
+                session = clients.for_socket(f"{target.key}|{target.socket}", target.socket)
+            except UnsafeSocket as exc:
+                # Not the socket Cairn made (a replica planted a link, say): never connected to.
+                logger.warning("gateway: replica %s of %s refused: %s", target.key, prefix, exc)
+                unsafe = True
+                if len(tried) < tries:
+                    continue
+                await answer(send, 502, f"A replica of deployment '{name}' cannot be reached: its socket is not "
+                                         "the one Cairn made.")
+                return
+            except OSError as exc:  # gone (stopping) or not there: like a refused connection
+                logger.info("gateway: replica %s of %s has no socket: %r", target.key, prefix, exc)
+                if len(tried) < tries:
+                    continue
+                await answer(send, 503, f"No replica of deployment '{name}' accepted the connection "
+                                         "(starting up, or stopping).")
+                return
+            url = f"http://replica{path}"
         else:
             session, url = clients.tcp, f"{target.url}{path}"
         _outstanding[target.key] = _outstanding.get(target.key, 0) + 1

@@ -8,16 +8,20 @@ same path is the pod's readinessProbe, and the Service sends traffic to ready po
 """
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 from functools import cache
 
 import httpx
 
+from apps.core.proxy import UnsafeSocket, open_checked_socket, socket_alias
+
 from .conf import setting
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_PATH = "/"
-_MAX_UNIX_PATH = 100  # bytes; an AF_UNIX address holds 107
 
 
 def readiness_path(spec: dict | None) -> str:
@@ -37,15 +41,12 @@ def probe(*, socket: str | None = None, url: str | None = None, path: str = DEFA
           timeout: float | None = None) -> bool:
     """One GET on `path` of a replica reached by its unix socket or its base URL."""
     timeout = float(setting("SERVE_PROBE_TIMEOUT_SECONDS")) if timeout is None else timeout
-    dir_fd = None
+    fd = None
     try:
         if socket:
-            uds = socket
-            if len(os.fsencode(socket)) > _MAX_UNIX_PATH:  # reached through a short alias, as the gateway does
-                folder, name = os.path.split(socket)
-                dir_fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-                uds = f"/proc/self/fd/{dir_fd}/{name}"
-            client = httpx.Client(transport=httpx.HTTPTransport(uds=uds, verify=_tls()), timeout=timeout)
+            # Never through a link: only the socket Cairn made (apps.core.proxy.open_checked_socket).
+            fd = open_checked_socket(socket)
+            client = httpx.Client(transport=httpx.HTTPTransport(uds=socket_alias(fd), verify=_tls()), timeout=timeout)
             target = f"http://replica{path}"
         elif url:
             client = httpx.Client(timeout=timeout, verify=_tls())
@@ -55,11 +56,14 @@ def probe(*, socket: str | None = None, url: str | None = None, path: str = DEFA
         with client:
             answer = client.get(target, headers={"User-Agent": "cairn-readiness-probe"})
             return answer.status_code < 400
+    except UnsafeSocket as exc:
+        logger.warning("readiness: %s", exc)
+        return False
     except (httpx.HTTPError, OSError):
         return False
     finally:
-        if dir_fd is not None:
-            os.close(dir_fd)
+        if fd is not None:
+            os.close(fd)
 
 
 def replica_ready(workload, record: dict) -> bool:

@@ -14,9 +14,9 @@ def test_only_a_sandbox_without_network_unshares_it():
 
 
 def test_launcher_runs_the_bridge_source_then_the_command(tmp_path):
-    path = tmp_path / "sock-0" / "serve.sock"
-    argv = bridge.launcher_argv(sys.executable, path, 8123, ["python", "app.py", "--port", "$PORT"])
+    argv = bridge.launcher_argv(sys.executable, 7, 8123, ["python", "app.py", "--port", "$PORT"])
     assert argv[:4] == [sys.executable, "-I", "-S", "-c"]
     assert argv[4] == Path(bridge.__file__).read_text()  # the sandbox has Python, not Cairn's checkout
-    assert argv[5:] == [str(path), "8123", "--", "python", "app.py", "--port", "$PORT"]
+    # The bridge gets Cairn's listening socket as a descriptor, never a path it could redirect.
+    assert argv[5:] == ["fd:7", "8123", "--", "python", "app.py", "--port", "$PORT"]
     assert bridge.socket_path(tmp_path, 3) == tmp_path / "sock-3" / "serve.sock"

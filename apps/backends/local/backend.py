@@ -311,13 +311,13 @@ class LocalBackend(Backend):
             env["JUPYTER_TOKEN"] = context["token"]  # never on the command line, where any process can read it
         command = self._command(workload, env=env, port=port, cwd=cwd, iso=iso)
         sandboxed = iso.level in (sandbox.BWRAP_ROOT, sandbox.BWRAP)
-        writable, inner, serve_socket = list(context["kept"]), command, None
+        writable, inner, serve_socket, listener = list(context["kept"]), command, None, None
         if kind.behind_gateway and sandboxed:
-            # No network of its own: reached only through the bridge's unix socket (gateway).
+            # No network of its own: reached only through the bridge's unix socket (gateway), which
+            # Cairn binds in a folder of its own; the replica only gets the listening descriptor.
             serve_socket = bridge.socket_path(attempt_dir(wid, attempt), slot, start=secrets.token_hex(4))
-            bridge.prepare_socket_dir(serve_socket.parent, uid=iso.uid, gid=iso.gid)
-            writable.append(serve_socket.parent)
-            inner = bridge.launcher_argv(sys.executable, serve_socket, port, command)
+            listener = bridge.listen(serve_socket)
+            inner = bridge.launcher_argv(sys.executable, listener.fileno(), port, command)
         argv = sandbox.wrap(
             iso, command=inner, cwd=cwd, writable=writable,
             shared=self._allowed_paths(workload), hidden=[context["data_dir"]], network=serve_socket is None,
@@ -332,9 +332,12 @@ class LocalBackend(Backend):
             record = self._spawn(
                 workload_id=wid, attempt=attempt, replica=slot, argv=argv, command=command, env=env, cwd=cwd,
                 sandboxed=sandboxed, memory=sandbox.memory_limit(workload.memory_mb * 1024 * 1024),
+                keep_fds=(listener.fileno(),) if listener is not None else (),
             )
             if slot != replica:
                 record.update(replica=replica, slot=slot)
+        if listener is not None:
+            listener.close()  # the replica holds it now (on an error above, garbage collection closes it)
         if serve_socket is not None:
             record["socket"] = str(serve_socket)  # backend-private: the gateway's way in
         elif port is not None:
@@ -398,7 +401,7 @@ class LocalBackend(Backend):
 
     def _spawn(
         self, *, workload_id: int, attempt: int, replica: int, argv: list[str], command: list[str], env: dict,
-        cwd: Path, sandboxed: bool, memory: int | None,
+        cwd: Path, sandboxed: bool, memory: int | None, keep_fds: tuple[int, ...] = (),
     ) -> dict:
         exit_path = replica_exit_path(workload_id, attempt, replica)
         exit_path.unlink(missing_ok=True)
@@ -407,6 +410,8 @@ class LocalBackend(Backend):
             shim.append("--sandboxed")
         if memory:
             shim += ["--memory", str(memory)]
+        for fd in keep_fds:
+            shim += ["--keep-fd", str(fd)]
         read_end, write_end = os.pipe()
         try:
             with open(replica_log_path(workload_id, attempt, replica), "ab") as log:
@@ -416,7 +421,7 @@ class LocalBackend(Backend):
                 proc = subprocess.Popen(
                     [*shim, "--notify-fd", str(write_end), str(exit_path), "--", *argv],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                    start_new_session=True, close_fds=True, pass_fds=(write_end,),
+                    start_new_session=True, close_fds=True, pass_fds=(write_end, *keep_fds),
                 )
             os.close(write_end)
             write_end = None

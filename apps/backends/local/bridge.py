@@ -1,12 +1,16 @@
 """Start a deployment's serving command with a unix-socket bridge in front of it.
 
-Usage: python -I -S bridge.py SOCKET PORT -- COMMAND [ARG ...]
+Usage: python -I -S bridge.py fd:N PORT -- COMMAND [ARG ...]
 
-Runs inside a replica's bubblewrap sandbox, which has a network namespace of its own (a private
-loopback and nothing else), so the command's 127.0.0.1:$PORT is out of reach of every process
-on the host. The only way in is SOCKET, in a folder bind-mounted into the sandbox: this script
-forks a bridge that accepts connections there and copies bytes both ways to 127.0.0.1:PORT
-(no HTTP parsing), then execs COMMAND in its own place.
+Runs inside a replica's bubblewrap sandbox, which has a network namespace of its own, so the
+command's 127.0.0.1:$PORT is out of reach of every process on the host. The only way in is a unix
+socket that Cairn itself binds and listens on (`listen`), in a folder of Cairn's that is not
+mounted into the sandbox: the replica gets the listening descriptor N (inherited through the
+shim, bubblewrap and setpriv) and nothing else, so it can neither replace the socket nor point
+its path somewhere else (issue 44: a replica once swapped its socket for a link to a root-only
+socket, and Cairn's gateway, running as root, relayed requests to it). This script forks a
+bridge that accepts connections on N and copies bytes both ways to 127.0.0.1:PORT (no HTTP
+parsing), then execs COMMAND in its own place (without N).
 
 So the command keeps this process's pid: it is the child of the sandbox's init, the process the
 shim forwards SIGTERM to (shim.signal_targets), and the bridge is the command's child, never a
@@ -29,29 +33,51 @@ SOCKET_NAME = "serve.sock"
 # -- used by the local backend (this file is also its own launcher's source) ---------------------
 
 def socket_path(attempt_dir, replica: int, start: str = ""):
-    """Where replica `replica`'s bridge listens: a folder of its own in the attempt's folder
-    (Cairn's, mode 0700), which is the only part of it mounted into the sandbox. `start` names one
-    start of the replica: a replica started again (a new revision, a restart) listens on a name of
-    its own, so nothing meant for it (the readiness probe first) reaches its predecessor's bridge,
-    which keeps the old name until it ends."""
+    """Where replica `replica`'s bridge listens: a folder of its own in the attempt's folder (both
+    Cairn's, mode 0700, never mounted into the sandbox). `start` names one start of the replica: a
+    replica started again (a new revision, a restart) listens on a name of its own, so nothing meant
+    for it (the readiness probe first) reaches its predecessor's bridge."""
     return attempt_dir / f"sock-{replica}" / (f"serve-{start}.sock" if start else SOCKET_NAME)
 
 
-def prepare_socket_dir(folder, *, uid, gid) -> None:
-    """The socket's folder belongs to the replica's user (it creates the socket) and to no one else."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if uid is not None:
-        os.chown(folder, uid, gid)
-    os.chmod(folder, 0o700)
+def listen(path) -> socket.socket:
+    """Cairn's listening socket at `path` (in a folder of Cairn's, mode 0700; sockets of earlier
+    starts of the replica removed), to hand to the replica's bridge as a descriptor. Bound through
+    /proc/self/fd/<folder>/<name>: a short address whatever the data folder's depth (an AF_UNIX
+    address holds 107 bytes), and no chdir/umask, which are per process (threads)."""
+    folder, name = os.path.split(os.fspath(path))
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    dir_fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(dir_fd)
+        if info.st_uid != os.geteuid():  # a folder from before issue 44 (the run user's): made Cairn's again
+            os.chown(f"/proc/self/fd/{dir_fd}", os.geteuid(), os.getegid())
+        os.chmod(f"/proc/self/fd/{dir_fd}", 0o700)
+        for entry in os.listdir(f"/proc/self/fd/{dir_fd}"):
+            if entry.endswith(".sock"):
+                try:
+                    os.unlink(entry, dir_fd=dir_fd)
+                except OSError:
+                    pass
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(f"/proc/self/fd/{dir_fd}/{name}")
+            os.chmod(name, 0o600, dir_fd=dir_fd)  # Cairn's alone (its folder already is)
+            listener.listen(128)
+        except OSError:
+            listener.close()
+            raise
+    finally:
+        os.close(dir_fd)
+    return listener
 
 
-def launcher_argv(python: str, path, port: int, command: list) -> list:
-    """The argv that runs `command` behind a bridge on `path`. The source is passed inline: the
-    sandbox has Cairn's Python but not its checkout."""
+def launcher_argv(python: str, fd: int, port: int, command: list) -> list:
+    """The argv that runs `command` behind a bridge that accepts on the inherited descriptor `fd`.
+    The source is passed inline: the sandbox has Cairn's Python but not its checkout."""
     with open(__file__) as f:
         source = f.read()
-    return [python, "-I", "-S", "-c", source, str(path), str(port), "--", *command]
-
+    return [python, "-I", "-S", "-c", source, f"fd:{int(fd)}", str(port), "--", *command]
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -95,31 +121,18 @@ def _die_with_parent() -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 5 or argv[3] != "--":
-        sys.stderr.write("usage: bridge.py SOCKET PORT -- COMMAND [ARG ...]\n")
+    if len(argv) < 5 or argv[3] != "--" or not argv[1].startswith("fd:"):
+        sys.stderr.write("usage: bridge.py fd:N PORT -- COMMAND [ARG ...]\n")
         return 2
-    path, port, command = argv[1], int(argv[2]), argv[4:]
-    # The socket must exist before the command starts, so a request never finds it missing once
-    # the replica runs: bind here, in the parent, then hand the listening socket to the bridge.
-    # Bound by its name from inside its folder: a socket's full path may be longer than the
-    # 107 bytes an AF_UNIX address holds (deep data folders).
-    folder, name = os.path.split(path)
-    cwd = os.getcwd()
-    os.chdir(folder or ".")
-    for entry in os.listdir("."):  # left by earlier starts of this replica (a bridge still running
-        if entry == name or entry.endswith(".sock"):  # keeps the connections it has)
-            try:
-                os.unlink(entry)
-            except OSError:
-                pass
-    old = os.umask(0o177)  # the socket is its owner's alone (Cairn reaches it as root or as the same user)
+    port, command = int(argv[2]), argv[4:]
+    # Cairn bound and listens on the socket before the sandbox started: a request never finds it
+    # missing once the replica runs (it waits in the backlog until the bridge accepts).
     try:
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(name)
-    finally:
-        os.umask(old)
-        os.chdir(cwd)
-    listener.listen(128)
+        listener = socket.socket(fileno=int(argv[1][3:]))
+    except (ValueError, OSError) as exc:
+        sys.stderr.write(f"cairn bridge: no listening socket ({argv[1]}): {exc}\n")
+        return 2
+    listener.set_inheritable(False)  # never passed on to the command
     pid = os.fork()
     if pid == 0:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

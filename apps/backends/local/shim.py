@@ -1,6 +1,6 @@
 """Supervise one replica process: run it, forward stop signals, record how it exited.
 
-Usage: python -I -S shim.py [--notify-fd FD] [--sandboxed] [--memory BYTES] EXIT_FILE -- COMMAND [ARG ...]
+Usage: python -I -S shim.py [--notify-fd FD] [--keep-fd FD] [--sandboxed] [--memory BYTES] EXIT_FILE -- COMMAND [ARG ...]
 
 Started by the local backend in its own session, so it outlives a crash of the Cairn process
 that launched it. It imports nothing but the standard library (no Django), so it starts fast.
@@ -8,6 +8,8 @@ that launched it. It imports nothing but the standard library (no Django), so it
 - With --notify-fd, the shim detaches (forks; the first process exits at once, so the launcher
   reaps it and never holds a zombie) and writes its own pid to FD. The detached shim leads a
   new session and process group and is reaped by init when it ends.
+- With --keep-fd (repeatable), the command inherits FD (a deployment's listening socket, made
+  by Cairn: bridge.py) and the shim closes its own copy once the command started.
 - With --memory, RLIMIT_DATA of the command (and of everything it starts) is BYTES.
 - SIGTERM, SIGINT and SIGHUP are forwarded to the command. With --sandboxed the command is
   bubblewrap, which does not forward signals: they go to the process bubblewrap runs.
@@ -85,7 +87,7 @@ def detach(notify_fd: int) -> None:
 
 
 def parse(argv: list[str]):
-    options = {"notify_fd": None, "sandboxed": False, "memory": None}
+    options = {"notify_fd": None, "sandboxed": False, "memory": None, "keep_fd": []}
     rest = argv[1:]
     while rest and rest[0].startswith("--") and rest[0] != "--":
         flag = rest.pop(0)
@@ -93,6 +95,8 @@ def parse(argv: list[str]):
             options["sandboxed"] = True
         elif flag in ("--notify-fd", "--memory") and rest:
             options[flag[2:].replace("-", "_")] = int(rest.pop(0))
+        elif flag == "--keep-fd" and rest:
+            options["keep_fd"].append(int(rest.pop(0)))
         else:
             return None
     if len(rest) < 3 or rest[1] != "--":
@@ -103,7 +107,7 @@ def parse(argv: list[str]):
 def main(argv: list[str]) -> int:
     parsed = parse(argv)
     if parsed is None:
-        sys.stderr.write("usage: shim.py [--notify-fd FD] [--sandboxed] [--memory BYTES] EXIT_FILE -- COMMAND [ARG ...]\n")
+        sys.stderr.write("usage: shim.py [--notify-fd FD] [--keep-fd FD] [--sandboxed] [--memory BYTES] EXIT_FILE -- COMMAND [ARG ...]\n")
         return 2
     options, exit_file, command = parsed
     sandboxed = options["sandboxed"]
@@ -128,12 +132,14 @@ def main(argv: list[str]) -> int:
         signal.signal(signum, forward)
 
     try:
-        child = subprocess.Popen(command)
+        child = subprocess.Popen(command, pass_fds=options["keep_fd"])
     except OSError as exc:
         sys.stderr.write(f"cairn: cannot start {command[0]!r}: {exc}\n")
         sys.stderr.flush()
         write_exit_file(exit_file, 127)
         return 127
+    for fd in options["keep_fd"]:
+        os.close(fd)  # the command has it; the shim must not keep a socket alive past its bridge
     for signum in pending:
         forward(signum, None)
 
