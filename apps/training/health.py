@@ -8,7 +8,6 @@ Hung, cordon a SlowNode) is decided in apps/workloads/lifecycle.py.
 from __future__ import annotations
 
 import statistics
-from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -55,21 +54,31 @@ def hung_ranks(ranks: Iterable[RankActivity], *, now: float, started_at: float, 
 # -- stragglers ---------------------------------------------------------------------------------------
 
 MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of normal noise
+KEPT_STEP_TIMES = 64  # step times kept per rank (apps/training/services.py): what the detector sees live
+DEFAULT_EVICT_FRACTION = 0.25  # `evict` removes at most max(1 rank, this share of the gang) per decision
 
 
 @dataclass(frozen=True)
 class StragglerRule:
-    """A rank is slow at a step when its step time is above `ratio` x the median of its peers' at
-    that step, times its own baseline, and more than `z` robust standard deviations (1.4826 x
-    MAD of the peers, at least `floor` x their median) above that median. It is a straggler when
-    it was slow at `min_slow` of the last `window` steps all ranks reported.
+    """Three findings, each reported once per attempt with its evidence (docs/training.md):
 
-    The baseline is the rank's usual ratio to its peers (the median over the steps before the
-    window, `history` at most), clamped to 1 .. `tolerance`: a rank that has always been a little
-    slower than the others (a slower GPU, a busier host: up to `tolerance`) is judged against its
-    own normal, so only a rank that *became* slow, or one slower than the tolerance from the
-    start, is flagged. `min_delta`: an absolute floor on how much slower. Defaults chosen with
-    bench/stragglers.py (docs/benchmarks.md)."""
+    - a **slow group**: two or more ranks slower than their peers from the start (slow, by the
+      test below with their usual ratio at `tolerance`, at `min_slow` of the first `window` steps
+      all ranks reported). Ranks slow together from the first step share a cause (half a GPU
+      each, a co-located job, a slower GPU model): a placement finding, which evicting one of them
+      does not cure. One rank slow alone from the start is a straggler (a bad GPU or node).
+    - a **straggler**: a rank slow at `min_slow` of the last `window` steps against its own
+      history and its peers: its step time above `ratio` x what its usual time (its median over
+      the `history` steps before the window) would be had it moved like its peers (the median of
+      their times over their own usual ones), and more than `z` robust standard deviations of the
+      peers' moves (1.4826 x MAD, at least `floor`) and `min_delta` above it. Whatever its group:
+      a rank of a slow group that gets slower again is one; a group that stays as slow is not.
+    - a **job-wide slowdown**: the ranks' median move (step time over their usual) at least
+      `job_ratio` at `min_slow` of the window's steps: everyone slower, not a straggler.
+
+    `slow_at` is the same comparison against the peers' step times directly, with the rank's
+    usual ratio to them clamped to 1 .. `tolerance` (a rank always up to 10 % slower is normal).
+    Defaults chosen with bench/stragglers.py (docs/benchmarks.md, which cases chose what)."""
 
     ratio: float = 1.15
     z: float = 1.0
@@ -81,16 +90,22 @@ class StragglerRule:
     # And at least this much slower, in the step times' unit (seconds live): a few milliseconds of
     # jitter on short steps on a busy host are no straggler worth an eviction.
     min_delta: float = 0.05
+    job_ratio: float = 1.25
 
     @property
     def bound(self) -> int:
-        """A rank slow at every step from some step on is flagged within this many steps."""
+        """A rank slow at every step from some step on is flagged within this many steps (from the
+        end of the first window: a rank slow from the start is judged when `window` steps are in)."""
         return self.min_slow
 
 
 def _ratio_to_peers(seconds: float, peers: list[float]) -> float | None:
     median = statistics.median(peers) if peers else 0.0
     return seconds / median if median > 0 else None
+
+
+def _slower(seconds: float, normal: float, spread: float, rule: StragglerRule) -> bool:
+    return seconds > rule.ratio * normal and seconds - normal > max(rule.z * spread, rule.min_delta)
 
 
 def slow_at(seconds: float, peers: list[float], rule: StragglerRule, baseline: float = 1.0) -> bool:
@@ -103,12 +118,16 @@ def slow_at(seconds: float, peers: list[float], rule: StragglerRule, baseline: f
         return False
     normal = median * min(max(baseline, 1.0), rule.tolerance)
     mad = statistics.median([abs(p - median) for p in peers])
-    spread = max(MAD_SCALE * mad, rule.floor * median)
-    return seconds > rule.ratio * normal and seconds - normal > max(rule.z * spread, rule.min_delta)
+    return _slower(seconds, normal, max(MAD_SCALE * mad, rule.floor * median), rule)
 
 
-def _baseline(ratios: list[float]) -> float:
-    return statistics.median(ratios) if ratios else 1.0
+def _became_slow(seconds: float, usual: float, peer_moves: list[float], rule: StragglerRule) -> bool:
+    """Slower than its `usual` step time moved as its peers moved (each peer's time / its own usual)?"""
+    if not peer_moves or usual <= 0:
+        return False
+    move = statistics.median(peer_moves)
+    mad = statistics.median([abs(m - move) for m in peer_moves])
+    return _slower(seconds, usual * move, usual * max(MAD_SCALE * mad, rule.floor * move), rule)
 
 
 @dataclass(frozen=True)
@@ -116,63 +135,254 @@ class Straggler:
     replica: int
     slow_steps: int  # of the window
     window: int
-    ratio: float  # its median step time / the median of its peers', over the window
+    ratio: float  # its step time / the median of its peers', median over its slow steps
+    since: int | None = None  # its first slow step seen (a straggler from the start: the first step)
+    own_ratio: float | None = None  # its step time / its own usual, over its slow steps (None: slow from the start)
+    group: tuple[int, ...] = ()  # the slow group it was part of from the start
 
     def describe(self) -> str:
-        return (f"Replica {self.replica} is a straggler: slower than its peers at {self.slow_steps} of the last "
-                f"{self.window} steps, {self.ratio:.2f}x their median step time.")
+        since = f" since step {self.since}" if self.since is not None else ""
+        own = (f", {self.own_ratio:.2f}x its own usual step time" if self.own_ratio is not None
+               else ", from the start")
+        group = (f" (of the slow group {', '.join(map(str, self.group))}, which got slower again)"
+                 if self.group else "")
+        return (f"Replica {self.replica} is a straggler{group}: slower than its peers at {self.slow_steps} of the "
+                f"last {self.window} steps{since}, {self.ratio:.2f}x their median step time{own}.")
+
+    def as_json(self) -> dict:
+        return {"replica": self.replica, "ratio": round(self.ratio, 3), "since": self.since,
+                "own_ratio": None if self.own_ratio is None else round(self.own_ratio, 3), "group": list(self.group)}
+
+
+@dataclass(frozen=True)
+class SlowGroup:
+    """Ranks slower than the others together from the start: where they run is the lead."""
+
+    ranks: tuple[int, ...]
+    ratio: float  # their median step time / the median of the ranks outside the group, over the first steps
+    since: int  # the first step all ranks reported
+
+    def describe(self) -> str:
+        return (f"Replicas {', '.join(map(str, self.ranks))} have been slower than the others together since step "
+                f"{self.since}, {self.ratio:.2f}x their median step time: a placement finding (shared GPUs, a "
+                "co-located job, a slower GPU model), not stragglers; none is evicted for it.")
+
+    def as_json(self) -> dict:
+        return {"ranks": list(self.ranks), "ratio": round(self.ratio, 3), "since": self.since}
+
+
+@dataclass(frozen=True)
+class JobSlowdown:
+    ratio: float  # the ranks' median step time / their own usual, median over the slowed steps
+    since: int
+    slow_steps: int
+    window: int
+
+    def describe(self) -> str:
+        return (f"The whole job slowed down since step {self.since}: its ranks take {self.ratio:.2f}x their usual "
+                f"step time together ({self.slow_steps} of the last {self.window} steps). Not a straggler: look at "
+                "what they share (input pipeline, storage, network).")
+
+    def as_json(self) -> dict:
+        return {"ratio": round(self.ratio, 3), "since": self.since}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What the first `window` steps all ranks reported said: the slow groups and the ranks slow
+    alone. Fixed once known (the reconciler only keeps the last steps)."""
+
+    groups: tuple[SlowGroup, ...] = ()
+    alone: tuple[Straggler, ...] = ()
+
+    def as_json(self) -> dict:
+        return {"groups": [g.as_json() for g in self.groups],
+                "alone": [{**s.as_json(), "slow_steps": s.slow_steps, "window": s.window} for s in self.alone]}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Reference:
+        groups = tuple(SlowGroup(ranks=tuple(int(r) for r in g["ranks"]), ratio=float(g["ratio"]), since=int(g["since"]))
+                       for g in data.get("groups", []))
+        alone = tuple(Straggler(replica=int(s["replica"]), slow_steps=int(s["slow_steps"]), window=int(s["window"]),
+                                ratio=float(s["ratio"]), since=s.get("since"))
+                      for s in data.get("alone", []))
+        return cls(groups=groups, alone=alone)
+
+
+@dataclass(frozen=True)
+class StragglerReport:
+    groups: tuple[SlowGroup, ...] = ()
+    stragglers: tuple[Straggler, ...] = ()
+    slowdown: JobSlowdown | None = None
+    reference: Reference | None = None  # None: fewer than `window` steps all ranks reported yet
+
+    def __bool__(self) -> bool:
+        return bool(self.groups or self.stragglers or self.slowdown)
+
+
+def _common_steps(times: Mapping[int, Mapping[int, float]]) -> list[int]:
+    return sorted(set.intersection(*(set(steps) for steps in times.values()))) if times else []
+
+
+def _reference(times: Mapping[int, Mapping[int, float]], steps: list[int], rule: StragglerRule) -> Reference:
+    """Slow from the start: slow at `min_slow` of `steps` against their peers, even allowing them
+    `tolerance`. Two or more whose ratios to the others are close (no gap wider than `ratio` x
+    `tolerance` between them) are a group; a rank alone is a straggler."""
+    def peers(rank: int, step: int) -> list[float]:
+        return [times[other][step] for other in times if other != rank]
+
+    slow = {rank: n for rank in times
+            if (n := sum(slow_at(times[rank][s], peers(rank, s), rule, rule.tolerance) for s in steps)) >= rule.min_slow}
+    others = [rank for rank in times if rank not in slow] or list(times)
+    ratios = {}
+    for rank in slow:
+        values = [r for s in steps if (r := _ratio_to_peers(times[rank][s], [times[o][s] for o in others if o != rank]))
+                  is not None]
+        ratios[rank] = statistics.median(values) if values else 0.0
+    runs: list[list[int]] = []
+    for rank in sorted(slow, key=lambda r: ratios[r]):
+        if runs and ratios[rank] <= ratios[runs[-1][-1]] * rule.ratio * rule.tolerance:
+            runs[-1].append(rank)
+        else:
+            runs.append([rank])
+    groups = tuple(SlowGroup(ranks=tuple(sorted(run)), ratio=statistics.median(ratios[r] for r in run), since=steps[0])
+                   for run in runs if len(run) >= 2)
+    alone = tuple(Straggler(replica=run[0], slow_steps=slow[run[0]], window=len(steps), ratio=ratios[run[0]],
+                            since=steps[0]) for run in runs if len(run) == 1)
+    return Reference(groups=groups, alone=alone)
+
+
+def analyse_stragglers(times: Mapping[int, Mapping[int, float]], rule: StragglerRule = StragglerRule(),
+                       reference: Reference | None = None) -> StragglerReport:
+    """Slow groups, stragglers and a job-wide slowdown from `times` (rank -> {step: seconds}),
+    over the steps every rank reported: the first `window` of them are the reference (unless
+    `reference` is given, from an earlier pass), the last `window` are judged against each rank's
+    usual time over the `history` steps before them."""
+    if len(times) < 2:
+        return StragglerReport()
+    common = _common_steps(times)
+    if reference is None and len(common) >= rule.window:
+        reference = _reference(times, common[:rule.window], rule)
+    if reference is None:
+        return StragglerReport()
+    groups = tuple(g for g in reference.groups if all(r in times for r in g.ranks))
+    found = {s.replica: s for s in reference.alone if s.replica in times}
+    window, before = common[-rule.window:], common[:-rule.window][-rule.history:]
+    slowdown = None
+    if len(window) >= rule.min_slow and len(before) >= rule.min_slow:
+        usual = {rank: statistics.median(mine[s] for s in before) for rank, mine in times.items()}
+        if all(u > 0 for u in usual.values()):
+            moves = {s: {rank: times[rank][s] / usual[rank] for rank in times} for s in window}
+            for rank, mine in times.items():
+                slow = [s for s in window if _became_slow(mine[s], usual[rank],
+                                                          [m for r, m in moves[s].items() if r != rank], rule)]
+                if len(slow) < rule.min_slow:
+                    continue
+                # the evidence is taken over its slow steps: at the first report half the window is before the onset
+                ratios = [r for r in (_ratio_to_peers(mine[s], [times[o][s] for o in times if o != rank])
+                                      for s in slow) if r is not None]
+                group = next((g.ranks for g in groups if rank in g.ranks), ())
+                found[rank] = Straggler(replica=rank, slow_steps=len(slow), window=len(window),
+                                        ratio=statistics.median(ratios) if ratios else 0.0, since=slow[0],
+                                        own_ratio=statistics.median(moves[s][rank] for s in slow), group=group)
+            job = {s: statistics.median(moves[s].values()) for s in window}
+            slowed = [s for s in window if job[s] >= rule.job_ratio]
+            if len(slowed) >= rule.min_slow:
+                slowdown = JobSlowdown(ratio=statistics.median(job[s] for s in slowed), since=slowed[0],
+                                       slow_steps=len(slowed), window=len(window))
+    return StragglerReport(groups=groups, stragglers=tuple(found[r] for r in sorted(found)), slowdown=slowdown,
+                           reference=reference)
 
 
 def detect_stragglers(times: Mapping[int, Mapping[int, float]], rule: StragglerRule = StragglerRule()
                       ) -> list[Straggler]:
-    """Stragglers among ranks from `times` (rank -> {step: seconds}): judged over the last
-    `rule.window` steps every rank reported (the steps before them give each rank's baseline).
-    Ranks that are all slow together (a slow job, not a straggler) are not flagged: each is
-    compared with its peers at the same step."""
-    if len(times) < 2:
-        return []
-    common = sorted(set.intersection(*(set(steps) for steps in times.values())))
-    steps, before = common[-rule.window:], common[:-rule.window][-rule.history:]
-    if len(steps) < rule.min_slow:
-        return []
-    found = []
-    for rank, mine in times.items():
-        def peers(step: int) -> list[float]:
-            return [times[other][step] for other in times if other != rank]  # noqa: B023 - used at once
+    """The stragglers of `analyse_stragglers` (a slow group is none, a job-wide slowdown neither)."""
+    return list(analyse_stragglers(times, rule).stragglers)
 
-        baseline = _baseline([r for r in (_ratio_to_peers(mine[s], peers(s)) for s in before) if r is not None])
-        slow = sum(slow_at(mine[s], peers(s), rule, baseline) for s in steps)
-        if slow >= rule.min_slow:
-            ratios = [r for r in (_ratio_to_peers(mine[s], peers(s)) for s in steps) if r is not None]
-            found.append(Straggler(replica=rank, slow_steps=slow, window=len(steps),
-                                   ratio=statistics.median(ratios) if ratios else 0.0))
-    return found
+
+@dataclass
+class StragglerTracker:
+    """Reports each finding once per attempt. Its `state` is plain JSON: the reconciler keeps it
+    in the workload's runtime between passes (the reference, what was reported)."""
+
+    rule: StragglerRule = field(default_factory=StragglerRule)
+    state: dict = field(default_factory=dict)
+
+    @property
+    def reference(self) -> Reference | None:
+        data = self.state.get("reference")
+        return Reference.from_json(data) if data is not None else None
+
+    def update(self, times: Mapping[int, Mapping[int, float]]) -> StragglerReport:
+        """Judge `times` (each rank's recent step times); returns only what was not reported before."""
+        reference = self.reference
+        report = analyse_stragglers(times, self.rule, reference)
+        groups: tuple[SlowGroup, ...] = ()
+        if reference is None and report.reference is not None:
+            self.state["reference"] = report.reference.as_json()
+            groups = report.groups
+        known = set(self.state.get("stragglers", []))
+        new = tuple(s for s in report.stragglers if s.replica not in known)
+        if new:
+            self.state["stragglers"] = sorted(known | {s.replica for s in new})
+        slowdown = None
+        if report.slowdown is not None and not self.state.get("slowdown"):
+            self.state["slowdown"] = report.slowdown.as_json()
+            slowdown = report.slowdown
+        return StragglerReport(groups=groups, stragglers=new, slowdown=slowdown, reference=report.reference)
 
 
 @dataclass
 class StragglerDetector:
-    """The same rule over a stream of steps ({rank: seconds} per step), for replaying traces."""
+    """The tracker over a stream of steps ({rank: seconds} per step), keeping what the reconciler
+    keeps (the last `keep` step times per rank): for replaying traces."""
 
     rule: StragglerRule = field(default_factory=StragglerRule)
-    _verdicts: dict[int, deque] = field(default_factory=dict)
-    _ratios: dict[int, deque] = field(default_factory=dict)
+    keep: int = KEPT_STEP_TIMES
+    tracker: StragglerTracker | None = None
+    findings: list[tuple[int, Straggler | SlowGroup | JobSlowdown]] = field(default_factory=list)
+    _times: dict[int, dict[int, float]] = field(default_factory=dict)
+    _next: int = 0
 
-    def observe(self, step_times: Mapping[int, float]) -> set[int]:
-        """Feed one step's times; returns the ranks flagged at this step."""
-        ranks = list(step_times)
-        flagged = set()
-        for rank in ranks:
-            peers = [step_times[o] for o in ranks if o != rank]
-            ratios = self._ratios.setdefault(rank, deque(maxlen=self.rule.history + self.rule.window))
-            history = list(ratios)[:-self.rule.window] if len(ratios) > self.rule.window else []
-            verdicts = self._verdicts.setdefault(rank, deque(maxlen=self.rule.window))
-            verdicts.append(slow_at(step_times[rank], peers, self.rule, _baseline(history)))
-            ratio = _ratio_to_peers(step_times[rank], peers)
-            if ratio is not None:
-                ratios.append(ratio)
-            if sum(verdicts) >= self.rule.min_slow:
-                flagged.add(rank)
-        return flagged
+    def __post_init__(self) -> None:
+        if self.tracker is None:
+            self.tracker = StragglerTracker(self.rule)
+
+    def observe(self, step_times: Mapping[int, float], step: int | None = None) -> set[int]:
+        """Feed one step's times; returns the ranks reported as stragglers at this step (each once
+        per run; `findings` has every finding with the step it was reported at)."""
+        step = self._next if step is None else step
+        self._next = step + 1
+        for rank, seconds in step_times.items():
+            mine = self._times.setdefault(rank, {})
+            mine[step] = seconds
+            if len(mine) > self.keep:
+                del mine[min(mine)]
+        report = self.tracker.update(self._times)
+        for finding in (*report.groups, *report.stragglers, *([report.slowdown] if report.slowdown else [])):
+            self.findings.append((step, finding))
+        return {s.replica for s in report.stragglers}
+
+
+def evictable(stragglers: Iterable[int], *, replicas: int, groups: Iterable[Iterable[int]] = (),
+              fraction: float = DEFAULT_EVICT_FRACTION) -> tuple[list[int], str | None]:
+    """The ranks one `evict` decision may remove: all the new `stragglers`, or none, with the
+    reason. At most max(1, `fraction` x `replicas`) ranks, and never a whole speed group (a slow
+    group from the start, or every rank outside them): so many slow ranks at once say more about
+    where the job runs, or about the job, than about bad nodes."""
+    wanted = sorted(set(stragglers))
+    cap = max(1, int(fraction * replicas))
+    if len(wanted) > cap:
+        return [], (f"{len(wanted)} ranks ({', '.join(map(str, wanted))}) would be evicted at once; the evict policy "
+                    f"removes at most {cap} of {replicas} in one decision (max(1, {fraction:.0%})).")
+    groups = [sorted(set(g)) for g in groups]
+    grouped = {r for g in groups for r in g}
+    speed_groups = groups + ([sorted(set(range(replicas)) - grouped)] if groups else [])
+    for group in speed_groups:
+        if group and set(group) <= set(wanted):
+            return [], (f"ranks {', '.join(map(str, wanted))} would evict the whole speed group "
+                        f"{', '.join(map(str, group))}: a slower group is a placement finding, not a bad node.")
+    return wanted, None
 
 
 # -- goodput ------------------------------------------------------------------------------------------

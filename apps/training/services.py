@@ -10,9 +10,10 @@ from apps.core.errors import ServiceError
 from apps.workloads.models import Workload
 from apps.workloads.services import workload_event_record
 
+from .health import KEPT_STEP_TIMES
 from .models import AttemptProgress, Checkpoint, ReplicaProgress
 
-RECENT_STEPS = 64  # step times kept per rank: the straggler detector's window is shorter
+RECENT_STEPS = KEPT_STEP_TIMES  # step times kept per rank: the straggler detector's window is shorter
 
 
 def _size(num: int) -> str:

@@ -1,13 +1,21 @@
 """The pure rules of apps/training/health.py and the self-healing decisions of lifecycle.decide."""
+import random
+
 import pytest
 
 from apps.training.health import (
     AttemptSpan,
+    JobSlowdown,
     RankActivity,
+    SlowGroup,
+    Straggler,
     StragglerDetector,
     StragglerRule,
+    StragglerTracker,
+    analyse_stragglers,
     attempt_losses,
     detect_stragglers,
+    evictable,
     goodput,
     hung_ranks,
     peer_ratios,
@@ -97,6 +105,139 @@ def test_jitter_on_short_steps_is_no_straggler():
 def test_too_few_common_steps_flag_nothing():
     assert detect_stragglers(_times({0: 1.0, 1: 5.0}, steps=range(3))) == []
     assert detect_stragglers({0: {1: 1.0}}) == []
+
+
+# -- slow groups, new stragglers, job-wide slowdowns (streams with noise, as the trace replays) --
+
+def _stream(speeds: dict[int, float], steps: int, *, changes=(), seed=0, noise=0.03):
+    """[{rank: seconds}] per step: each rank at its speed with ~3 % noise; `changes`: (rank or None
+    for every rank, from step, until step or None, factor) applied on top."""
+    rng = random.Random(seed)
+    out = []
+    for step in range(steps):
+        times = {}
+        for rank, speed in speeds.items():
+            factor = 1.0
+            for who, start, end, by in changes:
+                if (who is None or who == rank) and step >= start and (end is None or step < end):
+                    factor *= by
+            times[rank] = speed * factor * (1 + rng.uniform(-noise, noise))
+        out.append(times)
+    return out
+
+
+def _replay(stream, rule=StragglerRule()):
+    detector = StragglerDetector(rule)
+    first: dict[int, int] = {}
+    for step, times in enumerate(stream):
+        for rank in detector.observe(times):
+            first.setdefault(rank, step)
+    return first, detector.findings
+
+
+def _as_times(stream):
+    return {rank: {step: times[rank] for step, times in enumerate(stream)} for rank in stream[0]}
+
+
+def test_a_group_slow_from_the_start_is_a_placement_finding_not_stragglers():
+    stream = _stream({0: 1.0, 1: 1.0, 2: 3.5, 3: 3.5}, 120)
+    assert detect_stragglers(_as_times(stream)) == []  # today's rule flagged 2 and 3 for the whole run
+    first, findings = _replay(stream)
+    assert first == {}
+    groups = [f for _, f in findings if isinstance(f, SlowGroup)]
+    assert len(findings) == len(groups) == 1  # reported once
+    assert groups[0].ranks == (2, 3) and groups[0].ratio == pytest.approx(3.5, rel=0.05) and groups[0].since == 0
+    assert "placement" in groups[0].describe()
+
+
+def test_half_the_gang_slower_from_the_start_is_one_group():
+    stream = _stream({r: (3.5 if r >= 5 else 1.0) for r in range(10)}, 120, seed=1)
+    first, findings = _replay(stream)
+    assert first == {}
+    assert [f.ranks for _, f in findings] == [(5, 6, 7, 8, 9)]
+
+
+def test_a_late_4x_onset_inside_a_slow_group_is_a_new_straggler_reported_at_the_onset():
+    rule = StragglerRule()
+    onset = 200
+    stream = _stream({r: (3.5 if r >= 5 else 1.0) for r in range(10)}, 260, changes=[(6, onset, None, 4.0),
+                                                                                        (8, onset, None, 4.0)], seed=2)
+    first, findings = _replay(stream, rule)
+    # today's rule had flagged 5-9 from the first steps: nothing said that 6 and 8 just got worse
+    assert set(first) == {6, 8}
+    assert all(onset <= at < onset + rule.bound for at in first.values())
+    stragglers = [f for _, f in findings if isinstance(f, Straggler)]
+    assert all(s.group == (5, 6, 7, 8, 9) and s.own_ratio == pytest.approx(4.0, rel=0.1) and s.since == onset
+               for s in stragglers)
+    assert "got slower again" in stragglers[0].describe()
+
+
+def test_a_fast_rank_turning_slow_is_a_straggler_whatever_the_split():
+    stream = _stream({r: (3.5 if r >= 5 else 1.0) for r in range(10)}, 150, changes=[(1, 100, None, 4.0)], seed=3)
+    first, _ = _replay(stream)
+    assert list(first) == [1] and 100 <= first[1] < 100 + StragglerRule().bound
+
+
+def test_a_job_wide_slowdown_is_reported_once_and_flags_no_straggler():
+    stream = _stream({r: 1.0 + 0.02 * r for r in range(8)}, 150, changes=[(None, 80, None, 2.0)], seed=4)
+    first, findings = _replay(stream)
+    assert first == {}
+    assert len(findings) == 1 and isinstance(findings[0][1], JobSlowdown)
+    at, slowdown = findings[0]
+    assert 80 <= at < 80 + StragglerRule().bound and slowdown.since >= 80
+    assert slowdown.ratio == pytest.approx(2.0, rel=0.1)
+
+
+def test_a_slow_rank_that_recovers_is_reported_once_and_nothing_after():
+    stream = _stream({r: 1.0 for r in range(6)}, 200, changes=[(2, 60, 90, 2.0)], seed=5)
+    first, findings = _replay(stream)
+    assert list(first) == [2] and 60 <= first[2] < 60 + StragglerRule().bound
+    assert len(findings) == 1
+
+
+def test_workers_steadily_up_to_30_percent_apart_flag_nothing():
+    for seed in range(5):
+        stream = _stream({r: 1.0 + 0.3 * r / 9 for r in range(10)}, 200, seed=seed, noise=0.05)
+        assert _replay(stream)[1] == []
+
+
+def test_one_rank_slow_alone_from_the_start_is_a_straggler_not_a_group():
+    stream = _stream({0: 1.0, 1: 1.0, 2: 1.0, 3: 2.0}, 40, seed=6)
+    first, findings = _replay(stream)
+    assert first == {3: StragglerRule().window - 1}  # judged when the first window is in
+    assert [type(f) for _, f in findings] == [Straggler] and findings[0][1].own_ratio is None
+
+
+def test_the_tracker_state_survives_a_round_trip_through_json_and_keeps_the_reference():
+    import json
+
+    stream = _stream({0: 1.0, 1: 1.0, 2: 3.5, 3: 3.5}, 30)
+    tracker = StragglerTracker()
+    assert tracker.update(_as_times(stream)).groups[0].ranks == (2, 3)
+    again = StragglerTracker(state=json.loads(json.dumps(tracker.state)))
+    # later, the kept steps no longer include the start: the group is known, not reported again
+    later = {r: dict(list(steps.items())[-12:]) for r, steps in _as_times(stream).items()}
+    assert not again.update(later)
+    assert analyse_stragglers(later, reference=again.reference).groups[0].ranks == (2, 3)
+
+
+# -- eviction safety --
+
+def test_evict_removes_at_most_a_quarter_of_the_gang_or_one_rank():
+    assert evictable([3], replicas=2) == ([3], None)
+    assert evictable([1], replicas=4) == ([1], None)
+    ranks, why = evictable([1, 2], replicas=4)
+    assert ranks == [] and "at most 1 of 4" in why
+    assert evictable([6, 8], replicas=10, groups=[(5, 6, 7, 8, 9)]) == ([6, 8], None)
+    assert evictable([1, 2, 3], replicas=10)[0] == []
+    assert evictable([1, 2, 3], replicas=10, fraction=0.5) == ([1, 2, 3], None)
+
+
+def test_evict_never_removes_a_whole_speed_group():
+    ranks, why = evictable([2, 3], replicas=8, groups=[(2, 3)])
+    assert ranks == [] and "whole speed group 2, 3" in why
+    ranks, why = evictable([0, 1], replicas=8, groups=[(2, 3, 4, 5, 6, 7)])  # every rank outside the slow group
+    assert ranks == [] and "whole speed group 0, 1" in why
 
 
 # -- goodput --
