@@ -336,7 +336,7 @@ class KubernetesBackend(Backend):
                                              + (f", with {surge} surge pod(s) admitted by Cairn's scheduler)."
                                                 if surge else ").")))
         if patch:
-            clients.call(clients.apps.patch_namespaced_deployment, name, namespace, {"spec": patch})
+            replace_spec(clients, "Deployment", namespace, name, lambda spec: spec.update(patch))
         canary_name = m.canary_name(workload.pk)
         if layout.canary_revision is None:
             if canary is not None or "canary" in (workload.runtime or {}):
@@ -356,13 +356,13 @@ class KubernetesBackend(Backend):
         if canary is None:
             for manifest in wanted:
                 if ensure(clients, manifest) == "adopted" and manifest["kind"] == "Deployment":
-                    clients.call(clients.apps.patch_namespaced_deployment, canary_name, namespace,
-                                 {"spec": {"template": manifest["spec"]["template"]}})
+                    replace_spec(clients, "Deployment", namespace, canary_name,
+                                 lambda spec, t=manifest["spec"]["template"]: spec.update(template=t))
             events.append(("CanaryStarted", f"Revision {layout.canary_revision} runs as a canary: Deployment "
                                             f"{canary_name} (one pod) behind Service {canary_name}."))
         else:
-            clients.call(clients.apps.patch_namespaced_deployment, canary_name, namespace,
-                         {"spec": {"template": wanted[-1]["spec"]["template"]}})
+            replace_spec(clients, "Deployment", namespace, canary_name,
+                         lambda spec: spec.update(template=wanted[-1]["spec"]["template"]))
         return events
 
     def _fresh_template(self, workload: Workload, *, spec: dict | None = None) -> dict:
@@ -540,14 +540,34 @@ def _scale_up(clients: Clients, manifest: dict) -> None:
     notebook PVC and Service kept): give it back the admitted replicas and this attempt's pod
     template (new placement, new run Secret)."""
     meta = manifest["metadata"]
-    patch = {"spec": {"replicas": manifest["spec"]["replicas"], "template": manifest["spec"]["template"]}}
-    fn = (clients.apps.patch_namespaced_stateful_set if manifest["kind"] == "StatefulSet"
-          else clients.apps.patch_namespaced_deployment)
+    wanted = {"replicas": manifest["spec"]["replicas"], "template": manifest["spec"]["template"]}
     try:
-        clients.call(fn, meta["name"], meta["namespace"], patch)
+        replace_spec(clients, manifest["kind"], meta["namespace"], meta["name"], lambda spec: spec.update(wanted))
     except ApiError as exc:
         raise LaunchError(f"Kubernetes refused to scale {manifest['kind']} {meta['namespace']}/{meta['name']} back "
                           f"up: {exc.status} {exc.reason}: {exc.message}") from None
+
+
+def replace_spec(clients: Clients, kind: str, namespace: str, name: str, change, *, tries: int = 3) -> dict:
+    """Read a StatefulSet / Deployment, `change(spec)` in place, write the object back whole (PUT
+    with the resourceVersion read). Not a patch: the client sends dicts as strategic-merge
+    patches, which merge containers and env by name and resource maps key by key, so an env var,
+    a GPU limit or a command that the new spec drops would stay in the template. A conflict
+    (changed in between, e.g. by its controller's status) is read and changed again."""
+    read, replace = {
+        "Deployment": (clients.apps.read_namespaced_deployment, clients.apps.replace_namespaced_deployment),
+        "StatefulSet": (clients.apps.read_namespaced_stateful_set, clients.apps.replace_namespaced_stateful_set),
+    }[kind]
+    for attempt in range(tries):
+        obj = clients.call(read, name, namespace)
+        obj.pop("status", None)  # not written by a PUT of the object (and a partial one fails validation)
+        change(obj.setdefault("spec", {}))
+        try:
+            return clients.call(replace, name, namespace, obj)
+        except ApiError as exc:
+            if exc.status != 409 or attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _ignore_missing(clients: Clients, fn, *args, **kwargs) -> None:

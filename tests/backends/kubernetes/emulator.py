@@ -3,7 +3,8 @@
 (creating pods, patching their status through the API).
 
 What it does like a real API server:
-- create / get / list / replace / merge-patch (incl. the status subresource) / delete for the
+- create / get / list / replace / merge-patch and strategic-merge-patch (lists of named items
+  merged by name; incl. the status subresource) / delete for the
   resources Cairn uses; 409 AlreadyExists on a duplicate create, 404 NotFound, 404 when the
   namespace of a namespaced create does not exist;
 - one resourceVersion counter for everything; list returns it; watch streams ADDED / MODIFIED /
@@ -77,6 +78,10 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _named(items: list) -> bool:
+    return all(isinstance(item, dict) and "name" in item for item in items)
+
+
 def _nano_stamp(ns: int) -> str:
     """RFC3339Nano as Go's time.Format writes it: the fraction's trailing zeros trimmed."""
     seconds, nanos = divmod(ns, 1_000_000_000)
@@ -91,16 +96,24 @@ def _stamp_seconds(stamp: str) -> float:
     return whole + (int(fraction.ljust(9, "0")) / 1e9 if fraction else 0.0)
 
 
-def merge_patch(target, patch):
-    """RFC 7386 JSON merge patch (strategic merge patches are treated the same way here)."""
+def merge_patch(target, patch, *, strategic: bool = False):
+    """RFC 7386 JSON merge patch; with `strategic`, a strategic merge patch as a real API server
+    applies one to the lists Cairn sends (containers, env, volumes, ports, ...): lists of objects
+    with a `name` are merged item by item, so an item the patch leaves out stays (an env var
+    dropped from a template survives a strategic-merge patch of the template)."""
     if not isinstance(patch, dict):
+        if strategic and isinstance(patch, list) and isinstance(target, list) and _named(patch) and _named(target):
+            merged = {item["name"]: item for item in target}
+            for item in patch:
+                merged[item["name"]] = merge_patch(merged.get(item["name"]), item, strategic=True)
+            return copy.deepcopy(list(merged.values()))
         return copy.deepcopy(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
         else:
-            result[key] = merge_patch(result.get(key), value)
+            result[key] = merge_patch(result.get(key), value, strategic=strategic)
     return result
 
 
@@ -315,7 +328,8 @@ class KubeEmulator:
                     and labels_match(o["metadata"].get("labels") or {}, label_selector)
                     and fields_match(o, field_selector)]
 
-    def patch(self, plural: str, namespace: str, name: str, patch: dict) -> tuple[int, dict]:
+    def patch(self, plural: str, namespace: str, name: str, patch: dict, *,
+              strategic: bool = False) -> tuple[int, dict]:
         with self.lock:
             key = (plural, namespace if BY_PLURAL[plural].namespaced else "", name)
             current = self.objects.get(key)
@@ -323,7 +337,7 @@ class KubeEmulator:
                 return 404, _status(404, "NotFound", f'{plural} "{name}" not found')
             patch = copy.deepcopy(patch)
             patch.get("metadata", {}).pop("resourceVersion", None)
-            updated = merge_patch(current, patch)
+            updated = merge_patch(current, patch, strategic=strategic)
             if updated.get("spec") != current.get("spec"):
                 updated["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
             self._bump(updated)
@@ -344,6 +358,10 @@ class KubeEmulator:
             for field in ("uid", "creationTimestamp", "namespace", "generation"):
                 if field in current["metadata"]:
                     obj["metadata"][field] = current["metadata"][field]
+            if "status" in current:  # as a real server: a PUT of the object leaves its status alone
+                obj["status"] = copy.deepcopy(current["status"])
+            if obj.get("spec") != current.get("spec"):
+                obj["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
             self._bump(obj)
             self.objects[key] = obj
             self._record(plural, "MODIFIED", obj)
@@ -500,7 +518,8 @@ class _Handler(BaseHTTPRequestHandler):
             if isinstance(body, list):
                 self._send(415, _status(415, "UnsupportedMediaType", "JSON patch is not emulated"))
             else:
-                self._send(*em.patch(plural, namespace, name, body))
+                strategic = "strategic-merge-patch" in (self.headers.get("Content-Type") or "")
+                self._send(*em.patch(plural, namespace, name, body, strategic=strategic))
         elif method == "PUT" and name:
             self._send(*em.replace(plural, namespace, name, self._body()))
         elif method == "DELETE" and name:
