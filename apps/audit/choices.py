@@ -22,6 +22,7 @@ class AuditAction(models.TextChoices):
     QUOTA_CHANGE = "quota.change", "Quota changed"
     QUOTA_DELETE = "quota.delete", "Quota deleted"
     NOTEBOOK_OPEN = "notebook.open", "Notebook opened"
+    NOTEBOOK_CLOSE = "notebook.close", "Notebook socket closed (access ended)"
     DEPLOYMENT_KEY_CREATE = "deployment_key.create", "Deployment key created"
     DEPLOYMENT_KEY_REVOKE = "deployment_key.revoke", "Deployment key revoked"
     CLUSTER_CREDENTIALS_CHANGE = "cluster.credentials_change", "Cluster credentials set"

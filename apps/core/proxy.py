@@ -26,7 +26,7 @@ import logging
 import os
 import stat
 import weakref
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from http.cookies import SimpleCookie
 from importlib import import_module
 from urllib.parse import urlsplit
@@ -355,10 +355,17 @@ async def refuse_websocket(receive, send, code: int = 1008, reason: str = "") ->
 
 
 async def proxy_websocket(scope, receive, send, *, url: str, headers: list[tuple[bytes, bytes]],
-                          open_timeout: float = 10.0, what: str = "the upstream", ssl=None) -> None:
+                          open_timeout: float = 10.0, what: str = "the upstream", ssl=None,
+                          guard: Callable[[], Awaitable[tuple[int, str] | None]] | None = None,
+                          recheck_seconds: float = 1.0) -> None:
     """Open a websocket to `url` (ws:// or wss://) with the client's subprotocols, then accept the
     client's with the one the upstream chose, and relay frames both ways (text stays text, bytes
-    stay bytes) until either side closes; the close code and reason are passed on."""
+    stay bytes) until either side closes; the close code and reason are passed on.
+
+    `guard`, when given, is asked again before each of the client's messages is passed on and at
+    least every `recheck_seconds` while the socket is open: None lets the socket stay, (code,
+    reason) closes both sides at once (the client gets that code), so access that ends (a revoked
+    token, a removed member) ends the open socket too, not only the next one."""
     message = await receive()
     if message["type"] != "websocket.connect":
         return
@@ -385,6 +392,10 @@ async def proxy_websocket(scope, receive, send, *, url: str, headers: list[tuple
                 return
             if message["type"] != "websocket.receive":
                 continue
+            if guard is not None:
+                refusal = await _ask(guard)
+                if refusal is not None:
+                    return refusal  # this message is not passed on
             if message.get("bytes") is not None:
                 await upstream.send(message["bytes"])
             elif message.get("text") is not None:
@@ -402,7 +413,16 @@ async def proxy_websocket(scope, receive, send, *, url: str, headers: list[tuple
         await send({"type": "websocket.close", "code": _passable(upstream.close_code or 1000),
                     "reason": (upstream.close_reason or "")[:120]})
 
+    async def watch():
+        while True:
+            await asyncio.sleep(recheck_seconds)
+            refusal = await _ask(guard)
+            if refusal is not None:
+                return refusal
+
     tasks = {asyncio.create_task(client_to_upstream()), asyncio.create_task(upstream_to_client())}
+    if guard is not None:
+        tasks.add(asyncio.create_task(watch()))
     try:
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
@@ -411,8 +431,25 @@ async def proxy_websocket(scope, receive, send, *, url: str, headers: list[tuple
         for task in done:
             if task.exception() is not None and not isinstance(task.exception(), ConnectionClosed):
                 logger.info("proxy: websocket relay with %s ended: %r", what, task.exception())
+            elif isinstance(task.result(), tuple):  # the guard closed it
+                code, reason = task.result()
+                await upstream.close(code=1000)
+                try:
+                    await send({"type": "websocket.close", "code": code, "reason": reason[:120]})
+                except Exception as exc:  # noqa: BLE001 - the client may be gone already
+                    logger.debug("proxy: closing a refused websocket: %r", exc)
+                break
     finally:
         await upstream.close()
+
+
+async def _ask(guard) -> tuple[int, str] | None:
+    """The guard's answer; a guard that fails closes the socket (access could not be checked)."""
+    try:
+        return await guard()
+    except Exception:  # noqa: BLE001
+        logger.exception("proxy: checking a websocket's access failed")
+        return (1011, "Could not check your access; reconnect.")
 
 
 def _passable(code: int) -> int:

@@ -12,6 +12,11 @@ header, the session and CSRF cookies) never reach the notebook.
 - An open (a page load, or a first websocket of an API client) is an audit event `notebook.open`,
   at most once a minute per user and notebook in this process.
 - The IDE's answers may not set cookies for the rest of Cairn's origin: Set-Cookie is dropped.
+- An open websocket (a kernel's, a terminal's) is checked again like the dashboard's live sockets
+  (apps/projects/wsauth.py): on every message from the client and every RECHECK_SECONDS, the same
+  decision as at the upgrade (token live, session not ended, user active, still allowed to open
+  this notebook). When it no longer holds the socket is closed (4401 credential ended, 4403 no
+  longer allowed, 4404 gone) and an audit event `notebook.close` says why.
 """
 from __future__ import annotations
 
@@ -44,6 +49,8 @@ ROUTE = re.compile(r"/nb/(?P<project>[^/]+)/(?P<workload>[^/]+)(?P<rest>/.*)?", 
 HEADERS_TIMEOUT = 60.0  # seconds for the IDE's status line and headers
 DECISION_TTL = 5.0  # seconds an HTTP access decision is reused (see _decisions)
 _AUDIT_EVERY = 60.0
+RECHECK_SECONDS = 1.0  # an open websocket's access is checked again at least this often
+_CLOSE_CODES = {401: 4401, 403: 4403, 404: 4404}
 # A page load while the IDE is still starting: this page, which loads the address again shortly.
 STARTING_PAGE = (b"<!doctype html><html><head><meta charset=utf-8><meta http-equiv=refresh content=2>"
                  b"<title>Starting your notebook</title></head><body style='font-family:sans-serif;margin:3em'>"
@@ -234,7 +241,53 @@ async def serve_websocket(scope, receive, send) -> None:
     forwarded = proxy.upstream_headers(scope, keep_cookies_except=_cookie_names(), extra=upstream.headers,
                                        prefix=prefix)
     await proxy.proxy_websocket(scope, receive, send, url=_target(upstream, scope, prefix, websocket=True),
-                                headers=forwarded, what="The notebook", ssl=_ssl(upstream.verify))
+                                headers=forwarded, what="The notebook", ssl=_ssl(upstream.verify),
+                                guard=_guard(scope, match, decision), recheck_seconds=RECHECK_SECONDS)
+
+
+def _guard(scope, match, decision: Decision):
+    """The open socket's check (proxy_websocket's guard): the upgrade's decision made again with
+    the same credentials; when it no longer lets the same user in, (close code, reason), with an
+    audit record of the close."""
+    raw = list(scope.get("headers", ()))
+    headers = dict(raw)
+    creds = credentials_from(headers, proxy.cookies_of(raw))
+
+    def check():
+        close_old_connections()
+        try:
+            again = authorize(project=match["project"], workload_id=match["workload"], method="GET", creds=creds,
+                              websocket=True)
+            if again.status == 200 and again.user_id == decision.user_id:
+                return None
+            if again.status == 200:  # cannot happen with the same credentials; never let another user's pass
+                again = Decision(403, "The socket's user changed.")
+            refusal = (_CLOSE_CODES.get(again.status, 1001), again.detail)
+            _audit_close(decision, again, scope, headers)
+            logger.info("notebook proxy: websocket of user %s to notebook %s closed (%s): %s", decision.user_id,
+                        decision.workload_id, again.status, again.detail)
+            return refusal
+        finally:
+            close_old_connections()
+
+    async def guard():
+        return await sync_to_async(check, thread_sensitive=False)()
+
+    return guard
+
+
+def _audit_close(decision: Decision, again: Decision, scope, headers: dict[bytes, bytes]) -> None:
+    """`notebook.close`: an open socket of the notebook closed because access ended."""
+    request = HttpRequest()
+    client = scope.get("client")
+    request.META = {"REMOTE_ADDR": client[0] if client else "",
+                    "HTTP_USER_AGENT": headers.get(b"user-agent", b"").decode("latin-1")}
+    workload = Workload.objects.select_related("project").filter(pk=decision.workload_id).first()
+    actor = get_user_model().objects.filter(pk=decision.user_id).first()
+    audit_record(action=AuditAction.NOTEBOOK_CLOSE, actor=actor, project=workload.project if workload else None,
+                 target=workload, target_type="workloads.workload", target_id=decision.workload_id or "",
+                 details={"status": again.status, "reason": again.detail,
+                          "path": str(scope.get("path", ""))[:200]}, request=request)
 
 
 def with_notebook_proxy(http_app, websocket_app):
