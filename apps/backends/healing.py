@@ -17,7 +17,15 @@ from django.utils import timezone
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Node
 from apps.clusters.services import node_cordon
-from apps.training.health import RankActivity, StragglerRule, detect_stragglers, hang_timeout_of, hung_ranks
+from apps.training.health import (
+    DEFAULT_EVICT_FRACTION,
+    RankActivity,
+    StragglerRule,
+    StragglerTracker,
+    evictable,
+    hang_timeout_of,
+    hung_ranks,
+)
 from apps.training.selectors import progress_of_attempt, step_times
 from apps.workloads.choices import EventType
 from apps.workloads.kinds import kind_spec
@@ -40,6 +48,33 @@ def hang_timeout(workload: Workload) -> float:
 def straggler_policy(workload: Workload) -> str:
     value = (workload.spec or {}).get("straggler_policy")
     return value if value in STRAGGLER_POLICIES else ALERT
+
+
+def evict_fraction(workload: Workload) -> float:
+    """The share of the gang one `evict` decision may remove (spec `straggler_evict_max_fraction`)."""
+    value = (workload.spec or {}).get("straggler_evict_max_fraction")
+    return float(value) if isinstance(value, int | float) and 0 < value <= 1 else DEFAULT_EVICT_FRACTION
+
+
+def _where(workload: Workload, ranks) -> tuple[str, list[dict]]:
+    """Where `ranks` run, in words and per rank (node, GPUs): what a slow group's ranks share."""
+    entries = {e.get("replica"): e for e in workload.placement or [] if isinstance(e, dict)}
+    rows = [{"replica": r, "node": entries.get(r, {}).get("node"), "gpus": list(entries.get(r, {}).get("gpus") or [])}
+            for r in ranks]
+    nodes = sorted({row["node"] for row in rows if row["node"]})
+    if not nodes:
+        return "", rows
+    shared = {}
+    for row in rows:
+        for gpu in row["gpus"]:
+            shared.setdefault((row["node"], gpu), []).append(row["replica"])
+    sharing = [f"GPU {gpu} of {node} by {', '.join(map(str, rs))}" for (node, gpu), rs in sorted(shared.items())
+               if len(rs) > 1]
+    text = f" They run on {', '.join(nodes)}"
+    text += f"; shared: {'; '.join(sharing)}" if sharing else ""
+    if 0 < workload.gpu_milli < 1000:
+        text += f"; each rank asks for {workload.gpu_milli / 1000:g} GPU (co-located with other work)"
+    return text + ".", rows
 
 
 def _node_of(workload: Workload, replica: int) -> str | None:
@@ -114,30 +149,56 @@ def _straggler(workload: Workload) -> dict | None:
     rows = progress_of_attempt(workload_id=workload.pk, attempt=workload.attempt)
     if len(rows) < workload.replicas:
         return None
-    found = detect_stragglers(step_times(rows), StragglerRule())
     runtime = workload.runtime or {}
-    known = set(runtime.get("stragglers", []))
-    new = [s for s in found if s.replica not in known]
+    tracker = StragglerTracker(StragglerRule(), dict(runtime.get("straggler_state") or {}))
+    found = tracker.update(step_times(rows))
+    if tracker.state == (runtime.get("straggler_state") or {}):
+        return None
+    saved = {**runtime, "straggler_state": tracker.state, "stragglers": tracker.state.get("stragglers", [])}
+    for group in found.groups:
+        where, placed = _where(workload, group.ranks)
+        saved.setdefault("slow_groups", []).append({**group.as_json(), "placement": placed})
+        workload_event_record(workload=workload, reason="SlowGroup", type=EventType.WARNING,
+                              message=group.describe() + where)
+    if found.slowdown is not None:
+        saved["slowdown"] = found.slowdown.as_json()
+        workload_event_record(workload=workload, reason="JobSlowdown", type=EventType.WARNING,
+                              message=found.slowdown.describe())
+    workload_runtime_save(workload, saved)
+    new = list(found.stragglers)
     if not new:
         return None
-    workload_runtime_save(workload, {**runtime, "stragglers": sorted(known | {s.replica for s in new})})
+    # Eviction safety: a few bad nodes are evicted; half a gang or a whole speed group is not.
+    allowed, why = [], None
+    if policy == EVICT:
+        reference = tracker.reference
+        allowed, why = evictable([s.replica for s in new], replicas=workload.replicas,
+                                 groups=[g.ranks for g in reference.groups] if reference else [],
+                                 fraction=evict_fraction(workload))
     for straggler in new:
         node = _node_of(workload, straggler.replica)
         where = f" on node {node}" if node else ""
-        action = ("Its node is cordoned (SlowNode) and the gang restarts from the last checkpoint elsewhere."
-                  if policy == EVICT and node else "Policy alert: the job keeps running.")
+        if straggler.replica in allowed and node:
+            action = "Its node is cordoned (SlowNode) and the gang restarts from the last checkpoint elsewhere."
+        elif why:
+            action = f"Not evicted: {why} The job keeps running."
+        else:
+            action = "Policy alert: the job keeps running."
         workload_event_record(workload=workload, reason="Straggler", type=EventType.WARNING,
                               message=f"{straggler.describe()[:-1]}{where}. {action}")
-    if policy != EVICT:
+    evicted = [(s, node) for s in new if s.replica in allowed and (node := _node_of(workload, s.replica))]
+    cordoned = []
+    for straggler, node_name in evicted:
+        node = Node.objects.filter(cluster_id=workload.pool.cluster_id, name=node_name).first()
+        if node is None:
+            continue
+        if node_name not in cordoned:
+            node_cordon(node=node, reason=SLOW_NODE, message=f"{straggler.describe()} (workload {workload.pk}).")
+            cordoned.append(node_name)
+    if not cordoned:
         return None
-    straggler = new[0]
-    node_name = _node_of(workload, straggler.replica)
-    if not node_name:
-        return None
-    node = Node.objects.filter(cluster_id=workload.pool.cluster_id, name=node_name).first()
-    if node is None:
-        return None
-    node_cordon(node=node, reason=SLOW_NODE, message=f"{straggler.describe()} (workload {workload.pk}).")
-    return {"replica": straggler.replica, "phase": "slow", "exit_code": None,
-            "message": f"{straggler.describe()} Node {node_name} cordoned (SlowNode).",
-            "restart_reason": SLOW_NODE, "move": True, "node": node_name}
+    first = next(s for s, n in evicted if n == cordoned[0])
+    names = ", ".join(cordoned)
+    return {"replica": first.replica, "phase": "slow", "exit_code": None,
+            "message": " ".join(s.describe() for s, n in evicted if n in cordoned) + f" Node {names} cordoned (SlowNode).",
+            "restart_reason": SLOW_NODE, "move": True, "node": cordoned[0]}
