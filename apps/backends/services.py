@@ -455,7 +455,7 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
             # The first to fail is the cause; replicas lost or killed by us afterwards are not.
             first = first_failure(failed)
             failure = {"replica": first.replica, "phase": first.phase, "exit_code": first.exit_code,
-                       "message": first.describe()}
+                       "message": first.describe(), "reason": first.reason}
         workload_runtime_save(workload, {**runtime, "failure": failure})
         acted = True
         logger.info("reconciler: workload %s: %s", workload.pk, failure["message"])
@@ -628,7 +628,7 @@ def _restart_or_finish(workload: Workload, backend: Backend, failure: dict) -> b
 
     workload_observe(workload=workload, relaunch=claim_restart, observation=AttemptFailed(
         message=failure["message"], exit_code=failure.get("exit_code"), lost=failure["phase"] == LOST,
-        restart_reason=failure.get("restart_reason", ""), move=bool(failure.get("move"))))
+        reason=failure.get("reason", ""), restart_reason=failure.get("restart_reason", ""), move=bool(failure.get("move"))))
     return True
 
 

@@ -18,6 +18,9 @@ class ReplicaState:
     signal: int | None = None
     finished_at: float | None = None  # epoch seconds, when known
     pid: int | None = None
+    # Why the backend stopped it itself, when it did (OutOfMemory: the local backend's limits).
+    reason: str = ""
+    detail: str = ""
 
     @property
     def alive(self) -> bool:
@@ -33,6 +36,8 @@ class ReplicaState:
             return f"Replica {self.replica} is running."
         if self.phase == LOST:
             return f"Replica {self.replica} disappeared without an exit code (its supervisor was killed)."
+        if self.reason:
+            return f"Replica {self.replica} was stopped ({self.reason}): {self.detail}"
         if self.signal:
             return f"Replica {self.replica} was killed by signal {self.signal} (exit code {self.exit_code})."
         return f"Replica {self.replica} exited with code {self.exit_code}."

@@ -261,6 +261,22 @@ CAIRN = {
     # and, when Cairn runs as root, runs them as RUN_USER; "off" runs them as Cairn's own user.
     "SANDBOX": env.str("CAIRN_SANDBOX", default="auto"),
     "RUN_USER": env.str("CAIRN_RUN_USER", default="cairn-run"),
+    # Limits of a local replica (docs/local-backend.md, "Limits"). Memory: its request, for all its
+    # processes together (cgroup v2 where delegated, else a watchdog). /tmp and /dev/shm are tmpfs
+    # of these sizes in MiB (0: the memory limit for /tmp, half of it for /dev/shm). Processes: at
+    # most PROCESS_LIMIT per replica (watchdog); RLIMIT_NPROC of replicas is NPROC_LIMIT, which
+    # the kernel counts per user (every replica of the run user together, threads included).
+    # Disk: the workload's work, home and checkpoint folders together, in GiB (0: no limit).
+    "TMP_SIZE_MB": env.int("CAIRN_TMP_SIZE_MB", default=0),
+    "SHM_SIZE_MB": env.int("CAIRN_SHM_SIZE_MB", default=0),
+    "PROCESS_LIMIT": env.int("CAIRN_PROCESS_LIMIT", default=1024),
+    "NPROC_LIMIT": env.int("CAIRN_NPROC_LIMIT", default=16384),
+    "DISK_LIMIT_GB": env.float("CAIRN_DISK_LIMIT_GB", default=100.0),
+    # A cgroup v2 folder delegated to Cairn whose subtree_control enables memory ("": found alone
+    # when Cairn's own cgroup or its parent is such a folder; "off": always the watchdog).
+    "CGROUP_PARENT": env.str("CAIRN_CGROUP_PARENT", default=""),
+    # Seccomp filter in the bubblewrap sandbox (refuses unshare, mount, ptrace, keyctl, ...): on | off.
+    "SECCOMP": env.str("CAIRN_SECCOMP", default="on"),
     # Reverse proxies in front of Cairn that append to X-Forwarded-For (audit log addresses); 0: none.
     "TRUSTED_PROXIES": env.int("CAIRN_TRUSTED_PROXIES", default=0),
     # Telemetry (apps/telemetry/conf.py has the rest): seconds between samples, and the DCGM

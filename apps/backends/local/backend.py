@@ -30,7 +30,7 @@ from apps.clusters.models import Node
 from apps.clusters.workdir import WorkingDirError, resolve_working_dir
 from apps.workloads.kinds import LaunchRefused, kind_spec
 
-from . import bridge, sandbox, stacks
+from . import bridge, limits, sandbox, seccomp, stacks
 from . import env as replica_env_lib
 from . import storage as local_storage
 from .logs import FileLogReader, read_log
@@ -318,8 +318,13 @@ class LocalBackend(Backend):
             serve_socket = bridge.socket_path(attempt_dir(wid, attempt), slot, start=secrets.token_hex(4))
             listener = bridge.listen(serve_socket)
             inner = bridge.launcher_argv(sys.executable, listener.fileno(), port, command)
+        memory = sandbox.memory_limit(workload.memory_mb * 1024 * 1024)
+        tmp_size, shm_size = limits.tmpfs_sizes(memory)
+        seccomp_file = seccomp.filter_path() if sandboxed else None
+        seccomp_fd = (next(fd for fd in range(seccomp.FD, seccomp.FD + 8) if listener is None or fd != listener.fileno())
+                      if seccomp_file is not None else None)
         argv = sandbox.wrap(
-            iso, command=inner, cwd=cwd, writable=writable,
+            iso, command=inner, cwd=cwd, writable=writable, tmp_size=tmp_size, shm_size=shm_size, seccomp_fd=seccomp_fd,
             shared=self._allowed_paths(workload), hidden=[context["data_dir"]], network=serve_socket is None,
             binds=binds, readable=kind.local_mounts(workload) if kind.local_mounts is not None else (),
         )
@@ -331,7 +336,11 @@ class LocalBackend(Backend):
         else:
             record = self._spawn(
                 workload_id=wid, attempt=attempt, replica=slot, argv=argv, command=command, env=env, cwd=cwd,
-                sandboxed=sandboxed, memory=sandbox.memory_limit(workload.memory_mb * 1024 * 1024),
+                sandboxed=sandboxed, memory=memory,
+                # The workload's folders are measured by one replica's watchdog, not by each.
+                watch=limits.shim_limits(memory=memory, disk_paths=[str(p) for p in context["kept"]] if replica == 0 else [],
+                                          cgroup_name=f"cairn-{wid}-{attempt}-{slot}-{secrets.token_hex(3)}"),
+                pass_fds=[(seccomp_fd, str(seccomp_file))] if seccomp_file is not None else [],
                 keep_fds=(listener.fileno(),) if listener is not None else (),
             )
             if slot != replica:
@@ -401,7 +410,8 @@ class LocalBackend(Backend):
 
     def _spawn(
         self, *, workload_id: int, attempt: int, replica: int, argv: list[str], command: list[str], env: dict,
-        cwd: Path, sandboxed: bool, memory: int | None, keep_fds: tuple[int, ...] = (),
+        cwd: Path, sandboxed: bool, memory: int | None, keep_fds: tuple[int, ...] = (), watch: dict | None = None,
+        pass_fds: list[tuple[int, str]] = (),
     ) -> dict:
         exit_path = replica_exit_path(workload_id, attempt, replica)
         exit_path.unlink(missing_ok=True)
@@ -412,6 +422,10 @@ class LocalBackend(Backend):
             shim += ["--memory", str(memory)]
         for fd in keep_fds:
             shim += ["--keep-fd", str(fd)]
+        if watch:
+            shim += ["--limits", json.dumps(watch)]
+        for fd, path in pass_fds:
+            shim += ["--pass-fd", f"{fd}:{path}"]
         read_end, write_end = os.pipe()
         try:
             with open(replica_log_path(workload_id, attempt, replica), "ab") as log:
@@ -511,6 +525,7 @@ class LocalBackend(Backend):
             return ReplicaState(
                 replica=replica, phase=EXITED, exit_code=int(result.get("exit_code", 1)),
                 signal=result.get("signal"), finished_at=result.get("finished_at"), pid=record.get("pid"),
+                reason=str(result.get("reason") or ""), detail=str(result.get("detail") or ""),
             )
         if record.get("pid"):
             # Tagged with the number it started as (CAIRN_REPLICA).

@@ -151,7 +151,8 @@ def _inside(path: str, roots: Sequence[str]) -> bool:
 def bwrap_argv(
     *, bwrap: str, command: Sequence[str], cwd: str, writable: Sequence[str], readable: Sequence[str] = (),
     shared: Sequence[str] = (), hidden: Sequence[str] = (), devices: Sequence[str] = (), network: bool = True,
-    binds: Sequence[tuple[str, str, bool]] = (),
+    binds: Sequence[tuple[str, str, bool]] = (), tmp_size: int | None = None, shm_size: int | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The bwrap command line that runs `command` in a sandbox: `readable` mounted read-only,
     `shared` (allowed paths) read-write where Unix permissions let the replica write, `hidden`
@@ -159,7 +160,9 @@ def bwrap_argv(
     `network` the sandbox gets a network namespace of its own: a private loopback, nothing else
     (deployments: reached through a unix socket in a `writable` folder, see bridge.py). `binds`
     are (source, mount point, read_only): project volumes, datasets and models (apps/storage),
-    mounted last so nothing covers them. Pure apart
+    mounted last so nothing covers them. `tmp_size`, `shm_size`: bytes of the private /tmp and
+    /dev/shm (tmpfs, RAM: unbounded they let one replica fill the host's memory). `seccomp_fd`: an
+    fd the caller opens in bwrap holding the seccomp BPF program (seccomp.py). Pure apart
     from looking at which system directories exist (symlinks on merged-/usr systems)."""
     argv = [
         bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -167,8 +170,9 @@ def bwrap_argv(
         "--hostname", "cairn-replica",
         *_system_binds(),
         "--proc", "/proc", "--dev", "/dev",
-        "--perms", "1777", "--tmpfs", "/tmp",
-        "--perms", "1777", "--tmpfs", "/dev/shm",
+        "--perms", "1777", *(["--size", str(tmp_size)] if tmp_size else []), "--tmpfs", "/tmp",
+        "--perms", "1777", *(["--size", str(shm_size)] if shm_size else []), "--tmpfs", "/dev/shm",
+        *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
     ]
     system = [p for p in _SYSTEM_DIRS if os.path.lexists(p)] + ["/proc", "/dev"]
     # A directory reached through a symlink (a virtualenv linked into a checkout, say) is mounted
@@ -240,9 +244,10 @@ def wrap(
     iso: Isolation, *, command: Sequence[str], cwd: Path, writable: Sequence[Path],
     shared: Sequence[str] = (), hidden: Sequence[Path] = (), network: bool = True,
     binds: Sequence[tuple[str, str, bool]] = (), readable: Sequence[str] = (),
+    tmp_size: int | None = None, shm_size: int | None = None, seccomp_fd: int | None = None,
 ) -> list[str]:
-    """`command` wrapped for this host's isolation level (`network`, `binds`: see bwrap_argv;
-    `readable`: read-only besides Cairn's Python)."""
+    """`command` wrapped for this host's isolation level (`network`, `binds`, `tmp_size`,
+    `shm_size`, `seccomp_fd`: see bwrap_argv; `readable`: read-only besides Cairn's Python)."""
     command = list(command)
     if iso.uid is not None:
         command = drop_to_user_argv(uid=iso.uid, gid=iso.gid, command=command)
@@ -250,7 +255,7 @@ def wrap(
         return bwrap_argv(
             bwrap=iso.bwrap, command=command, cwd=str(cwd), writable=[str(p) for p in writable],
             readable=[*python_mounts(), *readable], shared=shared, hidden=[str(p) for p in hidden], devices=gpu_devices(),
-            network=network, binds=binds,
+            network=network, binds=binds, tmp_size=tmp_size, shm_size=shm_size, seccomp_fd=seccomp_fd,
         )
     return command
 

@@ -1,6 +1,7 @@
 """Supervise one replica process: run it, forward stop signals, record how it exited.
 
-Usage: python -I -S shim.py [--notify-fd FD] [--keep-fd FD] [--sandboxed] [--memory BYTES] EXIT_FILE -- COMMAND [ARG ...]
+Usage: python -I -S shim.py [--notify-fd FD] [--keep-fd FD] [--sandboxed] [--memory BYTES]
+                            [--limits JSON] [--pass-fd N:PATH] EXIT_FILE -- COMMAND [ARG ...]
 
 Started by the local backend in its own session, so it outlives a crash of the Cairn process
 that launched it. It imports nothing but the standard library (no Django), so it starts fast.
@@ -11,6 +12,10 @@ that launched it. It imports nothing but the standard library (no Django), so it
 - With --keep-fd (repeatable), the command inherits FD (a deployment's listening socket, made
   by Cairn: bridge.py) and the shim closes its own copy once the command started.
 - With --memory, RLIMIT_DATA of the command (and of everything it starts) is BYTES.
+- With --limits JSON, the replica as a whole is held to them (limits.py): RLIMIT_NPROC, a cgroup
+  of its own where the host delegates one, and a watchdog thread that kills the replica over its
+  memory, process or disk limit and records why (`reason`, `detail`) in EXIT_FILE.
+- With --pass-fd N:PATH, PATH is opened read-only as fd N of the command (bubblewrap's --seccomp).
 - SIGTERM, SIGINT and SIGHUP are forwarded to the command. With --sandboxed the command is
   bubblewrap, which does not forward signals: they go to the process bubblewrap runs.
 - When the command exits, its exit code is written atomically to EXIT_FILE as JSON
@@ -30,7 +35,8 @@ import time
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def write_exit_file(path: str, returncode: int, *, sandboxed: bool = False) -> None:
+def write_exit_file(path: str, returncode: int, *, sandboxed: bool = False, reason: str = "",
+                    detail: str = "") -> None:
     sig = -returncode if returncode < 0 else None
     if sandboxed and 128 < returncode < 128 + 65:  # bubblewrap reports a killed command as 128 + signal
         sig = returncode - 128
@@ -39,6 +45,8 @@ def write_exit_file(path: str, returncode: int, *, sandboxed: bool = False) -> N
         "signal": sig,
         "finished_at": time.time(),
     }
+    if reason:  # stopped by the watchdog: why, for the workload's status
+        record.update(reason=reason, detail=detail)
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as f:
         json.dump(record, f)
@@ -86,8 +94,19 @@ def detach(notify_fd: int) -> None:
     os.close(notify_fd)
 
 
+def load_limits():
+    """limits.py, next to this file (not importable by name under -I)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "cairn_shim_limits", os.path.join(os.path.dirname(os.path.abspath(__file__)), "limits.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def parse(argv: list[str]):
-    options = {"notify_fd": None, "sandboxed": False, "memory": None, "keep_fd": []}
+    options = {"notify_fd": None, "sandboxed": False, "memory": None, "keep_fd": [], "limits": None, "pass_fds": []}
     rest = argv[1:]
     while rest and rest[0].startswith("--") and rest[0] != "--":
         flag = rest.pop(0)
@@ -97,6 +116,16 @@ def parse(argv: list[str]):
             options[flag[2:].replace("-", "_")] = int(rest.pop(0))
         elif flag == "--keep-fd" and rest:
             options["keep_fd"].append(int(rest.pop(0)))
+        elif flag == "--limits" and rest:
+            try:
+                options["limits"] = json.loads(rest.pop(0))
+            except ValueError:
+                return None
+        elif flag == "--pass-fd" and rest:
+            number, _, path = rest.pop(0).partition(":")
+            if not number.isdigit() or not path:
+                return None
+            options["pass_fds"].append((int(number), path))
         else:
             return None
     if len(rest) < 3 or rest[1] != "--":
@@ -107,7 +136,8 @@ def parse(argv: list[str]):
 def main(argv: list[str]) -> int:
     parsed = parse(argv)
     if parsed is None:
-        sys.stderr.write("usage: shim.py [--notify-fd FD] [--keep-fd FD] [--sandboxed] [--memory BYTES] EXIT_FILE -- COMMAND [ARG ...]\n")
+        sys.stderr.write("usage: shim.py [--notify-fd FD] [--keep-fd FD] [--sandboxed] [--memory BYTES] "
+                         "[--limits JSON] [--pass-fd N:PATH] EXIT_FILE -- COMMAND [ARG ...]\n")
         return 2
     options, exit_file, command = parsed
     sandboxed = options["sandboxed"]
@@ -115,7 +145,37 @@ def main(argv: list[str]) -> int:
         detach(options["notify_fd"])
     if options["memory"]:
         resource.setrlimit(resource.RLIMIT_DATA, (options["memory"], options["memory"]))
+    limits = options["limits"] or {}
+    lib = load_limits() if limits else None
+    cgroup = None
+    if limits.get("cgroup"):
+        try:
+            cgroup = lib.Cgroup(limits["cgroup"])
+            cgroup.create(memory=limits.get("memory"), tasks=limits.get("nproc"))
+        except OSError as exc:  # the watchdog measures memory instead
+            sys.stderr.write(f"cairn: no cgroup for this replica ({exc}); memory is watched instead\n")
+            cgroup = None
+    passed = []
+    for number, path in options["pass_fds"]:
+        if number in options["keep_fd"] or number <= 2:
+            sys.stderr.write(f"cairn: fd {number} for {path} is taken\n")
+            write_exit_file(exit_file, 127)
+            return 127
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        if fd != number:
+            os.dup2(fd, number, inheritable=False)
+            os.close(fd)
+        passed.append(number)
+
+    def in_child():
+        # Between fork and exec, in the command's process only: the shim itself stays outside.
+        if limits.get("nproc"):
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"]))
+        if cgroup is not None:
+            cgroup.join()
+
     child = None
+    watchdog = None
     pending: list[int] = []
 
     def forward(signum, frame):
@@ -132,19 +192,34 @@ def main(argv: list[str]) -> int:
         signal.signal(signum, forward)
 
     try:
-        child = subprocess.Popen(command, pass_fds=options["keep_fd"])
-    except OSError as exc:
+        child = subprocess.Popen(command, pass_fds=[*options["keep_fd"], *passed],
+                                 preexec_fn=in_child if limits else None)
+    except (OSError, subprocess.SubprocessError) as exc:
         sys.stderr.write(f"cairn: cannot start {command[0]!r}: {exc}\n")
         sys.stderr.flush()
         write_exit_file(exit_file, 127)
         return 127
     for fd in options["keep_fd"]:
         os.close(fd)  # the command has it; the shim must not keep a socket alive past its bridge
+    for fd in passed:
+        os.close(fd)
+    if limits:
+        watchdog = lib.Watchdog(
+            child.pid, memory=limits.get("memory"), processes=limits.get("processes"),
+            disk_paths=limits.get("disk_paths"), disk_limit=limits.get("disk_limit"), cgroup=cgroup,
+        )
+        watchdog.start()
     for signum in pending:
         forward(signum, None)
 
     returncode = child.wait()  # PEP 475: retried after each forwarded signal
-    write_exit_file(exit_file, returncode, sandboxed=sandboxed)
+    if watchdog is not None:
+        watchdog.stop()
+        watchdog.join(timeout=5)
+    verdict = {"reason": watchdog.reason, "detail": watchdog.detail} if watchdog is not None else {}
+    write_exit_file(exit_file, returncode, sandboxed=sandboxed, **verdict)
+    if cgroup is not None:
+        cgroup.remove()
     sys.stdout.flush()
     sys.stderr.flush()
     # Take down whatever the command left running in the replica's process group, shim included.
