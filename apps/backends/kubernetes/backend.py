@@ -80,6 +80,10 @@ def options_for(cluster: Cluster) -> m.ClusterOptions:
         dataset_cache_path=config.get("dataset_cache_path", "/var/lib/cairn/dataset-cache"),
         dataset_cache_gb=float(config.get("dataset_cache_gb", settings.CAIRN["DATASET_CACHE_GB"])),
         cache_image=config.get("cache_image", "cairn:latest"),
+        network_policies=bool(config.get("network_policies", base["NETWORK_POLICIES"])),
+        cairn_namespace=config.get("cairn_namespace", base["CAIRN_NAMESPACE"]),
+        cairn_cidrs=tuple(config.get("cairn_cidrs", base["CAIRN_CIDRS"]) or ()),
+        egress_cidrs=tuple(config.get("egress_cidrs", base["EGRESS_CIDRS"]) or ()),
     )
 
 
@@ -150,6 +154,9 @@ def _ops(clients: Clients, kind: str) -> tuple:
         "Deployment": (a.create_namespaced_deployment, a.read_namespaced_deployment),
         "HorizontalPodAutoscaler": (h.create_namespaced_horizontal_pod_autoscaler,
                                     h.read_namespaced_horizontal_pod_autoscaler),
+        "NetworkPolicy": (clients.networking.create_namespaced_network_policy,
+                          clients.networking.read_namespaced_network_policy),
+        "RoleBinding": (clients.rbac.create_namespaced_role_binding, clients.rbac.read_namespaced_role_binding),
     }
     if kind == "Namespace":
         return (lambda ns, body, **kw: c.create_namespace(body, **kw), lambda ns, name, **kw: c.read_namespace(name, **kw))
@@ -178,17 +185,26 @@ def _owned_by(existing: dict, manifest: dict) -> bool:
     return all(have.get(k) == want.get(k) for k in keys if k in want)
 
 
+RBAC_SETTLE_SECONDS = 3.0  # a RoleBinding just created may take a moment to reach the authorizer
+
+
 def ensure(clients: Clients, manifest: dict) -> str:
     """Create the object, or adopt the existing one when it is ours. Returns "created" / "adopted"."""
     kind, name = manifest["kind"], manifest["metadata"]["name"]
     namespace = manifest["metadata"].get("namespace", "")
-    try:
-        _call_create(clients, manifest)
-        return "created"
-    except ApiError as exc:
-        if exc.status != 409:
-            raise LaunchError(f"Kubernetes refused to create {kind} {namespace}/{name}: {exc.status} {exc.reason}: "
-                              f"{exc.message}") from None
+    settle = time.monotonic() + RBAC_SETTLE_SECONDS
+    while True:
+        try:
+            _call_create(clients, manifest)
+            return "created"
+        except ApiError as exc:
+            if exc.status == 403 and kind == "Secret" and time.monotonic() < settle:
+                time.sleep(0.2)  # Secrets are allowed by the namespace's RoleBinding, maybe not seen yet
+                continue
+            if exc.status != 409:
+                raise LaunchError(f"Kubernetes refused to create {kind} {namespace}/{name}: {exc.status} "
+                                  f"{exc.reason}: {exc.message}") from None
+            break
     existing = _call_read(clients, kind, namespace, name)
     if _owned_by(existing, manifest):
         return "adopted"
@@ -197,6 +213,46 @@ def ensure(clients: Clients, manifest: dict) -> str:
         f"A {kind} named '{name}'{where} already exists and does not belong to this workload (its labels differ); "
         "Cairn will not take it over. Delete or rename it, then start the workload again."
     )
+
+
+def whoami(clients: Clients) -> str:
+    """The user name the API server authenticates Cairn's credentials as (SelfSubjectReview, which
+    every authenticated identity may create), asked once per client."""
+    if clients.username is None:
+        review = clients.call(clients.authentication.create_self_subject_review,
+                              {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+        clients.username = ((review.get("status") or {}).get("userInfo") or {}).get("username") or ""
+    return clients.username
+
+
+def ensure_namespace(clients: Clients, project: str, options: m.ClusterOptions) -> None:
+    """The project's namespace, with Cairn's RoleBinding (its Secrets) and NetworkPolicies in it.
+
+    A namespace an administrator created beforehand is used as it is (409, or 403 when Cairn may
+    not create namespaces at all: read it); its labels are not Cairn's to change. Cairn binds
+    itself the `cairn-project` role there; where it may not (403), the administrator binds it."""
+    manifest = m.namespace_manifest(project, options)
+    name = manifest["metadata"]["name"]
+    try:
+        clients.call(clients.core.create_namespace, manifest)
+    except ApiError as exc:
+        if exc.status not in (403, 409):
+            raise LaunchError(f"Kubernetes refused to create Namespace {name}: {exc.status} {exc.reason}: "
+                              f"{exc.message}") from None
+        try:
+            clients.call(clients.core.read_namespace, name)
+        except ApiError as read:
+            raise LaunchError(
+                f"Namespace {name} could not be created ({exc.status} {exc.reason}) nor read ({read.status} "
+                f"{read.reason}): create it (kubectl create namespace {name}) and let Cairn read it.") from None
+    username = whoami(clients)
+    if username:
+        try:
+            ensure(clients, m.project_role_binding(project, options, m.rbac_subject(username)))
+        except LaunchError as exc:  # e.g. 403 in a namespace an administrator manages
+            logger.warning("kubernetes: %s; Secrets in %s need the cairn-project role bound there", exc, name)
+    for policy in m.network_policies(project, options):
+        ensure(clients, policy)
 
 
 def pods_of(clients: Clients, workload: Workload) -> list[dict]:
@@ -235,7 +291,7 @@ class KubernetesBackend(Backend):
             run_env = attempt_env(workload=workload, attempt=attempt)
         view = view_for(workload, attempt=attempt, run_env=run_env)
         namespace = m.namespace_for(view.project, options)
-        ensure(clients, m.namespace_manifest(view.project, options))
+        ensure_namespace(clients, view.project, options)
         objects = []
         for manifest in m.workload_manifests(view, options):
             outcome = ensure(clients, manifest)

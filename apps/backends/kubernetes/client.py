@@ -74,6 +74,13 @@ DEFAULTS = {
     # "dns" (Cairn runs in the cluster), "apiserver" (the API server's service proxy), or "auto":
     # dns for an in-cluster connection, else apiserver.
     "NOTEBOOK_ROUTE": "auto",
+    # Isolation (manifests.network_policies): a default-deny NetworkPolicy per project namespace
+    # with Cairn's paths let through; Cairn's namespace; Cairn's addresses when it runs outside
+    # the cluster; what else pods may reach (CIDRs, e.g. ["0.0.0.0/0"]).
+    "NETWORK_POLICIES": True,
+    "CAIRN_NAMESPACE": "cairn-system",
+    "CAIRN_CIDRS": [],
+    "EGRESS_CIDRS": [],
 }
 
 
@@ -113,6 +120,11 @@ class Clients:
         self.autoscaling = k8s.AutoscalingV2Api(self.api)
         self.custom = k8s.CustomObjectsApi(self.api)
         self.version = k8s.VersionApi(self.api)
+        self.networking = k8s.NetworkingV1Api(self.api)
+        self.rbac = k8s.RbacAuthorizationV1Api(self.api)
+        self.authentication = k8s.AuthenticationV1Api(self.api)
+        self.storage = k8s.StorageV1Api(self.api)
+        self.username: str | None = None  # who the API server says Cairn is (SelfSubjectReview), once asked
 
     def call(self, fn: Callable, *args, retries: int | None = None, text: bool = False, **kwargs) -> dict | str:
         """Call an API method; return the parsed JSON body (or text). Retries transient failures.

@@ -89,6 +89,15 @@ class ClusterOptions:
     dataset_cache_path: str = "/var/lib/cairn/dataset-cache"  # the node cache's hostPath
     dataset_cache_gb: float = 50.0
     cache_image: str = "cairn:latest"  # Cairn's own image: runs apps/storage/cachefill.py in the init container
+    # Isolation (B5): a default-deny NetworkPolicy per project namespace, with what Cairn needs let
+    # through. Cairn's own pods: `cairn_namespace`, labelled app.kubernetes.io/name=cairn
+    # (platform/kubernetes/cairn.yaml); `cairn_cidrs`: where Cairn runs when it is outside the
+    # cluster (its notebook proxy then comes through the API server: the control plane's
+    # addresses); `egress_cidrs`: where else pods may connect (e.g. "0.0.0.0/0" for the internet).
+    network_policies: bool = True
+    cairn_namespace: str = "cairn-system"
+    cairn_cidrs: tuple[str, ...] = ()
+    egress_cidrs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -187,20 +196,90 @@ def _meta(view: WorkloadView, name: str, options: ClusterOptions, **extra_labels
 
 
 def namespace_manifest(project: str, options: ClusterOptions) -> dict:
-    """The project's namespace, enforcing Pod Security "restricted"."""
+    """The project's namespace, enforcing Pod Security "restricted" (and warning and auditing at
+    it: a controller's refused pod is otherwise only an event on the Job or ReplicaSet)."""
+    levels = {f"pod-security.kubernetes.io/{mode}{suffix}": value for mode in ("enforce", "warn", "audit")
+              for suffix, value in (("", "restricted"), ("-version", "latest"))}
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
             "name": namespace_for(project, options),
-            "labels": {
-                LABEL_MANAGED_BY: MANAGED_BY,
-                LABEL_PROJECT: project,
-                "pod-security.kubernetes.io/enforce": "restricted",
-                "pod-security.kubernetes.io/enforce-version": "latest",
-            },
+            "labels": {LABEL_MANAGED_BY: MANAGED_BY, LABEL_PROJECT: project, **levels},
         },
     }
+
+
+PROJECT_ROLE = "cairn-project"  # platform/kubernetes/rbac.yaml: what Cairn may do inside a project namespace
+
+
+def project_role_binding(project: str, options: ClusterOptions, subject: dict) -> dict:
+    """Binds the ClusterRole `cairn-project` (Secrets) to Cairn's identity in this project's
+    namespace only: Cairn reads and writes Secrets where it created them, never cluster-wide."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "cairn", "namespace": namespace_for(project, options),
+                     "labels": {LABEL_MANAGED_BY: MANAGED_BY, LABEL_PROJECT: project}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": PROJECT_ROLE},
+        "subjects": [subject],
+    }
+
+
+def rbac_subject(username: str) -> dict:
+    """An RBAC subject for the user name the API server knows Cairn by (SelfSubjectReview)."""
+    prefix = "system:serviceaccount:"
+    if username.startswith(prefix) and username.count(":") == 3:
+        namespace, name = username[len(prefix):].split(":")
+        return {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": username}
+
+
+def _cairn_peers(options: ClusterOptions) -> list[dict]:
+    """Cairn's own pods (web: gateway and notebook proxy; worker: the culler), and its addresses
+    outside the cluster when it runs there."""
+    return [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": options.cairn_namespace}},
+             "podSelector": {"matchLabels": {"app.kubernetes.io/name": "cairn"}}},
+            *({"ipBlock": {"cidr": cidr}} for cidr in options.cairn_cidrs)]
+
+
+def network_policies(project: str, options: ClusterOptions) -> list[dict]:
+    """A project namespace's NetworkPolicies: nothing in or out (default deny) but DNS, Cairn ->
+    deployments (the gateway) and notebooks (proxy, culler), pods -> Cairn (tracking, datasets),
+    and `egress_cidrs`. The ranks of a training job reach each other through their own policy
+    (rank_network_policy). Policies are additive: each one below opens one path."""
+    if not options.network_policies:
+        return []
+    namespace = namespace_for(project, options)
+
+    def policy(name: str, spec: dict) -> dict:
+        return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                "metadata": {"name": name, "namespace": namespace,
+                             "labels": {LABEL_MANAGED_BY: MANAGED_BY, LABEL_PROJECT: project}},
+                "spec": spec}
+
+    dns = {"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+           "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+    egress = [dns, {"to": _cairn_peers(options)}]
+    if options.egress_cidrs:
+        egress.append({"to": [{"ipBlock": {"cidr": cidr}} for cidr in options.egress_cidrs]})
+    served = {"matchExpressions": [{"key": LABEL_KIND, "operator": "In", "values": ["deployment", "notebook"]}]}
+    return [
+        policy("cairn-default-deny", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}),
+        policy("cairn-egress", {"podSelector": {}, "policyTypes": ["Egress"], "egress": egress}),
+        policy("cairn-from-cairn", {"podSelector": served, "policyTypes": ["Ingress"],
+                                    "ingress": [{"from": _cairn_peers(options)}]}),
+    ]
+
+
+def rank_network_policy(view: WorkloadView, options: ClusterOptions) -> list[dict]:
+    """The ranks of one training job reach each other (rendezvous, NCCL), and nothing else does."""
+    if not options.network_policies:
+        return []
+    peers = [{"podSelector": {"matchLabels": selector_labels(view)}}]
+    return [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+             "metadata": _meta(view, f"{object_name(view.id)}-ranks", options),
+             "spec": {"podSelector": {"matchLabels": selector_labels(view)}, "policyTypes": ["Ingress", "Egress"],
+                      "ingress": [{"from": peers}], "egress": [{"to": peers}]}}]
 
 
 # -- pod pieces ----------------------------------------------------------------------------------
@@ -435,7 +514,7 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
         container["workingDir"] = working_dir
     extra: dict = {"subdomain": service}
     pod_annotations: dict[str, str] = {}
-    objects: list[dict] = [*run_secret(view, options), *storage, {
+    objects: list[dict] = [*run_secret(view, options), *storage, *rank_network_policy(view, options), {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _meta(view, service, options),

@@ -69,6 +69,9 @@ RESOURCES = [
     Resource("apps/v1", "deployments", "Deployment"),
     Resource("autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
     Resource("scheduling.volcano.sh/v1beta1", "podgroups", "PodGroup"),
+    Resource("networking.k8s.io/v1", "networkpolicies", "NetworkPolicy"),
+    Resource("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding"),
+    Resource("authentication.k8s.io/v1", "selfsubjectreviews", "SelfSubjectReview", namespaced=False),
 ]
 BY_PATH = {(r.group_version, r.plural): r for r in RESOURCES}
 BY_PLURAL = {r.plural: r for r in RESOURCES}
@@ -185,6 +188,7 @@ def fields_match(obj: dict, selector: str | None) -> bool:
 class KubeEmulator:
     def __init__(self, *, token: str | None = None):
         self.token = token
+        self.username = "system:serviceaccount:cairn-system:cairn"  # what a SelfSubjectReview answers
         self.objects: dict[tuple[str, str, str], dict] = {}  # (plural, namespace, name) -> object
         self.history: list[tuple[int, str, str, dict]] = []  # (rv, plural, type, object)
         self.compacted_rv = 0
@@ -511,6 +515,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(404, _status(404, "NotFound", f'{plural} "{name}" not found'))
             else:
                 self._send(200, obj)
+        elif method == "POST" and plural == "selfsubjectreviews":  # who am I: the token's user, nothing stored
+            self._send(201, {**self._body(), "status": {"userInfo": {"username": em.username}}})
         elif method == "POST" and not name:
             self._send(*em.create(plural, self._body(), namespace))
         elif method == "PATCH" and name:

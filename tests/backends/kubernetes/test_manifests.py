@@ -127,7 +127,10 @@ def test_namespace_enforces_restricted_pod_security():
     ns = namespace_manifest("vision", ClusterOptions())
     validate(ns)
     assert ns["metadata"]["name"] == "cairn-vision"
-    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    labels = ns["metadata"]["labels"]
+    # warn and audit too: a controller's refused pod then also reaches the audit log
+    for mode in ("enforce", "warn", "audit"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
 
 
 def test_a_broken_manifest_is_caught_by_the_validator():
@@ -140,7 +143,7 @@ def test_a_broken_manifest_is_caught_by_the_validator():
 
 def test_training_is_an_indexed_job_with_a_headless_service():
     objs = by_kind(workload_manifests(view(), ClusterOptions()))
-    assert set(objs) == {"Job", "Service", "PersistentVolumeClaim"}
+    assert set(objs) == {"Job", "Service", "PersistentVolumeClaim", "NetworkPolicy"}
     job, svc = objs["Job"], objs["Service"]
     assert job["metadata"]["name"] == "cairn-42-1"
     assert job["metadata"]["namespace"] == svc["metadata"]["namespace"] == "cairn-vision"

@@ -55,10 +55,16 @@ def rbac_documents() -> list[dict]:
     return [doc for doc in yaml.safe_load_all(RBAC.read_text()) if doc]
 
 
-def granted() -> set[tuple[str, str, str]]:
-    [role] = [d for d in rbac_documents() if d["kind"] == "ClusterRole"]
-    return {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
-            for resource in rule["resources"] for verb in rule["verbs"]}
+def roles() -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for d in rbac_documents() if d["kind"] == "ClusterRole"}
+
+
+def granted(*names: str) -> set[tuple[str, str, str]]:
+    """What the ClusterRoles grant (cluster-wide cairn-dispatcher and, bound per project
+    namespace, cairn-project). `bind` is an authorization check, never a request: left out."""
+    chosen = [role for name, role in roles().items() if not names or name in names]
+    return {(group, resource, verb) for role in chosen for rule in role["rules"] for group in rule["apiGroups"]
+            for resource in rule["resources"] for verb in rule["verbs"] if verb != "bind"}
 
 
 def test_rbac_manifests_validate_and_have_no_wildcards():
@@ -67,8 +73,21 @@ def test_rbac_manifests_validate_and_have_no_wildcards():
     for doc in docs:
         kubernetes_validate.validate(doc, "1.37.0", strict=True)
     assert not any("*" in part for grant in granted() for part in grant)
-    assert not {verb for _, _, verb in granted()} & {"escalate", "bind", "impersonate", "deletecollection"}
+    assert not {verb for _, _, verb in granted()} & {"escalate", "impersonate", "deletecollection"}
     assert not any(resource.startswith(("pods/exec", "roles", "clusterroles")) for _, resource, _ in granted())
+    # bind: only of cairn-project (Cairn's RoleBinding in each project namespace), by name
+    binds = [rule for role in roles().values() for rule in role["rules"] if "bind" in rule["verbs"]]
+    assert binds == [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["bind"],
+                      "resourceNames": ["cairn-project"]}]
+
+
+def test_secrets_are_granted_per_project_namespace_only():
+    """The cluster-wide role (bound by the ClusterRoleBinding) grants nothing on Secrets: they come
+    from cairn-project, which Cairn binds in the namespaces it creates."""
+    [binding] = [d for d in rbac_documents() if d["kind"] == "ClusterRoleBinding"]
+    assert binding["roleRef"]["name"] == "cairn-dispatcher"
+    assert not any(resource == "secrets" for _, resource, _ in granted("cairn-dispatcher"))
+    assert {r for _, r, _ in granted("cairn-project")} == {"secrets"}
 
 
 def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_workload, k8s_cluster, kubelet):
@@ -123,7 +142,10 @@ def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_
     finally:
         reconciler.stop(timeout=0)
     # Pods are created by the test's kubelet, nodes by the test itself: not Cairn's verbs.
+    # SelfSubjectReview (who am I) is granted to every authenticated user by the cluster's own
+    # system:basic-user role: not in Cairn's.
     used = {v for v in emulator.verbs if v not in {("", "pods", "create"), ("", "nodes", "create"),
-                                                   ("", "pods/status", "patch")}}
+                                                   ("", "pods/status", "patch"),
+                                                   ("authentication.k8s.io", "selfsubjectreviews", "create")}}
     assert used - granted() == set(), "Cairn uses verbs the RBAC does not grant"
     assert granted() - used == set(), "the RBAC grants verbs Cairn never uses"
