@@ -163,6 +163,8 @@ def workload_resilience(workload: Workload, *, now: datetime | None = None) -> d
     return {
         "goodput": summary, "checkpoints": checkpoints, "ranks": ranks, "restarts": restarts,
         "stragglers": sorted(flagged),
+        "slow_groups": [g for g in (workload.runtime or {}).get("slow_groups", []) if isinstance(g, dict)],
+        "slowdown": (workload.runtime or {}).get("slowdown") or None,
         "hang_timeout_seconds": int(hang_timeout_of(spec)),
         "straggler_policy": spec.get("straggler_policy") or "alert",
     }

@@ -30,7 +30,10 @@ def job(project):
     t0 = timezone.now() - timedelta(hours=1)
     workload = WorkloadFactory(project=project, kind=Kind.TRAINING, replicas=2, gpu_milli=4000, status=S.SUCCEEDED,
                                attempt=2, started_at=t0, spec={"command": "x", "straggler_policy": "evict"},
-                               runtime={"stragglers": [1]})
+                               runtime={"stragglers": [1], "slow_groups": [
+                                   {"ranks": [2, 3], "ratio": 3.5, "since": 0,
+                                    "placement": [{"replica": 2, "node": "node-c", "gpus": [0]},
+                                                  {"replica": 3, "node": "node-c", "gpus": [0]}]}]})
     _event(workload, t0, "Started", "admitted", "running")
     _event(workload, t0 + timedelta(seconds=100), "Hung", message="Hung: replica 1 made no step progress.")
     _event(workload, t0 + timedelta(seconds=200), "Succeeded", "running", "succeeded")
@@ -61,6 +64,10 @@ def test_resilience_shows_goodput_checkpoints_ranks_stragglers_and_restarts(clie
     assert [(c["step"], c["attempt"], c["size_bytes"]) for c in data["checkpoints"]] == [(80, 1, 10)]
     assert [(r["replica"], r["step"], r["attempt"]) for r in data["ranks"]] == [(0, 150, 2)]
     assert data["stragglers"] == [1] and data["straggler_policy"] == "evict" and data["hang_timeout_seconds"] == 600
+    assert data["slow_groups"] == [{"ranks": [2, 3], "ratio": 3.5, "since": 0,
+                                    "placement": [{"replica": 2, "node": "node-c", "gpus": [0]},
+                                                  {"replica": 3, "node": "node-c", "gpus": [0]}]}]
+    assert data["slowdown"] is None
     [restart] = data["restarts"]
     assert (restart["attempt"], restart["cause"], restart["resumed_at_step"]) == (1, "Hung", 81)
     assert restart["message"] == "Hung: replica 1 made no step progress."
@@ -168,7 +175,8 @@ def test_outsiders_get_404(client_for, charlie, job):
 
 
 @pytest.mark.parametrize("fields, error", [({"hang_timeout_seconds": 0}, "hang_timeout_seconds"),
-                                           ({"straggler_policy": "kill"}, "straggler_policy")])
+                                           ({"straggler_policy": "kill"}, "straggler_policy"),
+                                           ({"straggler_evict_max_fraction": 1.5}, "straggler_evict_max_fraction")])
 def test_bad_self_healing_fields_are_400(client_for, alice, project, quota, fields, error):
     response = client_for(alice).post(f"/api/v1/projects/{project.slug}/training-jobs/",
                                       {"command": "echo", **fields}, format="json")
@@ -177,8 +185,9 @@ def test_bad_self_healing_fields_are_400(client_for, alice, project, quota, fiel
 
 def test_self_healing_fields_land_in_the_spec(client_for, alice, project, quota):
     response = client_for(alice).post(f"/api/v1/projects/{project.slug}/training-jobs/",
-                                      {"command": "echo", "hang_timeout_seconds": 30, "straggler_policy": "evict"},
-                                      format="json")
+                                      {"command": "echo", "hang_timeout_seconds": 30, "straggler_policy": "evict",
+                                       "straggler_evict_max_fraction": 0.5}, format="json")
     assert response.status_code == 201, response.json()
     spec = Workload.objects.get(pk=response.json()["id"]).spec
     assert (spec["hang_timeout_seconds"], spec["straggler_policy"]) == (30, "evict")
+    assert spec["straggler_evict_max_fraction"] == 0.5

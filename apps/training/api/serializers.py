@@ -33,6 +33,12 @@ class TrainingJobCreateSerializer(WorkingDirMixin, IsolatedSpecMixin, WorkloadCr
                   "the default), evict (its node is cordoned as SlowNode and the gang resumes from the last checkpoint "
                   "elsewhere) or off.",
     )
+    straggler_evict_max_fraction = serializers.FloatField(
+        required=False, min_value=0.01, max_value=1.0,
+        help_text="Under evict: the largest share of the gang's ranks one decision removes (at least one rank; "
+                  "default 0.25). A job that would need more, or a whole group of ranks slow together from the start, "
+                  "is not evicted: its events say why.",
+    )
 
     def validate(self, attrs):
         if not attrs.get("command") and not attrs.get("image"):
@@ -43,7 +49,7 @@ class TrainingJobCreateSerializer(WorkingDirMixin, IsolatedSpecMixin, WorkloadCr
         spec = super().build_spec(data)
         if data.get("command"):
             spec["command"] = data["command"]
-        for key in ("hang_timeout_seconds", "straggler_policy"):
+        for key in ("hang_timeout_seconds", "straggler_policy", "straggler_evict_max_fraction"):
             if data.get(key) is not None:
                 spec[key] = data[key]
         return spec
@@ -101,12 +107,33 @@ class RestartSerializer(serializers.Serializer):
     resumed_at_step = serializers.IntegerField(allow_null=True, help_text="The next attempt's first reported step.")
 
 
+class RankPlacementSerializer(serializers.Serializer):
+    replica = serializers.IntegerField()
+    node = serializers.CharField(allow_null=True)
+    gpus = serializers.ListField(child=serializers.IntegerField(), help_text="GPU indices on the node.")
+
+
+class SlowGroupSerializer(serializers.Serializer):
+    ranks = serializers.ListField(child=serializers.IntegerField())
+    ratio = serializers.FloatField(help_text="Their median step time / the others', over the first steps.")
+    since = serializers.IntegerField(help_text="The first step all ranks reported.")
+    placement = RankPlacementSerializer(many=True, required=False, help_text="Where each of them runs.")
+
+
+class JobSlowdownSerializer(serializers.Serializer):
+    ratio = serializers.FloatField(help_text="The ranks' step time / their own usual, median.")
+    since = serializers.IntegerField()
+
+
 class ResilienceSerializer(serializers.Serializer):
     goodput = GoodputSerializer()
     checkpoints = CheckpointSerializer(many=True, help_text="The last 50, oldest first.")
     ranks = RankProgressSerializer(many=True, help_text="Each rank's last progress, by replica.")
     restarts = RestartSerializer(many=True, help_text="Every attempt that ended in a restart, oldest first.")
     stragglers = serializers.ListField(child=serializers.IntegerField(), help_text="Ranks flagged in this attempt.")
+    slow_groups = SlowGroupSerializer(many=True, help_text="Ranks slower than the others together since the start "
+                                                           "of this attempt: a placement finding, not stragglers.")
+    slowdown = JobSlowdownSerializer(allow_null=True, help_text="The whole job slowed down in this attempt (null: no).")
     hang_timeout_seconds = serializers.IntegerField()
     straggler_policy = serializers.CharField()
 

@@ -7,6 +7,7 @@ import {
   lossSummary,
   positionOnTimeline,
   slowdownLabel,
+  slowGroupLabel,
   type Goodput,
   type Resilience,
 } from "./resilience";
@@ -56,7 +57,7 @@ describe("slowdownLabel", () => {
 
 describe("hasResilience", () => {
   const empty: Resilience = {
-    goodput: goodput({ goodput: null, wall_seconds: 0 }), checkpoints: [], ranks: [], restarts: [], stragglers: [],
+    goodput: goodput({ goodput: null, wall_seconds: 0 }), checkpoints: [], ranks: [], restarts: [], stragglers: [], slow_groups: [], slowdown: null,
     hang_timeout_seconds: 600, straggler_policy: "alert",
   };
   it("is false for a workload with nothing to show (a notebook, a job without the SDK)", () => {
@@ -90,5 +91,21 @@ describe("positionOnTimeline and checkpointMarks", () => {
     expect(marks).toHaveLength(1);
     expect(marks[0].left).toBeCloseTo(0.6);
     expect(marks[0].label).toBe("Checkpoint at step 80 · 1.5 KiB saved in 0.4s (training blocked 0.1s) · attempt 1");
+  });
+});
+
+describe("slowGroupLabel", () => {
+  it("names the ranks, their ratio, since when and the GPU they share", () => {
+    expect(slowGroupLabel({
+      ranks: [2, 3], ratio: 3.46, since: 0,
+      placement: [{ replica: 2, node: "node-c", gpus: [0] }, { replica: 3, node: "node-c", gpus: [0] }],
+    })).toBe("Ranks 2, 3: 3.5× the others since step 0 · GPU 0 of node-c shared by 2, 3");
+  });
+  it("falls back to the nodes, or to nothing without a placement", () => {
+    expect(slowGroupLabel({
+      ranks: [1, 4], ratio: 2, since: 5,
+      placement: [{ replica: 1, node: "a", gpus: [0] }, { replica: 4, node: "b", gpus: [1] }],
+    })).toBe("Ranks 1, 4: 2.0× the others since step 5 · on a, b");
+    expect(slowGroupLabel({ ranks: [1, 4], ratio: 2, since: 5 })).toBe("Ranks 1, 4: 2.0× the others since step 5");
   });
 });

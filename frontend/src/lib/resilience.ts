@@ -8,6 +8,7 @@ import type { PlacedSegment } from "./timeline";
 
 export type Resilience = Schemas["Resilience"];
 export type Goodput = Schemas["Goodput"];
+export type SlowGroup = Schemas["SlowGroup"];
 
 export type GoodputKey = "productive" | "redone" | "hung" | "overhead";
 
@@ -70,6 +71,24 @@ export function slowdownLabel(ratio: number | null | undefined): string {
 }
 
 /** Is there anything to show? A notebook, a deployment or a job without the SDK has nothing. */
+/**
+ * A slow group in words: which ranks, how much slower than the others since which step, and
+ * what they share (a GPU used by two of them, one node): the placement lead to look at.
+ */
+export function slowGroupLabel(group: SlowGroup): string {
+  const shared = new Map<string, number[]>();
+  for (const p of group.placement ?? []) {
+    for (const gpu of p.node ? p.gpus : []) {
+      const key = `GPU ${gpu} of ${p.node}`;
+      shared.set(key, [...(shared.get(key) ?? []), p.replica]);
+    }
+  }
+  const nodes = [...new Set((group.placement ?? []).map((p) => p.node).filter((n): n is string => !!n))];
+  const sharing = [...shared].filter(([, ranks]) => ranks.length > 1).map(([key, ranks]) => `${key} shared by ${ranks.join(", ")}`);
+  const where = sharing.length > 0 ? sharing.join("; ") : nodes.length > 0 ? `on ${nodes.join(", ")}` : "";
+  return `Ranks ${group.ranks.join(", ")}: ${group.ratio.toFixed(1)}× the others since step ${group.since}${where ? ` · ${where}` : ""}`;
+}
+
 export function hasResilience(r: Resilience | undefined): r is Resilience {
   return !!r && (r.goodput.goodput !== null || r.ranks.length > 0 || r.checkpoints.length > 0 || r.restarts.length > 0);
 }

@@ -6,7 +6,9 @@ import { Badge, Box, Card, Group, SimpleGrid, Stack, Table, Text, Title, Tooltip
 import { useQuery } from "@tanstack/react-query";
 import { formatBytes } from "../../lib/bytes";
 import { formatDuration, formatRelative } from "../../lib/format";
-import { formatGoodput, goodputParts, hasResilience, lossSummary, slowdownLabel, type Resilience } from "../../lib/resilience";
+import {
+  formatGoodput, goodputParts, hasResilience, lossSummary, slowdownLabel, slowGroupLabel, type Resilience,
+} from "../../lib/resilience";
 import { retryTransient } from "../../lib/retry";
 import { getResilience } from "./api";
 
@@ -83,6 +85,18 @@ export function ResiliencePanel({ data, now, attempt }: ResiliencePanelProps) {
           </Text>
         </Stack>
       </SimpleGrid>
+      {(data.slow_groups ?? []).map((group) => (
+        <Text key={group.ranks.join(",")} size="sm" mt="xs" data-testid="slow-group">
+          <Badge color="yellow" variant="light" mr={6}>Slow group</Badge>
+          {slowGroupLabel(group)}: a placement finding, not stragglers (never evicted for it).
+        </Text>
+      ))}
+      {data.slowdown && (
+        <Text size="sm" mt="xs" data-testid="job-slowdown">
+          <Badge color="yellow" variant="light" mr={6}>Job slowdown</Badge>
+          Every rank {data.slowdown.ratio.toFixed(1)}× its usual step time since step {data.slowdown.since}: not a straggler.
+        </Text>
+      )}
       {data.ranks.length > 0 && <RanksTable data={data} now={now} attempt={attempt} />}
       {data.restarts.length > 0 && <RestartsTable data={data} />}
     </Card>
