@@ -20,8 +20,10 @@ Four levels, chosen once per process from what the host offers (`isolation()`):
 Deployments: with bubblewrap their replicas also get a network namespace of their own (private
 loopback, no network) and are reached through a unix socket (bridge.py, apps/deployments/gateway.py).
 
-Memory: the replica's memory request becomes RLIMIT_DATA of its processes (the host has no
-cgroup filesystem to enforce more). The argv builders here are pure; `isolation()` probes once.
+Limits: the replica's memory request becomes RLIMIT_DATA of each of its processes; the replica
+as a whole is held to it (and to a number of processes and a disk size) by limits.py, and /tmp
+and /dev/shm are sized tmpfs. A seccomp filter (seccomp.py) refuses namespaces, mounts, ptrace
+and the like in the sandbox. The argv builders here are pure; `isolation()` probes once.
 """
 from __future__ import annotations
 
