@@ -1,6 +1,7 @@
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.core.dates import DateTimeParam
 from apps.core.serializers import StrictSerializer
 
 from ..models import TOKEN_PREFIX, ApiToken, ApiTokenScope
@@ -26,7 +27,7 @@ class ApiTokenCreateSerializer(StrictSerializer):
         child=serializers.ChoiceField(choices=ApiTokenScope.choices), required=False, allow_empty=False,
         max_length=len(ApiTokenScope.choices),
     )
-    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    expires_at = DateTimeParam(required=False, allow_null=True)
     never_expires = serializers.BooleanField(required=False, default=False)
 
     def validate_expires_at(self, value):

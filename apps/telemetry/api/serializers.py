@@ -3,6 +3,7 @@ import re
 from rest_framework import serializers
 
 from apps.clusters.choices import NodeHealth
+from apps.core.dates import DateTimeParam
 from apps.core.serializers import StrictSerializer
 
 METRIC = re.compile(r"^[a-z0-9_.]{1,64}$")
@@ -11,8 +12,8 @@ METRIC = re.compile(r"^[a-z0-9_.]{1,64}$")
 class SeriesQuerySerializer(StrictSerializer):
     metric = serializers.RegexField(METRIC, required=False)
     gpu = serializers.IntegerField(min_value=0, max_value=1023, required=False)
-    since = serializers.DateTimeField(required=False)
-    until = serializers.DateTimeField(required=False)
+    since = DateTimeParam(required=False)
+    until = DateTimeParam(required=False)
     max_points = serializers.IntegerField(min_value=2, max_value=5000, default=500)
 
     def validate(self, data):

@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from apps.core.dates import DateTimeParam
 from apps.core.serializers import StrictSerializer, StrictUUIDField
 
 from ..choices import KEY_PATTERN, MAX_STEP, RunStatus
@@ -64,8 +65,8 @@ class SeriesQuerySerializer(StrictSerializer):
     max_points = serializers.IntegerField(min_value=8, max_value=20_000, default=1000)
     step_min = serializers.IntegerField(min_value=0, max_value=MAX_STEP, required=False)
     step_max = serializers.IntegerField(min_value=0, max_value=MAX_STEP, required=False)
-    time_min = serializers.DateTimeField(required=False)
-    time_max = serializers.DateTimeField(required=False)
+    time_min = DateTimeParam(required=False)
+    time_max = DateTimeParam(required=False)
 
 
 class PointsQuerySerializer(StrictSerializer):
