@@ -298,6 +298,13 @@ class KubernetesBackend(Backend):
             if outcome == "adopted" and manifest["kind"] in ("StatefulSet", "Deployment"):
                 _scale_up(clients, manifest)
             objects.append({"kind": manifest["kind"], "name": manifest["metadata"]["name"], "outcome": outcome})
+        job = next((o for o in objects if o["kind"] == "Job"), None)
+        if job is not None:  # the attempt's Secrets go with its Job (garbage collector)
+            found = clients.call(clients.batch.read_namespaced_job, job["name"], namespace)
+            for o in objects:
+                if o["kind"] == "Secret" and o["name"].startswith(f"{job['name']}-"):
+                    clients.call(clients.core.patch_namespaced_secret, o["name"], namespace,
+                                 m.owned_by_job({}, found))
         runtime: dict = {
             "backend": self.name, "attempt": attempt, "namespace": namespace, "objects": objects,
             "alive": True, "replicas": [],
@@ -352,6 +359,37 @@ class KubernetesBackend(Backend):
                                 namespace, propagation_policy="Background")
                 _ignore_missing(clients, clients.core.delete_namespaced_service, m.canary_name(workload.pk), namespace)
         return len(alive)
+
+    def cleanup(self, workload: Workload, *, secrets_only: bool = False) -> int:
+        """Delete what Cairn created for a finished workload (by name; gone already is fine):
+        with `secrets_only` its Secrets (credentials: done as soon as it ends), else every object
+        of it, its Jobs with their pods. A notebook's home claim is kept (the user's files), and
+        a stopped notebook, which may be started again, keeps everything but its Secrets."""
+        clients = self._clients(workload)
+        namespace = namespace_of(workload)
+        c, b, a, h, n = clients.core, clients.batch, clients.apps, clients.autoscaling, clients.networking
+        deletes = {
+            "Secret": c.delete_namespaced_secret, "Job": b.delete_namespaced_job,
+            "Deployment": a.delete_namespaced_deployment, "StatefulSet": a.delete_namespaced_stateful_set,
+            "HorizontalPodAutoscaler": h.delete_namespaced_horizontal_pod_autoscaler,
+            "Service": c.delete_namespaced_service, "NetworkPolicy": n.delete_namespaced_network_policy,
+            "PersistentVolumeClaim": c.delete_namespaced_persistent_volume_claim,
+        }
+        restartable = workload.kind == "notebook" and workload.status == "stopped"
+        names = m.workload_object_names(workload.pk, max(workload.attempt, 1))
+        names["PersistentVolumeClaim"].remove(m.home_claim_name(workload.pk))
+        if restartable or secrets_only:
+            names = {"Secret": [x for x in names["Secret"] if x != m.object_name(workload.pk) or not restartable]}
+        deleted = 0
+        for kind, kind_names in names.items():
+            for name in kind_names:
+                try:
+                    clients.call(deletes[kind], name, namespace, propagation_policy="Background")
+                    deleted += 1
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
+        return deleted
 
     def sync_deployment(self, workload: Workload, main: dict, canary: dict | None) -> list[tuple[str, str]]:
         """Make a deployment's Deployments match Cairn's admitted replicas and its rollout (a

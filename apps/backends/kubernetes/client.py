@@ -81,7 +81,45 @@ DEFAULTS = {
     "CAIRN_NAMESPACE": "cairn-system",
     "CAIRN_CIDRS": [],
     "EGRESS_CIDRS": [],
+    # A finished workload's objects (Job and its pods' logs, Services, checkpoint claim, ...) are
+    # deleted this long after it ended; its Secrets (run tokens, dataset credentials) at once.
+    "RETENTION_SECONDS": 86400.0,
 }
+
+# Provisioners whose volumes are ReadWriteOnce only (block devices, node-local paths): a
+# multi-replica training job's checkpoint claim (ReadWriteMany) stays Pending with them.
+RWO_ONLY_PROVISIONERS = frozenset({
+    "kubernetes.io/aws-ebs", "ebs.csi.aws.com", "kubernetes.io/gce-pd", "pd.csi.storage.gke.io",
+    "kubernetes.io/azure-disk", "disk.csi.azure.com", "rancher.io/local-path", "kubernetes.io/no-provisioner",
+    "hostpath.csi.k8s.io", "k8s.io/minikube-hostpath", "openebs.io/local", "topolvm.io", "kubernetes.io/cinder",
+    "cinder.csi.openstack.org", "driver.longhorn.io",
+})
+RWX_PROVISIONERS = frozenset({
+    "efs.csi.aws.com", "file.csi.azure.com", "kubernetes.io/azure-file", "filestore.csi.storage.gke.io",
+    "nfs.csi.k8s.io", "cephfs.csi.ceph.com", "k8s-sigs.io/nfs-subdir-external-provisioner",
+    "spectrumscale.csi.ibm.com", "csi.weka.io", "lustre.csi.aws.com",
+})
+
+
+def storage_report(classes: list[dict]) -> tuple[str, str]:
+    """(the default StorageClass's name or "", a sentence for the administrator) from the cluster's
+    StorageClasses: which class claims without one get, and whether it is known to offer
+    ReadWriteMany (multi-replica checkpoints, project volumes) — Kubernetes does not say."""
+    default = next((c for c in classes if ((c.get("metadata") or {}).get("annotations") or {}).get(
+        "storageclass.kubernetes.io/is-default-class") == "true"), None)
+    names = ", ".join(sorted((c.get("metadata") or {}).get("name", "") for c in classes)) or "none"
+    if default is None:
+        return "", (f"Storage: no default StorageClass (classes: {names}); claims without a storage_class stay "
+                    "Pending: set the cluster's storage_class (and checkpoint_claim for multi-replica training).")
+    name, provisioner = default["metadata"]["name"], default.get("provisioner", "")
+    if provisioner in RWO_ONLY_PROVISIONERS:
+        modes = "ReadWriteOnce only: multi-replica training checkpoints and project volumes (ReadWriteMany) " \
+                "will stay Pending; set checkpoint_claim / volume_storage_class to a ReadWriteMany class"
+    elif provisioner in RWX_PROVISIONERS:
+        modes = "ReadWriteMany supported"
+    else:
+        modes = "ReadWriteMany unknown for this provisioner: check it before running multi-replica training"
+    return name, f"Storage: default StorageClass {name} ({provisioner}): {modes}. Classes: {names}."
 
 
 def kube_settings() -> dict:
@@ -230,7 +268,12 @@ def check_connectivity(connection: dict, *, timeout: float = 10.0) -> dict:
     try:
         clients = Clients(k8s.ApiClient(configuration_from(connection)))
         version = clients.call(clients.version.get_code, retries=1, _request_timeout=(timeout, timeout))
-        return {"ok": True, "version": version.get("gitVersion", ""), "detail": "Connected."}
+        try:  # the storage preflight: a warning in the detail, never a failed check
+            classes = clients.call(clients.storage.list_storage_class, retries=1, _request_timeout=(timeout, timeout))
+            storage = storage_report(classes.get("items") or [])[1]
+        except (ApiError, TransientError) as exc:
+            storage = f"Storage: StorageClasses could not be listed ({exc})."
+        return {"ok": True, "version": version.get("gitVersion", ""), "detail": f"Connected. {storage}"}
     except ConnectionNotConfigured as exc:
         return {"ok": False, "version": "", "detail": str(exc)}
     except ApiError as exc:

@@ -161,6 +161,32 @@ def run_secret(view: WorkloadView, options: ClusterOptions) -> list[dict]:
              "stringData": {k: str(v) for k, v in view.run_env.items()}}]
 
 
+def owned_by_job(obj: dict, job: dict) -> dict:
+    """The metadata patch that makes a per-attempt object (run Secret, datasets Secret) a dependent
+    of its attempt's Job: the garbage collector deletes it with the Job."""
+    meta = job["metadata"]
+    return {"metadata": {"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
+                                              "uid": meta["uid"]}]}}
+
+
+def workload_object_names(workload_id: int, attempts: int) -> dict[str, list[str]]:
+    """Every object Cairn may have created for a workload, by kind (names are deterministic):
+    what a finished workload's clean-up deletes. "Secret" holds the credentials (run tokens,
+    dataset store keys, the notebook token)."""
+    name = object_name(workload_id)
+    return {
+        "Secret": [name, *(f"{job_name(workload_id, a)}-{s}" for a in range(1, attempts + 1)
+                           for s in ("run", "datasets"))],
+        "Job": [job_name(workload_id, a) for a in range(1, attempts + 1)],
+        "Deployment": [name, canary_name(workload_id)],
+        "StatefulSet": [name],
+        "HorizontalPodAutoscaler": [name],
+        "Service": [name, canary_name(workload_id)],
+        "NetworkPolicy": [f"{name}-ranks"],
+        "PersistentVolumeClaim": [checkpoint_claim_name(workload_id), home_claim_name(workload_id)],
+    }
+
+
 def run_env_from(view: WorkloadView) -> list[dict]:
     return [{"secretRef": {"name": run_secret_name(view.id, view.attempt)}}] if view.run_env else []
 
@@ -330,6 +356,9 @@ def pod_security_context() -> dict:
         "runAsUser": RUN_AS_USER,
         "runAsGroup": RUN_AS_USER,
         "fsGroup": RUN_AS_USER,
+        # chown a volume only when its root is not already ours: a large checkpoint or dataset
+        # claim is not walked file by file at every pod start
+        "fsGroupChangePolicy": "OnRootMismatch",
         "seccompProfile": {"type": "RuntimeDefault"},
     }
 
@@ -482,7 +511,10 @@ def training_storage(view: WorkloadView, options: ClusterOptions) -> tuple[list[
         claim, sub_path = options.checkpoint_claim, f"{view.project}/{view.id}"
     else:
         claim, sub_path = checkpoint_claim_name(view.id), ""
-        spec: dict = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": options.checkpoint_storage}}}
+        # One replica needs no ReadWriteMany, which most default classes cannot provide (its claim
+        # would stay Pending): ReadWriteOnce moves with the pod from node to node between attempts.
+        modes = ["ReadWriteMany"] if view.replicas > 1 else ["ReadWriteOnce"]
+        spec: dict = {"accessModes": modes, "resources": {"requests": {"storage": options.checkpoint_storage}}}
         if options.storage_class:
             spec["storageClassName"] = options.storage_class
         objects.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",

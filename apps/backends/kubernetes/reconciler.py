@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -40,7 +41,7 @@ from apps.clusters.models import Cluster, Node, ResourcePool
 from apps.core.heartbeat import heartbeat
 from apps.deployments.selectors import deployment_rollout_state
 from apps.storage.services import node_cache_forget, node_cache_report
-from apps.workloads.choices import ACTIVE, EventType, WorkloadStatus
+from apps.workloads.choices import ACTIVE, TERMINAL, EventType, WorkloadStatus
 from apps.workloads.deadlines import format_duration, run_deadline
 from apps.workloads.kinds import kind_spec
 from apps.workloads.lifecycle import (
@@ -174,6 +175,35 @@ class ClusterReconciler:
                 logger.warning("kubernetes reconciler: workload %s: %s (next pass)", workload_id, exc)
             except Exception:
                 logger.exception("kubernetes reconciler: workload %s", workload_id)
+        return acted + self.clean_finished()
+
+    def clean_finished(self) -> int:
+        """Finished workloads leave nothing behind: their Secrets (run tokens, dataset credentials)
+        are deleted as soon as no pod of theirs runs, everything else RETENTION_SECONDS after they
+        ended (the Job's pods keep their logs until then). Marked in the runtime, once each."""
+        retention = float(kube_settings()["RETENTION_SECONDS"])
+        due = timezone.now() - timedelta(seconds=retention)
+        # (positive lookups only: a JSON key that is missing compares as NULL, which exclude() drops)
+        gone = Q(runtime__alive=False) | ~Q(runtime__has_key="alive")
+        due_now = ~Q(runtime__has_key="cleaned") | Q(runtime__cleaned="secrets", finished_at__lte=due)
+        finished = (Workload.objects.filter(pool__cluster_id=self.cluster_id, status__in=TERMINAL)
+                    .filter(gone).filter(due_now)
+                    .select_related("pool__cluster", "project").order_by("pk")[:50])
+        acted = 0
+        for workload in finished:
+            runtime = dict(workload.runtime or {})
+            stage = "all" if workload.finished_at is None or workload.finished_at <= due else "secrets"
+            if runtime.get("cleaned") == stage:
+                continue
+            try:
+                self.backend.cleanup(workload, secrets_only=stage == "secrets")
+            except Exception as exc:  # noqa: BLE001 - the next pass tries again
+                logger.warning("kubernetes reconciler: cleaning up workload %s: %s", workload.pk, exc)
+                continue
+            # the status in the filter: a notebook started again meanwhile keeps its new runtime
+            Workload.objects.filter(pk=workload.pk, status=workload.status).update(
+                runtime={**runtime, "cleaned": stage})
+            acted += 1
         return acted
 
     def _reconcile(self, workload: Workload, pods: list[dict]) -> bool:

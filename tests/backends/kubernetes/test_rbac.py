@@ -132,10 +132,23 @@ def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_
         if emulator.get("deployments", NS, f"cairn-{served.pk}-canary") is not None:
             deployment_rollout_rollback(workload=served)
     assert emulator.get("deployments", NS, f"cairn-{served.pk}-canary") is None
+    # Finished workloads are cleaned up (their Secrets, then everything after the retention).
+    from django.conf import settings
+    from django.utils import timezone
+
+    settings.CAIRN_KUBERNETES = {**settings.CAIRN_KUBERNETES, "RETENTION_SECONDS": 0}
+    for workload in workloads:
+        Workload.objects.filter(pk=workload.pk).update(status="failed", finished_at=timezone.now(),
+                                                       runtime={"alive": False})
+    # The cluster check's storage preflight.
+    from apps.clusters.services import kubernetes_cluster_check
+
+    kubernetes_cluster_check(cluster=k8s_cluster)
     reconciler = ClusterReconciler(k8s_cluster, watch_timeout=1)
     reconciler.start()
     try:
         assert eventually(lambda: reconciler.synced)
+        assert reconciler.clean_finished() == 3
         watches = {("batch", "jobs", "watch"), ("", "pods", "watch"), ("apps", "statefulsets", "watch"),
                    ("apps", "deployments", "watch"), ("", "nodes", "watch"), ("", "events", "watch")}
         assert eventually(lambda: watches <= emulator.verbs)
