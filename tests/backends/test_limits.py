@@ -156,7 +156,7 @@ def test_rlimit_nproc_makes_fork_fail_before_the_watchdog_looks(script, settings
         pytest.skip("no run user")
     running = sum(p.info["num_threads"] or 0 for p in psutil.process_iter(["uids", "num_threads"])
                   if p.info["uids"] and p.info["uids"].real == uid)
-    settings.CAIRN = {**settings.CAIRN, "NPROC_LIMIT": running + 200, "PROCESS_LIMIT": 5000}
+    settings.CAIRN = {**settings.CAIRN, "NPROC_LIMIT": running + 400, "PROCESS_LIMIT": 5000}
     workload = admitted(memory_mb=1024, spec={"command": ["python", script(FORKS)], "env": {}})
     workload_dispatch(workload_id=workload.pk)
     workload = reconcile_until(workload, {S.SUCCEEDED, S.FAILED}, timeout=60)
@@ -251,3 +251,14 @@ def test_a_replicas_cgroup_gets_its_memory_limit(tmp_path):
     assert (tmp_path / "cairn-7-1-0" / "pids.max").read_text() == "4096"
     (tmp_path / "cairn-7-1-0" / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
     assert group.oom_kills() == 1
+
+
+def test_the_start_up_log_says_how_memory_is_limited(caplog, monkeypatch):
+    from apps.backends.local import sandbox
+
+    monkeypatch.setattr(limits, "_cgroup_parent", [None])
+    with caplog.at_level("INFO", logger="apps.backends.local.sandbox"):
+        sandbox.log_start_up_warning()
+    assert any("replica memory watched every 0.5 s" in r.getMessage() for r in caplog.records)
+    monkeypatch.setattr(limits, "_cgroup_parent", ["/sys/fs/cgroup/cairn"])
+    assert "cgroup v2" in limits.describe() and "/sys/fs/cgroup/cairn" in limits.describe()

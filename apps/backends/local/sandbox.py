@@ -302,3 +302,8 @@ def log_start_up_warning() -> None:
         logger.info("local backend: %s", iso.describe())
     else:
         logger.warning("local backend: %s%s", iso.describe(), f" ({iso.problem})" if iso.problem else "")
+    from . import limits, seccomp
+
+    logger.info("local backend: %s", limits.describe())
+    if iso.level in (BWRAP_ROOT, BWRAP):
+        seccomp.program()  # built at start: a host without libseccomp is told now, not at the first launch
