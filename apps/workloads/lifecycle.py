@@ -26,7 +26,7 @@ from .choices import EventType, StopCause, WorkloadStatus
 from .deadlines import format_duration, run_deadline
 from .models import Workload
 from .observations import LOST, ReplicaState
-from .services import workload_event_record, workload_finish_at_deadline, workload_transition
+from .services import conditions_restarted, workload_event_record, workload_finish_at_deadline, workload_transition
 
 S = WorkloadStatus
 T = TypeVar("T")
@@ -225,7 +225,8 @@ def workload_observe(
                 exit_code=observation.exit_code, runtime=finished,
             )
             return decision
-        workload_runtime_save(workload, new_runtime, attempt=decision.attempt)
+        workload_runtime_save(workload, new_runtime, attempt=decision.attempt, conditions=conditions_restarted(
+            workload, attempt=decision.attempt, reason=decision.reason, message=decision.message))
         workload_event_record(workload=workload, reason=decision.reason, type=EventType.WARNING,
                               message=decision.message)
     else:  # FAIL, LOSE

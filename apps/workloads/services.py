@@ -42,16 +42,23 @@ _CONDITION_FOR_STATUS = {
 }
 
 
-def _updated_conditions(conditions: list[dict], *, status: str, reason: str, message: str, now: datetime) -> list[dict]:
+def _updated_conditions(conditions: list[dict], *, status: str, reason: str, message: str, now: datetime,
+                       attempt: int = 1) -> list[dict]:
     """Set the condition for `status` to True and the others (except history) to False. A condition
     that flips to False takes the reason and message of the transition that ended it (its old
-    message, e.g. "Waiting for the scheduler.", would no longer be true)."""
+    message, e.g. "Waiting for the scheduler.", would no longer be true).
+
+    Each condition carries the attempt it describes (`attempt`, and Kubernetes' name for it,
+    `observedGeneration`): the conditions are those of the current attempt only (a workload
+    going back to the queue starts from none, see `conditions_attempt`)."""
     wanted = _CONDITION_FOR_STATUS[status]
     by_type = {c["type"]: dict(c) for c in conditions}
     for ctype, cond in by_type.items():
         if ctype != wanted and cond["status"] == "True" and ctype in ("Queued", "Running", "Stopping"):
             cond.update(status="False", reason=reason, lastTransitionTime=now.isoformat(),
                         message=f"No longer {ctype.lower()}: {status}" + (f" ({message.rstrip('.')})." if message else "."))
+        if ctype in _CONDITION_ORDER:  # still true (or false) as of this attempt
+            cond.update(attempt=attempt, observedGeneration=attempt)
     current = by_type.get(wanted)
     if current is None or current["status"] != "True" or current.get("reason") != reason:
         by_type[wanted] = {
@@ -60,9 +67,39 @@ def _updated_conditions(conditions: list[dict], *, status: str, reason: str, mes
             "reason": reason,
             "message": message,
             "lastTransitionTime": now.isoformat(),
+            "attempt": attempt,
+            "observedGeneration": attempt,
         }
-    order = ["Queued", "Admitted", "Running", "Stopping", "Finished"]
-    return sorted(by_type.values(), key=lambda c: order.index(c["type"]) if c["type"] in order else 99)
+    return sorted(by_type.values(),
+                  key=lambda c: _CONDITION_ORDER.index(c["type"]) if c["type"] in _CONDITION_ORDER else 99)
+
+
+_CONDITION_ORDER = ["Queued", "Admitted", "Running", "Stopping", "Finished"]
+
+
+def conditions_attempt(workload: Workload, *, to_status: str, attempt: int | None = None) -> tuple[list[dict], int]:
+    """The conditions a transition of `workload` to `to_status` starts from, and the attempt they
+    describe (Kubernetes' convention: a new generation starts from fresh conditions).
+
+    Back in the queue (started again, requeued after a preemption, moved off a bad node), the
+    workload waits for attempt n+1: the last attempt's conditions (its `Finished`, its
+    `Admitted` time) no longer describe it. Otherwise the attempt is the one being launched
+    (`attempt`), or the one the conditions already describe."""
+    launched = workload.attempt if attempt is None else attempt
+    if to_status == S.QUEUED and workload.status != S.QUEUED:
+        return [], launched + 1
+    if attempt is not None:
+        return workload.conditions or [], max(attempt, 1)
+    known = [c["attempt"] for c in workload.conditions or [] if isinstance(c.get("attempt"), int)]
+    return workload.conditions or [], max(known) if known else max(launched, 1)
+
+
+def conditions_restarted(workload: Workload, *, attempt: int, reason: str, message: str) -> list[dict]:
+    """The conditions of a workload restarted in place (RUNNING throughout) as attempt `attempt`:
+    its admission still holds; Running is set anew for the new attempt."""
+    others = [c for c in workload.conditions or [] if c["type"] != "Running"]
+    return _updated_conditions(others, status=S.RUNNING, reason=reason, message=message, now=timezone.now(),
+                               attempt=attempt)
 
 
 def workload_event_record(
@@ -114,7 +151,9 @@ def workload_transition(
         if not can_transition(current, to_status):
             raise ConflictError(f"A {current} workload cannot become {to_status}.")
         now = timezone.now()
-        conditions = _updated_conditions(workload.conditions, status=to_status, reason=reason, message=message, now=now)
+        base, attempt = conditions_attempt(workload, to_status=to_status, attempt=fields.get("attempt"))
+        conditions = _updated_conditions(base, status=to_status, reason=reason, message=message, now=now,
+                                         attempt=attempt)
         updates = {
             "status": to_status,
             "status_reason": reason,
@@ -171,7 +210,8 @@ def workload_submit(
                 max_runtime_seconds=max_runtime_seconds, accelerator_type=accelerator_type, arch=arch,
                 status=S.QUEUED, status_reason="Submitted", status_message="Waiting for the scheduler.",
                 conditions=_updated_conditions(
-                    [], status=S.QUEUED, reason="Submitted", message="Waiting for the scheduler.", now=timezone.now()
+                    [], status=S.QUEUED, reason="Submitted", message="Waiting for the scheduler.", now=timezone.now(),
+                    attempt=1,
                 ),
             )
             workload_event_record(
