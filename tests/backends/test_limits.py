@@ -251,6 +251,10 @@ def test_a_replicas_cgroup_gets_its_memory_limit(tmp_path):
     assert (tmp_path / "cairn-7-1-0" / "pids.max").read_text() == "4096"
     (tmp_path / "cairn-7-1-0" / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
     assert group.oom_kills() == 1
+    # The kernel ended the replica between two looks: the shim's last look still names the reason.
+    watchdog = Watchdog(os.getpid(), memory=512 * MiB, cgroup=group)
+    watchdog.last_look()
+    assert watchdog.reason == limits.OUT_OF_MEMORY and "512 MiB" in watchdog.detail
 
 
 def test_the_start_up_log_says_how_memory_is_limited(caplog, monkeypatch):

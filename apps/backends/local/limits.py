@@ -361,6 +361,12 @@ class Watchdog(threading.Thread):
                 kill_tree(self.root)
                 return
 
+    def last_look(self) -> None:
+        """After the command ended: a cgroup's OOM kill may have ended it between two looks."""
+        if not self.reason and self.cgroup is not None and self.cgroup.oom_kills():
+            self.reason, self.detail = OUT_OF_MEMORY, (f"its processes reached its memory limit of "
+                                                       f"{size(self.memory or 0)}.")
+
     def look(self) -> tuple[str, str] | None:
         """Memory and processes: (reason, detail) when over a limit, else None."""
         pids = process_tree(self.root)

@@ -216,6 +216,7 @@ def main(argv: list[str]) -> int:
     if watchdog is not None:
         watchdog.stop()
         watchdog.join(timeout=5)
+        watchdog.last_look()
     verdict = {"reason": watchdog.reason, "detail": watchdog.detail} if watchdog is not None else {}
     write_exit_file(exit_file, returncode, sandboxed=sandboxed, **verdict)
     if cgroup is not None:
