@@ -3,6 +3,7 @@
 import { Alert, Anchor, Badge, Box, Card, Group, Select, Switch, Text, Title } from "@mantine/core";
 import { useLayoutEffect, useMemo, useRef, useState } from "react";
 import { appendLog, appendNote, emptyLog, logText, type LogBuffer } from "../../lib/logbuffer";
+import { isFinal } from "../../lib/status";
 import { workloadPath } from "../../lib/workloadPath";
 import { useTopic } from "../../live/LiveProvider";
 import type { Workload } from "./api";
@@ -14,7 +15,17 @@ export interface LogPanelProps {
   project: string;
 }
 
-export function LogPanel({ workload: w, project }: LogPanelProps) {
+/** The server ends a log's topic once the workload has finished (`logs.end`). A workload that
+ * leaves a final status (a notebook started again) gets a fresh view and subscription, which
+ * follows its new attempt: no stale "ended" badge, no reload. */
+export function LogPanel(props: LogPanelProps) {
+  const final = isFinal(props.workload.status);
+  const [run, setRun] = useState({ final, generation: 0 });
+  if (run.final !== final) setRun({ final, generation: run.generation + (run.final && !final ? 1 : 0) });
+  return <LogView key={run.generation} {...props} />;
+}
+
+function LogView({ workload: w, project }: LogPanelProps) {
   const [replica, setReplica] = useState(0);
   const [follow, setFollow] = useState(true);
   const [buffer, setBuffer] = useState<LogBuffer>(emptyLog);
