@@ -45,7 +45,10 @@ class S3Emulator:
 
 
 @pytest.fixture
-def s3_server(tmp_path):
+def s3_server(tmp_path, settings):
+    """The emulator on 127.0.0.1:<port>, which Cairn is allowed to fetch from (a loopback address
+    is refused otherwise: apps/core/netguard.py): server-wide here, so that every test using it
+    registers datasets; tests/storage/test_fetch_guard.py checks the per-pool allowance."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -64,6 +67,8 @@ def s3_server(tmp_path):
                 proc.kill()
                 raise RuntimeError("moto's S3 server did not start") from None
             time.sleep(0.1)
+    settings.CAIRN = {**settings.CAIRN,
+                      "FETCH_ALLOWED_HOSTS": [*settings.CAIRN.get("FETCH_ALLOWED_HOSTS", []), f"127.0.0.1:{port}"]}
     yield S3Emulator(port, recording, proc)
     proc.kill()
     proc.wait(timeout=10)

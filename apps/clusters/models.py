@@ -1,6 +1,7 @@
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from apps.core.netguard import clean_allowed_hosts
 from apps.projects.models import slug_validator
 
 from .choices import AcceleratorType, Backend, CpuArch, CredentialKind, NodeHealth
@@ -74,6 +75,10 @@ class ResourcePool(models.Model):
             self.allowed_paths = allowed_paths_clean(self.allowed_paths)
         except WorkingDirError as exc:
             raise ValidationError({"allowed_paths": str(exc)}) from exc
+        try:
+            self.fetch_allowed_hosts = clean_allowed_hosts(self.fetch_allowed_hosts)
+        except ValueError as exc:
+            raise ValidationError({"fetch_allowed_hosts": str(exc)}) from exc
         for name, allowed in (("accelerator_types", AcceleratorType.values), ("architectures", CpuArch.values)):
             value = getattr(self, name)
             if not isinstance(value, list) or any(v not in allowed for v in value):

@@ -49,7 +49,8 @@ class Dataset(models.Model):
     location = models.JSONField(default=dict)
     # s3 only: {"access_key_id", "secret_access_key"} as JSON, encrypted (apps.clusters.crypto).
     credentials_encrypted = models.TextField(blank=True)
-    # host_path only: the pool whose allowed_paths allow it (its workloads may mount it).
+    # host_path: the pool whose allowed_paths allow it (its workloads may mount it); s3: the pool
+    # whose fetch_allowed_hosts its endpoint may use (apps/core/netguard.py).
     pool = models.ForeignKey(ResourcePool, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

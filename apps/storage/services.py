@@ -18,6 +18,7 @@ from apps.clusters.crypto import CredentialsUnreadable, decrypt, encrypt
 from apps.clusters.models import ResourcePool
 from apps.clusters.workdir import WorkingDirError, check_working_dir
 from apps.core.errors import ConflictError, ServiceError
+from apps.core.netguard import Policy, UnsafeDestination
 from apps.projects.models import Project
 
 from . import cachefill
@@ -251,7 +252,20 @@ HOST_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.\-]{0,251}[A-Za-z0-9])?$")
 dataset_delete_checks: list[Callable[[Dataset], None]] = []
 
 
-def _clean_location(*, source: str, location: dict, credentials: dict | None, pool: ResourcePool | None) -> dict:
+def fetch_policy(*, project: Project, pool: ResourcePool | None) -> Policy:
+    """The hosts a fetch for `project` may reach although private: the server-wide list, and the
+    pool's when the project has a quota on it (a pool it may use)."""
+    allowed = list(settings.CAIRN.get("FETCH_ALLOWED_HOSTS") or [])
+    if pool is not None and pool.fetch_allowed_hosts:
+        from apps.quotas.models import Quota
+
+        if Quota.objects.filter(project=project, pool=pool).exists():
+            allowed += [h for h in pool.fetch_allowed_hosts if isinstance(h, str)]
+    return Policy(allowed)
+
+
+def _clean_location(*, source: str, location: dict, credentials: dict | None, pool: ResourcePool | None,
+                    policy: Policy | None = None) -> dict:
     if not isinstance(location, dict):
         raise ServiceError("Give the location as an object.")
     if source == SourceKind.S3:
@@ -263,6 +277,11 @@ def _clean_location(*, source: str, location: dict, credentials: dict | None, po
             raise ServiceError("The prefix must be a key prefix without '..' (at most 1024 characters).")
         if endpoint and (not isinstance(endpoint, str) or not re.match(r"^https?://[^\s/]+(/[^\s]*)?$", endpoint)):
             raise ServiceError("endpoint_url must be an http(s) URL, e.g. https://s3.example.com.")
+        if endpoint:
+            try:  # a first check with a clear message; every connection is checked again (sources.py)
+                (policy or Policy()).check_url(endpoint)
+            except UnsafeDestination as exc:
+                raise ServiceError(f"endpoint_url: {exc}") from None
         if not isinstance(region, str) or len(region) > 40:
             raise ServiceError("region must be a short string such as 'us-east-1'.")
         creds = credentials or {}
@@ -302,10 +321,10 @@ def dataset_credentials(dataset: Dataset) -> dict:
         raise ServiceError(str(exc).replace("cluster", "dataset"), status_code=409) from None
 
 
-def _read_manifest(*, source: str, location: dict, credentials: dict) -> list[dict]:
+def _read_manifest(*, source: str, location: dict, credentials: dict, policy: Policy | None = None) -> list[dict]:
     try:
         if source == SourceKind.S3:
-            return s3_manifest(location, credentials)
+            return s3_manifest(location, credentials, policy=policy)
         if source == SourceKind.HOST_PATH:
             return host_path_manifest(location["path"])
     except SourceError as exc:
@@ -322,17 +341,19 @@ def dataset_register(
     is stored: a source Cairn cannot read is refused (400) and nothing is kept."""
     if not NAME_RE.match(name or ""):
         raise ServiceError("Use 1-63 lowercase letters, digits and '-' for the dataset name.")
-    location = _clean_location(source=source, location=location, credentials=credentials, pool=pool)
+    policy = fetch_policy(project=project, pool=pool)
+    location = _clean_location(source=source, location=location, credentials=credentials, pool=pool, policy=policy)
     creds = {k: credentials[k] for k in ("access_key_id", "secret_access_key")} if credentials else {}
     if Dataset.objects.filter(project=project, name=name).exists():
         raise ConflictError(f"A dataset named '{name}' already exists in project '{project.slug}'.")
-    manifest = _read_manifest(source=source, location=location, credentials=creds)
+    manifest = _read_manifest(source=source, location=location, credentials=creds, policy=policy)
     try:
         with transaction.atomic():
             dataset = Dataset.objects.create(
                 project=project, name=name, source=source, location=location, description=description,
                 credentials_encrypted=encrypt(json.dumps(creds)) if creds else "", created_by=created_by,
-                pool=pool if source == SourceKind.HOST_PATH else None)
+                # s3: the pool whose fetch_allowed_hosts the snapshots keep using.
+                pool=pool if source in (SourceKind.HOST_PATH, SourceKind.S3) else None)
             _version_create(dataset=dataset, number=1, manifest=manifest, created_by=created_by)
     except IntegrityError:
         raise ConflictError(f"A dataset named '{name}' already exists in project '{project.slug}'.") from None
@@ -349,7 +370,8 @@ def _version_create(*, dataset: Dataset, number: int, manifest: list[dict], crea
 def dataset_snapshot(*, dataset: Dataset, created_by: User | None = None) -> tuple[DatasetVersion, bool]:
     """The source's current manifest as a new version; (the latest version, False) when nothing changed."""
     manifest = _read_manifest(source=dataset.source, location=dataset.location,
-                              credentials=dataset_credentials(dataset))
+                              credentials=dataset_credentials(dataset),
+                              policy=fetch_policy(project=dataset.project, pool=dataset.pool))
     digest = manifest_digest(dataset.source, dataset.location, manifest)
     with transaction.atomic():
         locked = Dataset.objects.select_for_update().get(pk=dataset.pk)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
+
+from apps.core.netguard import FetchGuard, Policy
 
 MAX_OBJECTS = 1_000_000
 
@@ -15,10 +18,13 @@ class SourceError(Exception):
     """The source could not be read; the message is meant for the user."""
 
 
-def s3_store(location: dict, credentials: dict):
+def s3_store(location: dict, credentials: dict, *, proxy_url: str = ""):
     from obstore.store import S3Store
 
-    return S3Store(location["bucket"], **store_options(location, credentials))
+    options = store_options(location, credentials)
+    if proxy_url:
+        options["client_options"]["proxy_url"] = proxy_url
+    return S3Store(location["bucket"], **options)
 
 
 def store_options(location: dict, credentials: dict) -> dict:
@@ -43,19 +49,45 @@ def store_options(location: dict, credentials: dict) -> dict:
     return options
 
 
-def s3_manifest(location: dict, credentials: dict) -> list[dict]:
+_STATUS = re.compile(r"status(?: code)?: (\d{3})\b")
+
+
+def fetch_failure(exc: Exception) -> str:
+    """What went wrong, in words of Cairn's own: obstore's message carries the endpoint's answer
+    (its body), which is never shown - the endpoint may be a service the user should not read."""
+    text = str(exc)
+    status = _STATUS.search(text)
+    if status:
+        return f"the endpoint answered HTTP {status.group(1)}"
+    lowered = text.lower()
+    if "timed out" in lowered or "timeout" in lowered:
+        return "the endpoint did not answer in time"
+    if "dns" in lowered or "resolve" in lowered:
+        return "the endpoint's host could not be resolved"
+    if "connect" in lowered or "sending request" in lowered:
+        return "the endpoint could not be reached"
+    return "the endpoint's answer was not an S3 listing"
+
+
+def s3_manifest(location: dict, credentials: dict, *, policy: Policy | None = None) -> list[dict]:
+    """The listing of the location's prefix. Every connection goes through a FetchGuard with
+    `policy` (apps/core/netguard.py): no loopback, private or metadata address unless allowed."""
+    guard = FetchGuard(policy or Policy())
     try:
-        store = s3_store(location, credentials)
-        items = []
-        for batch in store.list():
-            for meta in batch:
-                items.append({"key": meta["path"], "size": int(meta["size"]), "etag": (meta.get("e_tag") or "")})
-                if len(items) > MAX_OBJECTS:
-                    raise SourceError(f"The prefix holds more than {MAX_OBJECTS} objects.")
+        with guard:
+            store = s3_store(location, credentials, proxy_url=guard.proxy_url)
+            items = []
+            for batch in store.list():
+                for meta in batch:
+                    items.append({"key": meta["path"], "size": int(meta["size"]), "etag": (meta.get("e_tag") or "")})
+                    if len(items) > MAX_OBJECTS:
+                        raise SourceError(f"The prefix holds more than {MAX_OBJECTS} objects.")
     except SourceError:
         raise
-    except Exception as exc:  # noqa: BLE001 - obstore raises its own error types; the user needs the text
-        raise SourceError(f"The S3 prefix could not be listed: {str(exc).splitlines()[0][:300]}") from None
+    except Exception as exc:  # noqa: BLE001 - obstore raises its own error types
+        if guard.refusal:
+            raise SourceError(guard.refusal) from None
+        raise SourceError(f"The S3 prefix could not be listed: {fetch_failure(exc)}.") from None
     return sorted(items, key=lambda i: i["key"])
 
 

@@ -277,6 +277,10 @@ CAIRN = {
     "CGROUP_PARENT": env.str("CAIRN_CGROUP_PARENT", default=""),
     # Seccomp filter in the bubblewrap sandbox (refuses unshare, mount, ptrace, keyctl, ...): on | off.
     "SECCOMP": env.str("CAIRN_SECCOMP", default="on"),
+    # Hosts (name, IP or host:port) that URLs Cairn fetches for users (S3 dataset endpoints) may
+    # point at although they resolve to loopback/private addresses, for every pool; pools add
+    # their own (ResourcePool.fetch_allowed_hosts). apps/core/netguard.py.
+    "FETCH_ALLOWED_HOSTS": env.list("CAIRN_FETCH_ALLOWED_HOSTS", default=[]),
     # Reverse proxies in front of Cairn that append to X-Forwarded-For (audit log addresses); 0: none.
     "TRUSTED_PROXIES": env.int("CAIRN_TRUSTED_PROXIES", default=0),
     # Telemetry (apps/telemetry/conf.py has the rest): seconds between samples, and the DCGM

@@ -198,7 +198,9 @@ class DatasetCreateSerializer(StrictSerializer):
     location = serializers.DictField(
         help_text="s3: {bucket, prefix, endpoint_url, region}; nfs: {server, path}; host_path: {path}.")
     credentials = S3CredentialsSerializer(required=False, help_text="s3 only; stored encrypted, never shown again.")
-    pool = serializers.CharField(required=False, max_length=40, help_text="host_path only: the pool that allows it.")
+    pool = serializers.CharField(required=False, max_length=40,
+                                 help_text="host_path: the pool that allows it; s3: the pool whose "
+                                           "fetch_allowed_hosts the endpoint may use.")
     description = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
 
     def validate_name(self, value):

@@ -1,0 +1,251 @@
+"""SSRF (issue 44, item 4): an S3 dataset's endpoint_url may not lead Cairn's server to a loopback,
+private, link-local or metadata address unless an admin allows the host (on the pool, or for
+every pool), and a failed fetch never shows what the endpoint answered."""
+import http.server
+import socket
+import threading
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from apps.core import netguard
+from apps.storage.models import Dataset
+from tests.s3emu import CREDENTIALS, s3_location
+
+pytestmark = pytest.mark.django_db
+
+P = "/api/v1/projects/vision"
+SECRET = "SECRET-METADATA-CREDENTIAL-1234"
+
+
+class _Answer(http.server.BaseHTTPRequestHandler):
+    status, headers, body = 200, {}, SECRET.encode()
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self.server.hits.append(self.path)
+        self.send_response(self.status)
+        for name, value in {**self.headers_out, "Content-Length": str(len(self.body))}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    do_HEAD = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+def _serve(status=200, headers=None, body=SECRET.encode(), host="127.0.0.1", family=socket.AF_INET):
+    handler = type("Handler", (_Answer,), {"status": status, "headers_out": headers or {}, "body": body})
+    server_class = type("Server", (http.server.ThreadingHTTPServer,), {"address_family": family})
+    server = server_class((host, 0), handler)
+    server.hits = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def secret_server():
+    """A service on loopback that answers anything with a credential (like a metadata service)."""
+    server = _serve()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def no_global_allowance(settings):
+    settings.CAIRN = {**settings.CAIRN, "FETCH_ALLOWED_HOSTS": []}
+
+
+def _register(client, endpoint, name="d", pool=None):
+    body = {"name": name, "source": "s3", "credentials": CREDENTIALS,
+            "location": {"bucket": "corpus", "prefix": "", "endpoint_url": endpoint}}
+    if pool:
+        body["pool"] = pool
+    return client.post(f"{P}/datasets/", body, format="json")
+
+
+def _refused(answer, *words):
+    assert answer.status_code == 400, answer.content
+    detail = answer.json()["detail"]
+    assert SECRET not in answer.content.decode()
+    for word in words:
+        assert word in detail, detail
+    assert not Dataset.objects.filter(name="d").exists()
+    return detail
+
+
+@pytest.fixture
+def ipv6_secret_server():
+    try:
+        server = _serve(host="::1", family=socket.AF_INET6)
+    except OSError:
+        pytest.skip("no IPv6 loopback on this host")
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("endpoint, words", [
+    ("http://127.0.0.1:{port}", "loopback"),
+    ("http://localhost:{port}", "loopback"),
+    ("http://169.254.169.254", "metadata"),
+    ("http://10.0.0.1:9000", "private"),
+    ("http://100.64.0.1", "private"),
+    ("http://0.0.0.0:{port}", "unspecified"),
+    ("http://[::ffff:127.0.0.1]:{port}", "loopback"),
+    ("http://[fd00:ec2::254]", "metadata"),
+])
+def test_private_endpoints_are_refused_without_a_connection(endpoint, words, client_for, alice, secret_server,
+                                                             no_global_allowance):
+    answer = _register(client_for(alice), endpoint.format(port=secret_server.server_address[1]))
+    _refused(answer, "endpoint_url", words, "fetch_allowed_hosts")
+    assert secret_server.hits == []
+
+
+def test_ipv6_loopback_is_refused(client_for, alice, ipv6_secret_server, no_global_allowance):
+    answer = _register(client_for(alice), f"http://[::1]:{ipv6_secret_server.server_address[1]}")
+    _refused(answer, "loopback")
+    assert ipv6_secret_server.hits == []
+
+
+@pytest.fixture
+def fake_dns(monkeypatch):
+    """fake_dns(name, *addresses_per_lookup): `name` resolves to the next address each time it
+    is looked up (the last one from then on); other names resolve as usual."""
+    real = socket.getaddrinfo
+
+    def install(name, *answers):
+        answers = list(answers)
+
+        def getaddrinfo(host, port, *args, **kwargs):
+            if host == name:
+                address = answers.pop(0) if len(answers) > 1 else answers[0]
+                return real(address, port, *args, **kwargs)
+            return real(host, port, *args, **kwargs)
+
+        monkeypatch.setattr(netguard.socket, "getaddrinfo", getaddrinfo)
+
+    return install
+
+
+def test_a_name_resolving_to_loopback_is_refused(client_for, alice, secret_server, fake_dns, no_global_allowance):
+    fake_dns("s3.internal.example", "127.0.0.1")
+    answer = _register(client_for(alice), f"http://s3.internal.example:{secret_server.server_address[1]}")
+    _refused(answer, "s3.internal.example", "loopback")
+    assert secret_server.hits == []
+
+
+def test_dns_rebinding_between_check_and_connect_is_refused(client_for, alice, secret_server, fake_dns,
+                                                            no_global_allowance):
+    """Public at the first look, loopback when the client connects: the guard connects only to the
+    address it checked at connect time."""
+    fake_dns("rebind.example", "93.184.216.34", "127.0.0.1")
+    answer = _register(client_for(alice), f"http://rebind.example:{secret_server.server_address[1]}")
+    _refused(answer, "loopback")
+    assert secret_server.hits == []
+
+
+def test_a_redirect_to_a_private_address_is_not_followed(client_for, alice, secret_server, settings):
+    redirector = _serve(status=307, body=b"",
+                        headers={"Location": f"http://127.0.0.1:{secret_server.server_address[1]}/corpus?list-type=2"})
+    try:
+        settings.CAIRN = {**settings.CAIRN, "FETCH_ALLOWED_HOSTS": [f"127.0.0.1:{redirector.server_address[1]}"]}
+        answer = _register(client_for(alice), f"http://127.0.0.1:{redirector.server_address[1]}")
+        _refused(answer)
+        assert secret_server.hits == []
+    finally:
+        redirector.shutdown()
+        redirector.server_close()
+
+
+@pytest.mark.parametrize("status", [200, 403, 500])
+def test_the_endpoints_answer_is_never_shown(status, client_for, alice, settings):
+    """An allowed endpoint that answers something other than a listing: the detail says what
+    failed (the status code), never the body."""
+    server = _serve(status=status)
+    try:
+        settings.CAIRN = {**settings.CAIRN, "FETCH_ALLOWED_HOSTS": [f"127.0.0.1:{server.server_address[1]}"]}
+        detail = _refused(_register(client_for(alice), f"http://127.0.0.1:{server.server_address[1]}"),
+                          "could not be listed")
+        assert server.hits  # it was reached: the host is allowed
+        assert (f"HTTP {status}" in detail) if status != 200 else ("not an S3 listing" in detail), detail
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_host_allowed_on_the_pool_works_for_projects_with_a_quota_there(client_for, alice, s3_server, pool,
+                                                                           no_global_allowance):
+    images = s3_server
+    images.make_bucket("corpus")
+    images.put("corpus", "images/a.bin", b"a" * 10)
+    images.put("corpus", "images/b.bin", b"b" * 10)
+    client = client_for(alice)
+    location = s3_location(images, "corpus", "images")
+    host = location["endpoint_url"].removeprefix("http://")
+    _refused(_register(client, location["endpoint_url"], pool=pool.name), "loopback")  # not allowed yet
+    pool.fetch_allowed_hosts = [host]
+    pool.save()
+    _refused(_register(client, location["endpoint_url"], pool=pool.name), "loopback")  # no quota on it
+    assert not Dataset.objects.exists()
+
+    from tests.factories import QuotaFactory
+
+    QuotaFactory(project=alice.memberships.first().project, pool=pool)
+    answer = client.post(f"{P}/datasets/", {"name": "imgs", "source": "s3", "location": location,
+                                            "credentials": CREDENTIALS, "pool": pool.name}, format="json")
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["pool"] == pool.name and answer.json()["versions"][0]["files"] == 2
+    images.put("corpus", "images/new.bin", b"n")
+    snap = client.post(f"{P}/datasets/imgs/snapshot/")  # the pool's allowance again
+    assert snap.status_code == 201, snap.content
+    pool.fetch_allowed_hosts = []
+    pool.save()
+    refused = client.post(f"{P}/datasets/imgs/snapshot/")
+    assert refused.status_code == 400 and "loopback" in refused.json()["detail"]
+
+
+def test_the_pools_allowed_hosts_are_validated(pool):
+    pool.fetch_allowed_hosts = ["s3.internal", "10.0.0.5:9000", "[fd00::5]:443", "fd00::6", "S3.Lab.Example"]
+    pool.full_clean()
+    for bad in (["http://s3.internal"], ["host:0"], ["host:99999"], ["a b"], [""], ["s3/x"], "s3.internal", [5],
+                ["host:"], ["user@host"]):
+        pool.fetch_allowed_hosts = bad
+        with pytest.raises(ValidationError) as error:
+            pool.full_clean()
+        assert "fetch_allowed_hosts" in error.value.message_dict
+
+
+def test_the_pool_admin_form_refuses_a_bad_entry(admin_user, pool):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(admin_user)
+    url = f"/admin/clusters/resourcepool/{pool.pk}/change/"
+    page = client.get(url)
+    assert page.status_code == 200
+    from tests.audit.conftest import admin_form
+
+    data = admin_form(client, url)
+    data["fetch_allowed_hosts"] = '["http://bad/"]'
+    answer = client.post(url, data)
+    assert answer.status_code == 200 and b"host name, an IP address, or host:port" in answer.content
+    pool.refresh_from_db()
+    assert pool.fetch_allowed_hosts == []
+    data["fetch_allowed_hosts"] = '["minio.lab:9000"]'
+    assert client.post(url, data).status_code == 302
+    pool.refresh_from_db()
+    assert pool.fetch_allowed_hosts == ["minio.lab:9000"]
+
+
+@pytest.mark.parametrize("address, refused", [
+    ("8.8.8.8", False), ("2606:4700:4700::1111", False),
+    ("127.0.0.1", True), ("127.8.9.10", True), ("::1", True), ("10.1.2.3", True), ("172.16.0.1", True),
+    ("192.168.1.1", True), ("100.64.0.1", True), ("169.254.169.254", True), ("169.254.1.1", True),
+    ("fe80::1", True), ("fc00::1", True), ("fd00:ec2::254", True), ("0.0.0.0", True), ("::", True),
+    ("224.0.0.1", True), ("ff02::1", True), ("::ffff:10.0.0.1", True), ("::ffff:8.8.8.8", False),
+])
+def test_which_addresses_are_refused(address, refused):
+    assert (netguard.refused_reason(address) is not None) is refused
