@@ -11,6 +11,9 @@ from tests.backends.helpers import kill_processes_mentioning
 def _kill_replicas(_isolated_data_dir, settings):
     yield
     kill_processes_mentioning(str(settings.CAIRN_DATA_DIR))
+    from apps.backends.local import netns
+
+    netns.remove_all()  # the test's workload networks (named after its data folder) and their keepers
 
 
 @pytest.fixture

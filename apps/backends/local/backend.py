@@ -30,7 +30,7 @@ from apps.clusters.models import Node
 from apps.clusters.workdir import WorkingDirError, resolve_working_dir
 from apps.workloads.kinds import LaunchRefused, kind_spec
 
-from . import bridge, limits, sandbox, seccomp, stacks
+from . import bridge, limits, netns, sandbox, seccomp, stacks
 from . import env as replica_env_lib
 from . import storage as local_storage
 from .logs import FileLogReader, read_log
@@ -97,6 +97,20 @@ def free_port(taken: set[int] | None = None) -> int:
                 taken.add(port)
             return port
     raise LaunchError("No free TCP port on 127.0.0.1.")
+
+
+def _host_listener(host: str, port: int) -> socket.socket:
+    """Cairn's TCP listener on the host for a replica in a network of its own (bridge.py relays)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(128)
+    except OSError as exc:
+        listener.close()
+        raise LaunchError(f"Cannot listen on {host}:{port} for the replica: {exc}") from None
+    return listener
 
 
 def _signal_replica(record: dict, sig: int) -> bool:
@@ -263,6 +277,14 @@ class LocalBackend(Backend):
         problem = sandbox.unreachable_python(iso)
         if problem:
             raise LaunchError(problem)
+        net, outbound = None, bool(getattr(workload.pool, "outbound_access", True)) and netns.network().outbound
+        if iso.uid is not None and netns.network().available:  # root with a run user: see netns.py
+            netns.sweep()
+            try:
+                net = netns.ensure(wid, attempt, outbound=outbound,
+                                   run_uid=iso.uid, run_gid=iso.gid)
+            except (netns.NetworkError, OSError, subprocess.SubprocessError) as exc:
+                raise LaunchError(str(exc)) from exc
         base_env = replica_env_lib.inherited_env()
         base_env["HOME"] = str(home)
         if iso.user:
@@ -270,7 +292,7 @@ class LocalBackend(Backend):
         if iso.level != sandbox.NONE:
             base_env["TMPDIR"] = "/tmp"  # private in the sandbox; Cairn's own TMPDIR may be out of reach
         return {
-            "iso": iso, "cwd": cwd, "home": home, "kept": kept, "data_dir": data_dir, "attempt": attempt,
+            "iso": iso, "net": net, "outbound": outbound, "cwd": cwd, "home": home, "kept": kept, "data_dir": data_dir, "attempt": attempt,
             "master_port": master_port, "token": token, "base_env": base_env, "node_gpus": self._node_gpu_count(workload),
             # From the apps above (launch_env.py): tracking's run of this attempt and a write-only token.
             "run_env": attempt_env(workload=workload, attempt=attempt) if run_env is None else run_env,
@@ -318,16 +340,25 @@ class LocalBackend(Backend):
             serve_socket = bridge.socket_path(attempt_dir(wid, attempt), slot, start=secrets.token_hex(4))
             listener = bridge.listen(serve_socket)
             inner = bridge.launcher_argv(sys.executable, listener.fileno(), port, command)
+        elif port is not None and context["net"] is not None:
+            # In a network of its own the port is out of Cairn's reach: Cairn listens on it on the
+            # host and the replica's bridge relays to 127.0.0.1:PORT inside (bridge.py).
+            listener = _host_listener(kind.local_host() if kind.local_host is not None else "127.0.0.1", port)
+            inner = bridge.launcher_argv(sys.executable, listener.fileno(), port, command)
         memory = sandbox.memory_limit(workload.memory_mb * 1024 * 1024)
         tmp_size, shm_size = limits.tmpfs_sizes(memory)
         seccomp_file = seccomp.filter_path() if sandboxed else None
         seccomp_fd = (next(fd for fd in range(seccomp.FD, seccomp.FD + 8) if listener is None or fd != listener.fileno())
                       if seccomp_file is not None else None)
+        if context["net"] is not None and context["outbound"]:
+            binds = [*binds, (netns.resolv_conf(), os.path.realpath("/etc/resolv.conf"), True)]
         argv = sandbox.wrap(
             iso, command=inner, cwd=cwd, writable=writable, tmp_size=tmp_size, shm_size=shm_size, seccomp_fd=seccomp_fd,
-            shared=self._allowed_paths(workload), hidden=[context["data_dir"]], network=serve_socket is None,
+            shared=self._allowed_paths(workload), hidden=[context["data_dir"]], network=serve_socket is None or context["net"] is not None,
             binds=binds, readable=kind.local_mounts(workload) if kind.local_mounts is not None else (),
         )
+        if context["net"] is not None:
+            argv = netns.enter_argv(context["net"]) + argv  # the cache fill (below) stays on the host
         argv = local_storage.fill_prefix(workload, directory=attempt_dir(wid, attempt), replica=slot) + argv
         record = self._started_replica(wid, attempt, replica) if adopt else None
         if record is not None:
@@ -512,7 +543,12 @@ class LocalBackend(Backend):
     def observe(self, workload: Workload) -> list[ReplicaState]:
         runtime = workload.runtime or {}
         attempt = runtime.get("attempt")
-        return [self._observe_replica(workload.pk, attempt, record) for record in runtime.get("replicas", [])]
+        states = [self._observe_replica(workload.pk, attempt, record) for record in runtime.get("replicas", [])]
+        if attempt is not None and runtime.get("isolation") in (sandbox.BWRAP_ROOT, sandbox.RUN_USER) \
+                and not any(state.phase == RUNNING for state in states):
+            netns.release_if_idle(workload.pk, int(attempt))  # the attempt's network goes with its last replica
+        netns.sweep()
+        return states
 
     def _observe_replica(self, workload_id: int, attempt: int, record: dict) -> ReplicaState:
         replica, slot = record["replica"], slot_of(record)

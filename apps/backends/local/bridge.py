@@ -154,7 +154,9 @@ def main(argv: list[str]) -> int:
 
 
 async def _serve_socket(listener: socket.socket, port: int) -> None:
-    server = await asyncio.start_unix_server(lambda r, w: _handle(port, r, w), sock=listener)
+    # A TCP listener: Cairn's port on the host for a replica in a network namespace of its own (netns.py).
+    start = asyncio.start_unix_server if listener.family == socket.AF_UNIX else asyncio.start_server
+    server = await start(lambda r, w: _handle(port, r, w), sock=listener)
     async with server:
         await server.serve_forever()
 
