@@ -218,7 +218,7 @@ def test_the_watchdog_sums_the_processes_of_a_tree(tmp_path):
             "for _ in range(2):\n"
             "    if os.fork() == 0: break\n"
             "data = b'x' * (60 << 20)\n"
-            "print('ok', flush=True)\n"
+            "os.write(1, b'ok\\n')\n"
             "time.sleep(30)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     try:
@@ -231,6 +231,8 @@ def test_the_watchdog_sums_the_processes_of_a_tree(tmp_path):
         assert proc.wait(timeout=5) == -9
     finally:
         proc.kill()
+        proc.wait()  # no zombie left to the tests that follow (test_sandbox counts them)
+        proc.stdout.close()
 
 
 def test_cgroup_parent_needs_the_memory_controller_delegated(tmp_path):
