@@ -33,7 +33,7 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
     A failing pass (database down, ...) is logged and retried on the next tick.
     """
 
-    from .local import sandbox
+    from .local import netns, sandbox
     from .services import reconcile_once
 
     logger.info("reconciler: started (interval %gs)", interval)
@@ -44,7 +44,7 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
             close_old_connections()
             try:
                 if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
-                    node = local_cluster_register(isolation=sandbox.isolation().level)
+                    node = local_cluster_register(isolation=sandbox.isolation().level, network=netns.label())
                     last_heartbeat = time.monotonic()
                     logger.debug("reconciler: node %s registered", node)
                 acted = reconcile_once()

@@ -86,8 +86,11 @@ class ClusterAdmin(admin.ModelAdmin):
 
 @admin.register(ResourcePool)
 class ResourcePoolAdmin(admin.ModelAdmin):
-    list_display = ["name", "cluster", "accelerators", "node_count", "gpu_total", "allowed_dirs", "description"]
-    list_filter = ["cluster"]
+    list_display = ["name", "cluster", "accelerators", "node_count", "gpu_total", "allowed_dirs", "outbound_access",
+                    "description"]
+    # Local clusters: whether workloads reach public addresses from their own network (docs/local-backend.md).
+    list_editable = ["outbound_access"]
+    list_filter = ["cluster", "outbound_access"]
     list_select_related = ["cluster"]
     search_fields = ["name", "description"]
     readonly_fields = ["created_at"]

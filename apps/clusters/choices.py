@@ -21,6 +21,8 @@ class CredentialKind(models.TextChoices):
 # Node label Cairn sets on local nodes: how replicas launched there are isolated
 # (apps/backends/local/sandbox.py levels; docs/local-backend.md#isolation).
 ISOLATION_LABEL = "cairn.dev/replica-isolation"
+# Local nodes: "own" when every workload gets a network namespace of its own, "host" when they share the host's.
+NETWORK_LABEL = "cairn.dev/replica-network"
 
 
 class AcceleratorType(models.TextChoices):

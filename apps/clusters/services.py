@@ -18,7 +18,7 @@ from apps.core.errors import ConflictError, ServiceError
 from apps.core.realtime import publish
 
 from .accelerators import check_accelerators_config, normalise_arch
-from .choices import ISOLATION_LABEL, AcceleratorType, Backend, CredentialKind, NodeHealth
+from .choices import ISOLATION_LABEL, NETWORK_LABEL, AcceleratorType, Backend, CredentialKind, NodeHealth
 from .crypto import CredentialsUnreadable, encrypt
 from .events import NODE_CHANGES_GROUP, node_changed_event
 from .models import Cluster, ClusterCredential, Node, ResourcePool
@@ -83,14 +83,15 @@ def local_accelerator_inventory() -> AcceleratorInventory:
     return AcceleratorInventory()
 
 
-def local_cluster_register(*, isolation: str = "") -> Node:
+def local_cluster_register(*, isolation: str = "", network: str = "") -> Node:
     """Make sure the local cluster, its pool and this machine's node exist and are current.
 
     Get-or-creates the Cluster (backend local) and ResourcePool named in settings.CAIRN and the
     Node named after this host, with CPU, memory and GPUs measured now; marks it healthy and seen.
     An admin's choices (pool of the node, schedulable, labels) are left alone, except Cairn's own
     label ISOLATION_LABEL: how the process that launches replicas here isolates them (given by
-    the local backend, which knows; the dashboard warns when it is "none").
+    the local backend, which knows; the dashboard warns when it is "none"), and NETWORK_LABEL
+    ("own" or "host": whether workloads get a network of their own; the dashboard warns on "host").
     """
     cpu_milli = (psutil.cpu_count(logical=True) or 1) * 1000
     memory_mb = psutil.virtual_memory().total // (1024 * 1024)
@@ -130,8 +131,9 @@ def local_cluster_register(*, isolation: str = "") -> Node:
                 logger.info("node %s: updated %s", node, ", ".join(changed))
             node.last_seen_at = now
             node.save(update_fields=[*changed, "last_seen_at"])
-        if isolation and (node.labels or {}).get(ISOLATION_LABEL) != isolation:
-            node.labels = {**(node.labels or {}), ISOLATION_LABEL: isolation}
+        wanted = {k: v for k, v in ((ISOLATION_LABEL, isolation), (NETWORK_LABEL, network)) if v}
+        if any((node.labels or {}).get(k) != v for k, v in wanted.items()):
+            node.labels = {**(node.labels or {}), **wanted}
             node.save(update_fields=["labels"])
     return node
 

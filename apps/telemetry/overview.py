@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from apps.clusters.choices import ISOLATION_LABEL
+from apps.clusters.choices import ISOLATION_LABEL, NETWORK_LABEL
 from apps.clusters.models import Node, ResourcePool
 from apps.workloads.choices import ACTIVE
 from apps.workloads.models import Workload
@@ -96,6 +96,7 @@ def cluster_overview(*, now: datetime | None = None) -> dict:
             "memory_percent": node_level["node.memory_percent"][1] if "node.memory_percent" in node_level else None,
             "telemetry_time": iso(max(times, default=None)),
             "replica_isolation": (node.labels or {}).get(ISOLATION_LABEL),
+            "replica_network": (node.labels or {}).get(NETWORK_LABEL),
             "gpus": gpus,
         }
 

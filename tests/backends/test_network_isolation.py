@@ -401,3 +401,52 @@ def _alive(record: dict) -> bool:
     except (OSError, KeyError, TypeError, ValueError):
         return False
     return Path(f"/proc/{record['pid']}").exists()
+
+
+# -- where namespaces cannot be made, it is said: log, `make run`, the Cluster page ------------------
+
+@pytest.fixture
+def not_root(monkeypatch):
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 1000)
+    netns.network.cache_clear()
+    yield
+    netns.network.cache_clear()
+
+
+def test_without_root_the_log_says_workloads_share_the_host_network(not_root, caplog):
+    """The server's log at start-up (and `make run`, which prints the same describe())."""
+    import logging
+
+    net = netns.network()
+    assert not net.available and netns.label() == netns.HOST
+    assert "workloads share the host's network (Cairn is not root" in net.describe()
+    with caplog.at_level(logging.INFO, logger="apps.backends.local.sandbox"):
+        sandbox.log_start_up_warning()
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING and "share the host's network" in r.getMessage()]
+    assert warned, caplog.text
+
+
+def test_the_cluster_page_gets_the_network_label(alice, client_for, not_root):
+    from apps.clusters.choices import NETWORK_LABEL
+    from apps.clusters.services import local_cluster_register
+
+    node = local_cluster_register(isolation="bubblewrap", network=netns.label())
+    assert node.labels[NETWORK_LABEL] == "host"
+    body = client_for(alice).get("/api/v1/cluster/overview/").json()
+    rows = [n for p in body["pools"] for n in p["nodes"]] + body["unpooled_nodes"]
+    assert [n["replica_network"] for n in rows if n["name"] == node.name] == ["host"]
+    node = local_cluster_register(isolation="bubblewrap+user", network="own")
+    assert node.labels[NETWORK_LABEL] == "own"
+
+
+def test_outbound_access_is_shown_in_the_pools_api_and_toggled_in_the_admin(client_for, alice, admin_user, pool):
+    body = client_for(alice).get(f"/api/v1/pools/{pool.pk}/").json()
+    assert body["outbound_access"] is True
+    from django.test import Client
+
+    client = Client()
+    client.force_login(admin_user)
+    listing = client.get("/admin/clusters/resourcepool/")
+    assert listing.status_code == 200 and b"outbound_access" in listing.content
+    change = client.get(f"/admin/clusters/resourcepool/{pool.pk}/change/")
+    assert change.status_code == 200 and b'name="outbound_access"' in change.content

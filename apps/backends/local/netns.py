@@ -76,6 +76,15 @@ class Network:
         return f"workloads share the host's network ({self.problem})"
 
 
+HOST = "host"
+OWN = "own"
+
+
+def label() -> str:
+    """The node label's value (clusters.NETWORK_LABEL): workloads have their own network or share the host's."""
+    return OWN if network().available else HOST
+
+
 def installation_tag() -> str:
     """Names this installation's namespaces apart from another Cairn's on the same machine."""
     return hashlib.sha256(os.path.realpath(settings.CAIRN_DATA_DIR).encode()).hexdigest()[:8]
@@ -105,6 +114,10 @@ def network() -> Network:
         return Network(False, "CAIRN_SANDBOX=off")
     if os.geteuid() != 0:
         return Network(False, "Cairn is not root: it cannot create network namespaces")
+    from . import sandbox
+
+    if sandbox.isolation().uid is None:  # a replica running as root could rewrite its own firewall
+        return Network(False, "replicas run as root (no run user)")
     tools = _tools()
     missing = [t for t in ("ip", "nft", "nsenter", "unshare") if tools[t] is None]
     if missing:

@@ -17,8 +17,10 @@ Four levels, chosen once per process from what the host offers (`isolation()`):
   none                   Cairn is not root and bwrap is missing: replicas are NOT isolated from
                          Cairn. Said at start-up, on the dashboard and in docs/local-backend.md.
 
-Deployments: with bubblewrap their replicas also get a network namespace of their own (private
-loopback, no network) and are reached through a unix socket (bridge.py, apps/deployments/gateway.py).
+Network: where Cairn is root with a run user, every workload attempt runs in a network namespace
+of its own (netns.py), entered before bubblewrap. Otherwise replicas share the host's network,
+except deployments under bubblewrap (`--unshare-net`: a private loopback, no network), which are
+reached through a unix socket (bridge.py, apps/deployments/gateway.py) either way.
 
 Limits: the replica's memory request becomes RLIMIT_DATA of each of its processes; the replica
 as a whole is held to it (and to a number of processes and a disk size) by limits.py, and /tmp
@@ -302,6 +304,11 @@ def log_start_up_warning() -> None:
         logger.info("local backend: %s", iso.describe())
     else:
         logger.warning("local backend: %s%s", iso.describe(), f" ({iso.problem})" if iso.problem else "")
+    from . import netns  # a network namespace per workload (netns.py)
+
+    net = netns.network()
+    (logger.info if net.available else logger.warning)("local backend: %s", net.describe())
+    netns.sweep(force=True)  # namespaces a previous run left behind
     from . import limits, seccomp
 
     logger.info("local backend: %s", limits.describe())

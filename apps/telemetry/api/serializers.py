@@ -63,6 +63,9 @@ class OverviewNodeSerializer(serializers.Serializer):
     replica_isolation = serializers.CharField(
         allow_null=True, help_text="Local nodes: how replicas are isolated from Cairn and each other "
         "(docs/local-backend.md#isolation); 'none' means not at all.")
+    replica_network = serializers.CharField(
+        allow_null=True, help_text="Local nodes: 'own' when every workload has a network namespace of its own, "
+        "'host' when workloads share the host's network (docs/local-backend.md#isolation).")
     gpus = OverviewGpuSerializer(many=True)
 
 

@@ -43,6 +43,7 @@ export interface OverviewNode {
   memory_percent: number | null;
   telemetry_time: string | null;
   replica_isolation?: string | null; // local nodes: how replicas are isolated ("none": not at all)
+  replica_network?: string | null; // local nodes: "own" (a network namespace per workload) or "host" (shared)
   gpus: OverviewGpu[];
 }
 

@@ -155,6 +155,18 @@ function NodesTable({ nodes, now }: { nodes: NodeRow[]; now: number }) {
                       unschedulable
                     </Badge>
                   )}
+                  {n.replica_network === "host" && (
+                    <Tooltip
+                      multiline
+                      w={320}
+                      withArrow
+                      label="Workloads on this node share the host's network: a job can reach services on the host's loopback (PostgreSQL, Redis, Cairn) and other workloads' ports. Run Cairn as root with a run user to give each workload a network of its own (docs/local-backend.md, Isolation)."
+                    >
+                      <Badge size="xs" color="orange" variant="light" data-testid="node-shared-network">
+                        host network shared
+                      </Badge>
+                    </Tooltip>
+                  )}
                   {n.replica_isolation === "none" && (
                     <Tooltip
                       multiline

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from apps.backends.kubernetes.reconciler import KubernetesReconciler, run_kubernetes_reconciler
-from apps.backends.local import sandbox
+from apps.backends.local import netns, sandbox
 from apps.backends.loops import reconciler_wakeup, run_reconciler_loop
 from apps.backends.services import reconcile_once
 from apps.clusters.services import local_cluster_register
@@ -37,7 +37,7 @@ class Command(BaseCommand):
         if once:
             if backend in ("all", "local"):
 
-                local_cluster_register(isolation=sandbox.isolation().level)
+                local_cluster_register(isolation=sandbox.isolation().level, network=netns.label())
                 acted = reconcile_once()
                 self.stdout.write(f"reconciled: acted on {acted} workload(s)")
             if backend in ("all", "kubernetes"):

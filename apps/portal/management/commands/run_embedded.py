@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.backends.local import sandbox
+from apps.backends.local import netns, sandbox
 from apps.backends.loops import run_reconciler_loop
 from apps.backends.services import local_backend_shutdown
 from apps.core.loops import run_loop
@@ -56,6 +56,9 @@ class Command(BaseCommand):
         isolation = sandbox.isolation()
         say = self.style.SUCCESS if isolation.isolated else self.style.WARNING
         self.stdout.write(say(f"Local backend: {isolation.describe()}."))
+        network = netns.network()
+        self.stdout.write((self.style.SUCCESS if network.available else self.style.WARNING)(
+            f"Local backend: {network.describe()}."))
 
         stop = threading.Event()
         loops = [

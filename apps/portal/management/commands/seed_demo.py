@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from apps.accounts.models import User
-from apps.backends.local import sandbox
+from apps.backends.local import netns, sandbox
 from apps.clusters.models import ResourcePool
 from apps.clusters.services import local_cluster_register
 from apps.projects.choices import Role
@@ -55,7 +55,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
 
-        node = local_cluster_register(isolation=sandbox.isolation().level)
+        node = local_cluster_register(isolation=sandbox.isolation().level, network=netns.label())
         password = _admin_password()
         with transaction.atomic():
             admin, created = User.objects.get_or_create(username="admin", defaults={"is_staff": True,
