@@ -32,6 +32,7 @@ class WaitingOn(models.TextChoices):
     QUOTA_LENT = "quota_lent", "Quota: its nominal, lent to other projects"
     QUOTA_LENDABLE = "quota_lendable", "Quota: nothing left to borrow"
     QUOTA_NONE = "quota_none", "Quota: none on the pool"
+    NEVER_FITS = "never_fits", "No node of its pool can ever run it"
 
 
 class StopCause(models.TextChoices):

@@ -235,9 +235,9 @@ def test_the_per_project_table_counts_jobs_that_never_started(project, pool):
                             jobs=[("fits", 2000, 1), ("too-big", 8000, 1)])
     assert "unstarted cairn" in next(line for line in lines if line.startswith("per project"))
     assert next(line for line in lines if line.startswith(project.slug)).split()[-1] == "1"
-    # And why: the job too big for any node (but not for the quota) waited on capacity.
+    # And why: the job too big for any node (but not for the quota) waited as one that never fits.
     reasons = lines.index("GPU-hours waiting, by pending reason (cairn)")
-    assert lines[reasons + 1].split() == ["project", "capacity"]
+    assert lines[reasons + 1].split() == ["project", "never", "fits"]
     assert lines[reasons + 2].split()[0] == project.slug and float(lines[reasons + 2].split()[1]) > 0
     assert not any("bigger than their project's nominal" in line for line in lines)  # 16 GPUs of nominal
 

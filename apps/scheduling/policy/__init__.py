@@ -76,6 +76,7 @@ from .snapshot import (
     Snapshot,
     Wait,
     WaitKind,
+    largest_node_refusal,
 )
 
 __all__ = [
@@ -83,7 +84,8 @@ __all__ = [
     "DEFAULT_GPU_NODE_RESERVE", "DEFAULT_REPREEMPT_MIN_RUNTIME", "DEFAULT_SERVICE_HALF_LIFE", "DEFAULT_STARVATION_SECONDS",
     "DEFAULT_TIMESLICE_SECONDS", "GPU", "WAIT_KIND_LABELS",
     "Admit", "ClusterState", "Decision", "NodeState", "PendingWorkload", "Preempt", "QuotaBlock", "QuotaState", "Resources",
-    "RunningWorkload", "Snapshot", "Wait", "WaitKind", "fill_seconds", "holder_first", "kept_for_gpus", "rank",
+    "RunningWorkload", "Snapshot", "Wait", "WaitKind", "fill_seconds", "holder_first", "kept_for_gpus",
+    "largest_node_refusal", "rank",
     "schedule",
     "_Cohort", "_Cycle", "_Pool",
 ]

@@ -46,6 +46,9 @@ class _Cycle(_Ordering, _Preemption, _Backfill, _Reasons):
         if models is not None and not (models & pool.models):
             return Wait(w.id, f"constraint: pool '{w.pool}' has no schedulable node with GPU model "
                               f"{' or '.join(sorted(models))}", kind=WaitKind.CONSTRAINT), []
+        never = self._never_fits(w, shape, models)
+        if never:  # before quota and budget: no quota or budget would let it start
+            return Wait(w.id, never, kind=WaitKind.NEVER_FITS), []
         if not pool.nodes:
             return Wait(w.id, f"capacity: pool '{w.pool}' has no schedulable node", kind=WaitKind.CAPACITY), []
         budget = cohort.budget_check(w.project, w, need[0])

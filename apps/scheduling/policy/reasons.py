@@ -5,12 +5,13 @@ backfill.py, preemptions in preemption.py and cycle.py; queue positions in cycle
 from __future__ import annotations
 
 from .placement import _Pool
-from .snapshot import PendingWorkload, _fmt
+from .snapshot import PendingWorkload, _fmt, largest_node_refusal
 from .state import _CycleState
 
 
 class _Reasons(_CycleState):
     MEMO_WAITS = True  # memoised waits (see _Cycle.run); off only to test that they change nothing
+    _sizes: dict[str, list[tuple]] | None = None  # per pool, every node's (name, model, allocatable)
 
     # Memoised waits. A decision that changed nothing (a Wait with no preemption, claim or
     # reservation) is a pure function of the workload's class and of the pool's state; until that
@@ -25,6 +26,19 @@ class _Reasons(_CycleState):
 
     def _state(self, pool: str) -> tuple:
         return (self.cohorts[pool].version, self.pools[pool].changes, len(self.reserved_pools), len(self.victims))
+
+    def _never_fits(self, w: PendingWorkload, shape, models) -> str:
+        """Why no node of w's pool, schedulable or not (a cordon or a fault passes, a node's size
+        does not), can ever hold one replica of w: its pool shrank (nodes removed, capacity lowered)
+        after submission, which refuses such work. It waits (nodes may come back) saying so."""
+        if self._sizes is None:
+            self._sizes = {}
+            for n in self.snap.nodes:
+                self._sizes.setdefault(n.pool, []).append((n.name, n.gpu_model, *n.allocatable.as_tuple()))
+        nodes = [(name, *size) for name, model, *size in self._sizes.get(w.pool, ())
+                 if models is None or model in models]
+        refusal = largest_node_refusal(pool_name=w.pool, nodes=nodes, ask=shape) if nodes else ""
+        return f"never: {refusal}; it waits in case nodes are added, or stop it" if refusal else ""
 
     def _capacity_reason(self, w, pool: _Pool, models, shape) -> str:
         count, most = pool.free_summary(models)

@@ -133,6 +133,7 @@ class WaitKind:
     QUOTA_LENT = "quota_lent"  # within its nominal, which other projects borrow
     QUOTA_LENDABLE = "quota_lendable"  # beyond its nominal; the pool has too little unused quota to lend
     QUOTA_NONE = "quota_none"  # its project has no quota on the pool
+    NEVER_FITS = "never_fits"  # a replica is larger than every node of its pool: it can never start
 
 
 WAIT_KIND_LABELS = {
@@ -140,6 +141,7 @@ WAIT_KIND_LABELS = {
     WaitKind.RESERVED: "reserved", WaitKind.PREEMPTING: "preempting",
     WaitKind.QUOTA_LIMIT: "quota: at its limit", WaitKind.QUOTA_LENT: "quota: nominal lent out",
     WaitKind.QUOTA_LENDABLE: "quota: nothing left to borrow", WaitKind.QUOTA_NONE: "quota: none on the pool",
+    WaitKind.NEVER_FITS: "never fits",
 }
 
 
@@ -204,6 +206,27 @@ class Snapshot:
 def _fmt(r: tuple[int, int, int] | Resources) -> str:
     g, c, m = r.as_tuple() if isinstance(r, Resources) else r
     return f"{g / 1000:g} GPU, {c / 1000:g} CPU, {m / 1024:g} GiB"
+
+
+def largest_node_refusal(*, pool_name: str, nodes: list[tuple[str, int, int, int]],
+                         ask: tuple[int, int, int]) -> str:
+    """Why no node of a pool can ever hold one replica asking `ask` (GPU milli, CPU milli, memory
+    MB), naming its largest node; "" when one can, or when the pool has no node at all (nodes may
+    register later). `nodes`: (name, GPU milli, CPU milli, memory MB) allocatable, whatever their
+    health or cordon (those pass; a node's size does not). Shared by submission (a 400) and the
+    cycle (queued work whose pool shrank)."""
+    if not nodes or any(all(have >= want for have, want in zip(n[1:], ask, strict=True)) for n in nodes):
+        return ""
+
+    def cover(n):  # how much of the ask the node covers, then its size
+        return (sum(min(have / want, 1.0) for have, want in zip(n[1:], ask, strict=True) if want), n[1:])
+
+    name, *have = max(nodes, key=cover)
+    short = ", ".join(f"{want / scale:g} {unit}" for want, got, (unit, scale) in zip(ask, have, _UNITS, strict=True)
+                      if want > got)
+    return (f"no node of pool '{pool_name}' can ever run it: a replica asks {short}, and the largest node, "
+            f"'{name}', has {have[1] / 1000:g} CPU, {have[2] / 1024:g} GiB of memory and {have[0] / 1000:g} GPU "
+            "allocatable")
 
 
 _UNITS = (("GPU", 1000), ("CPU", 1000), ("GiB of memory", 1024))

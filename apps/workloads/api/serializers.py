@@ -7,8 +7,10 @@ from decimal import Decimal
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.clusters.models import Node
 from apps.core.serializers import StrictSerializer
 from apps.projects.choices import Action, role_allows
+from apps.scheduling.policy import largest_node_refusal
 from apps.storage.api.serializers import DatasetMountListField, VolumeMountListField
 
 from ..choices import Kind, Priority, StopCause, WaitingOn, WorkloadStatus
@@ -203,6 +205,7 @@ class WorkloadCreateSerializer(StrictSerializer):
         """Checks that need the pool the workload goes to (known after validation); raise
         ValidationError like a field check. Subclasses extend it."""
         check_accelerator(self.validated_data, pool)
+        check_fits_a_node(self.validated_data, pool)
 
     def build_spec(self, data: dict) -> dict:
         """The kind-specific part stored in Workload.spec."""
@@ -234,6 +237,25 @@ class WorkloadCreateSerializer(StrictSerializer):
             "max_runtime_seconds": data.get("max_runtime_seconds"),
             **accelerator_fields(data),
         }
+
+
+def check_fits_a_node(data: dict, pool) -> None:
+    """A replica larger than every node of the pool could never start: refused at once (400,
+    naming the largest node), instead of queued forever behind a reason that says to wait."""
+    resources = data.get("resources") or ResourcesSerializer().to_internal_value({})
+    ask = {"gpu_milli": int(resources["gpu"] * 1000), "gpu_model": data.get("gpu_model", ""),
+           **accelerator_fields(data)}
+    gpu_milli = ask["gpu_milli"]
+    # With GPUs asked, only the nodes of an allowed model ("A|B") count.
+    models = {m for m in ask["gpu_model"].split("|") if m} if gpu_milli else set()
+    nodes = [(n.name, n.gpu_count * 1000, n.cpu_milli_allocatable, n.memory_mb_allocatable)
+             for n in Node.objects.filter(pool=pool).only("name", "gpu_count", "gpu_model", "cpu_milli_allocatable",
+                                                          "memory_mb_allocatable")
+             if not models or n.gpu_model in models]
+    refusal = largest_node_refusal(pool_name=pool.name, nodes=nodes,
+                                   ask=(gpu_milli, int(resources["cpu"] * 1000), resources["memory"]))
+    if refusal:
+        raise serializers.ValidationError({"resources": [refusal[0].upper() + refusal[1:] + "."]})
 
 
 class EventSerializer(serializers.ModelSerializer):

@@ -53,5 +53,6 @@ export const WAITING_ON: Record<WaitingOn, { label: string; colour: string; hint
   quota_none: { label: "no quota", colour: "red", hint: "Its project has no quota on this pool." },
   budget: { label: "budget", colour: "red", hint: "Its project's GPU-hour budget for the period would be overrun." },
   constraint: { label: "GPU model", colour: "grape", hint: "No schedulable node has a GPU model it allows." },
+  never_fits: { label: "never fits", colour: "red", hint: "A replica is larger than every node of its pool (nodes were removed or shrank): no node of this pool can ever run it. It waits in case nodes are added; stop it, or resubmit it smaller." },
 };
 export const WAITING_ON_VALUES = Object.keys(WAITING_ON) as WaitingOn[];
