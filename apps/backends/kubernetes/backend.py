@@ -158,6 +158,9 @@ def _ops(clients: Clients, kind: str) -> tuple:
                           clients.networking.read_namespaced_network_policy),
         "RoleBinding": (clients.rbac.create_namespaced_role_binding, clients.rbac.read_namespaced_role_binding),
     }
+    if kind == "PersistentVolume":  # a dataset's NFS export or node path (storage._bound_claim)
+        return (lambda ns, body, **kw: c.create_persistent_volume(body, **kw),
+                lambda ns, name, **kw: c.read_persistent_volume(name, **kw))
     if kind == "Namespace":
         return (lambda ns, body, **kw: c.create_namespace(body, **kw), lambda ns, name, **kw: c.read_namespace(name, **kw))
     if kind == "PodGroup":

@@ -84,6 +84,9 @@ DEFAULTS = {
     # A finished workload's objects (Job and its pods' logs, Services, checkpoint claim, ...) are
     # deleted this long after it ended; its Secrets (run tokens, dataset credentials) at once.
     "RETENTION_SECONDS": 86400.0,
+    # Pods a controller keeps failing to create (FailedCreate: Pod Security, quota, ...) fail the
+    # workload, releasing its quota, after this long.
+    "POD_CREATE_TIMEOUT_SECONDS": 300.0,
 }
 
 # Provisioners whose volumes are ReadWriteOnce only (block devices, node-local paths): a

@@ -57,6 +57,7 @@ from apps.workloads.models import Workload
 from apps.workloads.services import (
     workload_event_record,
     workload_stop_at_deadline,
+    workload_transition,
 )
 
 from . import manifests as m
@@ -68,6 +69,7 @@ from .status import (
     Problem,
     describe_failure,
     epoch_seconds,
+    event_time,
     job_deadline_exceeded,
     node_inventory,
     pod_view,
@@ -304,7 +306,10 @@ class ClusterReconciler:
                 return self._attempt_failed(workload, None, failure["message"],
                                             restart_reason=failure.get("restart_reason", ""),
                                             move=bool(failure.get("move")))
-        return self._update_conditions(workload, views)
+        refused = self._refused(workload, views, owners={("Job", job_name)})
+        if refused is not None and self._fail_if_refused_too_long(workload, refused):
+            return True
+        return self._update_conditions(workload, views, refused=refused)
 
     def _outlived_limit(self, workload: Workload, job: dict | None, views: list[PodView]) -> bool:
         """A backstop for the Job controller, which enforces the limit (activeDeadlineSeconds):
@@ -370,8 +375,64 @@ class ClusterReconciler:
         obj = self._service_object(workload)
         if kind == "Deployment" and obj is not None:
             scaled = self._sync_deployment(workload, obj)
-        return self._update_conditions(workload, [pod_view(p) for p in pods if (p.get("metadata") or {}).get(
-            "deletionTimestamp") is None]) or scaled
+        views = [pod_view(p) for p in pods if (p.get("metadata") or {}).get("deletionTimestamp") is None]
+        name = m.object_name(workload.pk)
+        # a Deployment's pods come from its ReplicaSets (cairn-<id>-<hash>, the canary's too)
+        refused = self._refused(workload, views, owners={(kind, name)},
+                                prefix=("ReplicaSet", f"{name}-") if kind == "Deployment" else None, obj=obj)
+        if refused is not None and self._fail_if_refused_too_long(workload, refused):
+            return True
+        return self._update_conditions(workload, views, refused=refused) or scaled
+
+    # -- pods the controllers may not create (B1) -------------------------------------------------
+
+    def _refused(self, workload: Workload, views: list[PodView], *, owners: set[tuple[str, str]],
+                 prefix: tuple[str, str] | None = None, obj: dict | None = None) -> Problem | None:
+        """Why the workload's controller cannot create its pods, while it has fewer than it should:
+        its latest FailedCreate Warning event (Pod Security refusing the pod, a quota, a missing
+        service account; the controller retries with backoff and the workload would show RUNNING
+        with its quota held forever), or a ReplicaFailure condition of the Deployment. Events older
+        than the workload's start or its newest pod are done with."""
+        if sum(1 for v in views if v.state.alive) >= max(workload.replicas, 1):
+            return None
+        for condition in ((obj or {}).get("status") or {}).get("conditions") or []:
+            if condition.get("type") == "ReplicaFailure" and condition.get("status") == "True":
+                return Problem("PodsCreated", condition.get("reason") or "FailedCreate",
+                               f"Kubernetes does not create its pods: {condition.get('message') or ''}".strip())
+        namespace = namespace_of(workload)
+        since = workload.started_at.timestamp() - 5 if workload.started_at else 0.0
+        latest, latest_at = None, since
+        for event in self.informers["events"].items():
+            involved = event.get("involvedObject") or {}
+            if event.get("reason") != "FailedCreate" or involved.get("namespace") != namespace:
+                continue
+            key = (involved.get("kind"), involved.get("name") or "")
+            if key not in owners and not (prefix and key[0] == prefix[0] and key[1].startswith(prefix[1])):
+                continue
+            at = event_time(event)
+            if at >= latest_at:
+                latest, latest_at = event, at
+        if latest is None:
+            return None
+        involved = latest["involvedObject"]
+        return Problem("PodsCreated", "FailedCreate",
+                       f"The {involved.get('kind')} controller cannot create its pods: {latest.get('message') or ''}")
+
+    def _fail_if_refused_too_long(self, workload: Workload, refused: Problem) -> bool:
+        """FAILED (quota released) once the pods have been refused for POD_CREATE_TIMEOUT_SECONDS
+        since Cairn first saw it; the objects are then stopped like any finished workload's."""
+        current = next((c for c in workload.conditions or [] if c.get("type") == "PodsCreated"), None)
+        if current is None or current.get("status") != "False":
+            return False
+        since = epoch_seconds(current.get("lastTransitionTime"))
+        timeout = float(kube_settings()["POD_CREATE_TIMEOUT_SECONDS"])
+        if since is None or time.time() - since < timeout:
+            return False
+        done = workload_transition(
+            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason="FailedCreate",
+            message=f"{refused.message} (refused for {format_duration(timeout)}; its quota is released).",
+            event_type=EventType.WARNING)
+        return done is not None
 
     def _sync_deployment(self, workload: Workload, obj: dict) -> bool:
         """The Deployments follow the admitted replicas and the rollout (backend.sync_deployment);
@@ -405,11 +466,11 @@ class ClusterReconciler:
         for event in self.informers["events"].items():
             involved = event.get("involvedObject") or {}
             if involved.get("name") in pod_names and event.get("reason") == "FailedScheduling":
-                if latest is None or (event.get("lastTimestamp") or "") >= (latest.get("lastTimestamp") or ""):
+                if latest is None or event_time(event) >= event_time(latest):
                     latest = event
         return (latest or {}).get("message", "")
 
-    def _update_conditions(self, workload: Workload, views: list[PodView]) -> bool:
+    def _update_conditions(self, workload: Workload, views: list[PodView], *, refused: Problem | None = None) -> bool:
         problems: dict[str, Problem] = {}
         for view in sorted(views, key=lambda v: v.replica):
             if view.problem and view.problem.condition not in problems:
@@ -422,6 +483,12 @@ class ClusterReconciler:
                 problems["PodScheduled"] = Problem(problem.condition, problem.reason,
                                                    f"{replica} cannot be scheduled: {detail}")
         wanted: dict[str, dict] = {}
+        if refused is not None:
+            wanted["PodsCreated"] = {"type": "PodsCreated", "status": "False", "reason": refused.reason,
+                                     "message": refused.message}
+        elif any(c.get("type") == "PodsCreated" for c in workload.conditions or []):
+            wanted["PodsCreated"] = {"type": "PodsCreated", "status": "True", "reason": "Created",
+                                     "message": "The controller creates the pods."}
         if views:
             for ctype in WATCHED_CONDITIONS:
                 if ctype in problems:

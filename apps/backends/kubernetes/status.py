@@ -48,6 +48,19 @@ def epoch_seconds(value: str | None) -> float | None:
         return None
 
 
+def event_time(event: dict) -> float:
+    """When an event last happened, in epoch seconds: events.k8s.io/v1 events (what newer
+    controllers and the scheduler record) have `eventTime` and a `series` and may leave the
+    core/v1 `lastTimestamp` empty; older ones have `lastTimestamp`. 0 when none is set."""
+    series = event.get("series") or {}
+    for value in (series.get("lastObservedTime"), event.get("lastTimestamp"), event.get("eventTime"),
+                  event.get("firstTimestamp"), (event.get("metadata") or {}).get("creationTimestamp")):
+        at = epoch_seconds(value)
+        if at is not None:
+            return at
+    return 0.0
+
+
 def pod_replica(pod: dict) -> int:
     """The replica number: the Job completion index, else the StatefulSet ordinal, else 0."""
     meta = pod.get("metadata") or {}

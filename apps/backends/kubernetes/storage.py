@@ -1,10 +1,11 @@
 """Pure manifest pieces for apps/storage: project volumes as ReadWriteMany claims, mounted into
 every pod template of a workload (read-only where the spec says so); datasets read-only (S3
-versions through the node cache, filled by an init container; NFS exports and host paths as
-pod volumes); a served model as the artifacts claim's subPath.
+versions through the node cache, filled by an init container; NFS exports and host paths
+through PersistentVolumes Cairn binds to claims of the project); a served model as the artifacts claim's subPath.
 
-The node cache on Kubernetes (docs/data.md, "On Kubernetes"): a hostPath folder on each node
-(`dataset_cache_path`), filled by an init container that runs Cairn's own image and the same
+The node cache on Kubernetes (docs/data.md, "On Kubernetes"): a folder on each node
+(`dataset_cache_path`, reached through a hostPath PersistentVolume and its claim, so the pods
+pass Pod Security "restricted"), filled by an init container that runs Cairn's own image and the same
 apps/storage/cachefill.py as the local backend, from a per-attempt Secret holding the versions'
 manifests and credentials. An init container rather than a cache-agent DaemonSet: the fill
 happens exactly where and when a pod that needs it is placed, with nothing running in between;
@@ -26,6 +27,7 @@ the workload's: labelled with the project only, so that any workload of the proj
 """
 from __future__ import annotations
 
+import hashlib
 import json
 
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -86,8 +88,33 @@ def datasets_secret_name(view) -> str:
     return f"cairn-{view.id}-{view.attempt}-datasets"
 
 
+def _bound_claim(view, namespace: str, key: str, source: dict, *, access: str) -> tuple[list[dict], str]:
+    """A PersistentVolume for an NFS export or a node path, pre-bound to a claim of the project's
+    namespace: ([PV, PVC], claim name). Pod Security "restricted" refuses `nfs` and `hostPath`
+    volumes in a pod but allows any claim; the PV is cluster-side, created by Cairn, which may
+    (its RBAC), so the pods of the namespace never name a host path themselves. One pair per
+    (namespace, location), shared by every workload of the project that mounts it; never deleted
+    by Cairn (Retain: deleting them never touches the data)."""
+    digest = hashlib.sha256(f"{namespace}\0{key}".encode()).hexdigest()[:16]
+    pv_name, claim = f"cairn-ds-{digest}", f"cairn-ds-{digest[:12]}"
+    labels = {LABEL_MANAGED_BY: "cairn", LABEL_PROJECT: view.project}
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name, "labels": labels},
+          "spec": {"capacity": {"storage": "1Gi"}, "accessModes": [access], "storageClassName": "",
+                   "persistentVolumeReclaimPolicy": "Retain", "claimRef": {"namespace": namespace, "name": claim},
+                   **source}}
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+           "metadata": {"name": claim, "namespace": namespace, "labels": labels},
+           "spec": {"accessModes": [access], "storageClassName": "", "volumeName": pv_name,
+                    "resources": {"requests": {"storage": "1Gi"}}}}
+    return [pv, pvc], claim
+
+
 def dataset_pieces(view, options, namespace: str) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
-    """(objects, pod volumes, container volumeMounts, init containers) for the spec's datasets."""
+    """(objects, pod volumes, container volumeMounts, init containers) for the spec's datasets.
+
+    Every dataset reaches the pod as a claim (_bound_claim): NFS exports and host paths read-only,
+    the node cache's folder read-write for the fill (a hostPath PV is the same folder on whichever
+    node the pod lands on)."""
     entries = list(view.datasets or ())
     if not entries:
         return [], [], [], []
@@ -95,25 +122,33 @@ def dataset_pieces(view, options, namespace: str) -> tuple[list[dict], list[dict
     cache_volume = False
     for i, entry in enumerate(entries):
         name = f"dataset-{i}"
+        location = entry.get("location") or {}
         if entry["source"] == "s3":
             cache_volume = True
             fills.append({"name": f"{entry['name']}@{entry['version']}", "digest": entry["digest"],
                           "manifest": entry.get("manifest") or [], "store": entry.get("store") or {}})
             mounts.append({"name": "dataset-cache", "mountPath": entry["mount"], "readOnly": True,
                            "subPath": f"{entry['digest']}/data"})
-        elif entry["source"] == "nfs":
-            location = entry.get("location") or {}
-            volumes.append({"name": name, "nfs": {"server": location.get("server", ""),
-                                                   "path": location.get("path", "/"), "readOnly": True}})
-            mounts.append({"name": name, "mountPath": entry["mount"], "readOnly": True})
+            continue
+        if entry["source"] == "nfs":
+            server, path = location.get("server", ""), location.get("path", "/")
+            pair, claim = _bound_claim(view, namespace, f"nfs:{server}:{path}",
+                                       {"nfs": {"server": server, "path": path, "readOnly": True}},
+                                       access="ReadOnlyMany")
         else:  # host_path: a directory the pool allows, on every node of the pool
-            volumes.append({"name": name, "hostPath": {"path": (entry.get("location") or {}).get("path", "/"),
-                                                       "type": "Directory"}})
-            mounts.append({"name": name, "mountPath": entry["mount"], "readOnly": True})
+            path = location.get("path", "/")
+            pair, claim = _bound_claim(view, namespace, f"host:{path}",
+                                       {"hostPath": {"path": path, "type": "Directory"}}, access="ReadOnlyMany")
+        objects += [o for o in pair if o not in objects]
+        volumes.append({"name": name, "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
+        mounts.append({"name": name, "mountPath": entry["mount"], "readOnly": True})
     init: list[dict] = []
     if cache_volume:
-        volumes.append({"name": "dataset-cache", "hostPath": {"path": options.dataset_cache_path,
-                                                              "type": "DirectoryOrCreate"}})
+        pair, claim = _bound_claim(view, namespace, f"cache:{options.dataset_cache_path}",
+                                   {"hostPath": {"path": options.dataset_cache_path, "type": "DirectoryOrCreate"}},
+                                   access="ReadWriteMany")
+        objects += pair
+        volumes.append({"name": "dataset-cache", "persistentVolumeClaim": {"claimName": claim}})
         secret = datasets_secret_name(view)
         volumes.append({"name": "dataset-fill", "secret": {"secretName": secret, "defaultMode": 0o400}})
         objects.append({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {

@@ -63,6 +63,7 @@ RESOURCES = [
     Resource("v1", "services", "Service"),
     Resource("v1", "secrets", "Secret"),
     Resource("v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+    Resource("v1", "persistentvolumes", "PersistentVolume", namespaced=False),
     Resource("v1", "events", "Event"),
     Resource("batch/v1", "jobs", "Job"),
     Resource("apps/v1", "statefulsets", "StatefulSet"),

@@ -427,9 +427,24 @@ def test_datasets_mount_read_only_and_s3_versions_come_through_the_node_cache(ki
                                         "subPath": f"{'d' * 64}/data"}
     assert all(mounts[p]["readOnly"] is True for p in ("/mnt/shared", "/data/scans"))
     volumes = {vol["name"]: vol for vol in pod["volumes"]}
-    assert volumes["dataset-cache"]["hostPath"] == {"path": "/var/lib/cairn/dataset-cache", "type": "DirectoryOrCreate"}
-    assert {"server": "nfs.lab", "path": "/export/shared", "readOnly": True} in [
-        vol.get("nfs") for vol in volumes.values()]
+    # Pod Security "restricted" allows claims, not nfs / hostPath volumes: each location is a
+    # PersistentVolume pre-bound to a claim of the namespace
+    assert not any("hostPath" in vol or "nfs" in vol for vol in pod["volumes"])
+    pvs = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolume"}
+    claims = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolumeClaim"}
+    sources = {}
+    for vol in volumes.values():
+        if "persistentVolumeClaim" in vol:
+            claim = claims.get(vol["persistentVolumeClaim"]["claimName"])
+            if claim is not None and "volumeName" in claim["spec"]:
+                pv = pvs[claim["spec"]["volumeName"]]
+                assert pv["spec"]["claimRef"] == {"namespace": "cairn-vision", "name": claim["metadata"]["name"]}
+                assert claim["spec"]["storageClassName"] == pv["spec"]["storageClassName"] == ""
+                sources[vol["name"]] = pv["spec"].get("nfs") or pv["spec"].get("hostPath")
+    assert sources["dataset-cache"] == {"path": "/var/lib/cairn/dataset-cache", "type": "DirectoryOrCreate"}
+    assert {"server": "nfs.lab", "path": "/export/shared", "readOnly": True} in sources.values()
+    assert {"path": "/srv/scans", "type": "Directory"} in sources.values()
+    assert all(volumes[name]["persistentVolumeClaim"]["readOnly"] for name in sources if name != "dataset-cache")
     assert "secret_access_key" not in json.dumps(pod)  # credentials only in the Secret
 
 

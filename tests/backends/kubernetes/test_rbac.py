@@ -90,8 +90,14 @@ def test_secrets_are_granted_per_project_namespace_only():
     assert {r for _, r, _ in granted("cairn-project")} == {"secrets"}
 
 
-def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_workload, k8s_cluster, kubelet):
+def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_workload, k8s_cluster, kubelet,
+                                                                 monkeypatch):
     k8s_cluster.config = {"volcano": True, "deployment_hpa": True}  # every object kind Cairn may create
+    # Training mounts an NFS dataset (its PersistentVolume and claim), as resolved by apps.storage.
+    nfs = {"name": "shared", "version": 1, "mount": "/mnt/shared", "digest": "e" * 64, "source": "nfs",
+           "location": {"server": "nfs.lab", "path": "/export/shared"}}
+    monkeypatch.setattr("apps.backends.kubernetes.backend.datasets_of",
+                        lambda workload: (nfs,) if workload.kind == "training" else ())
     k8s_cluster.save(update_fields=["config"])
     backend = KubernetesBackend()
     kubelet.add_node("gpu-a")

@@ -98,7 +98,7 @@ class Command(BaseCommand):
             self.stdout.flush()
 
         server = _Server(uvicorn.Config("config.asgi:application", host=host, port=port, lifespan="off",
-                                        log_level="warning", ws="auto"), on_ready=ready)
+                                        log_level="warning", ws="auto", **uvicorn_proxy_options()), on_ready=ready)
         try:
             server.run(sockets=[listener])
         finally:
