@@ -281,7 +281,12 @@ CAIRN = {
     # point at although they resolve to loopback/private addresses, for every pool; pools add
     # their own (ResourcePool.fetch_allowed_hosts). apps/core/netguard.py.
     "FETCH_ALLOWED_HOSTS": env.list("CAIRN_FETCH_ALLOWED_HOSTS", default=[]),
-    # Reverse proxies in front of Cairn that append to X-Forwarded-For (audit log addresses); 0: none.
+    # Addresses or networks (comma-separated; "*": any) of the reverse proxies whose
+    # X-Forwarded-For is believed, by uvicorn where Cairn starts it and by the audit log and the
+    # sign-in throttle. Empty (default): none, the TCP peer's address is the client's.
+    "FORWARDED_ALLOW_IPS": env.list("CAIRN_FORWARDED_ALLOW_IPS", default=[]),
+    # How many of those proxies append to X-Forwarded-For (audit log addresses); 0: count the
+    # trusted ones from the right instead.
     "TRUSTED_PROXIES": env.int("CAIRN_TRUSTED_PROXIES", default=0),
     # Telemetry (apps/telemetry/conf.py has the rest): seconds between samples, and the DCGM
     # exporter of each Kubernetes node, e.g. "http://{node}:9400/metrics" ("" = no scrape).

@@ -5,9 +5,9 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
+from apps.audit.context import ClientScopedRateThrottle
 from apps.core.serializers import DetailSerializer
 
 from ..models import ApiToken
@@ -41,7 +41,7 @@ class LoginView(APIView):
 
     permission_classes = [AllowAny]
     authentication_classes = []
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [ClientScopedRateThrottle]
     throttle_scope = "login"
 
     @extend_schema(request=LoginSerializer, responses={201: LoginResponseSerializer, 400: DetailSerializer},
@@ -69,7 +69,7 @@ class SessionView(APIView):
     throttle_scope = "login"
 
     def get_throttles(self):
-        return [ScopedRateThrottle()] if self.request.method == "POST" else []
+        return [ClientScopedRateThrottle()] if self.request.method == "POST" else []
 
     @extend_schema(responses={200: SessionStateSerializer},
                    summary="Whether this browser session is signed in; sets the csrftoken cookie")

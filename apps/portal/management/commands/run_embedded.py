@@ -21,6 +21,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.audit.context import uvicorn_proxy_options
 from apps.backends.local import netns, sandbox
 from apps.backends.loops import run_reconciler_loop
 from apps.backends.services import local_backend_shutdown
