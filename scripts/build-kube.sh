@@ -15,7 +15,9 @@ cache=${CAIRN_KUBE_CACHE:-$HOME/.cache/cairn}
 dir=$cache/kube-$KUBE_VERSION
 bin=$dir/bin
 stamp=$dir/stamp
-want="kubernetes=$KUBE_VERSION etcd=$ETCD_VERSION kwok=$KWOK_VERSION kustomize=$KUSTOMIZE_VERSION"
+# recipe: bump when the way of building changes (flags), so caches of the old recipe are rebuilt
+recipe=2
+want="recipe=$recipe kubernetes=$KUBE_VERSION etcd=$ETCD_VERSION kwok=$KWOK_VERSION kustomize=$KUSTOMIZE_VERSION"
 binaries=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok kustomize)
 
 complete() {
@@ -43,12 +45,12 @@ staging=$dir/bin.partial
 rm -rf "$staging" && mkdir -p "$staging"
 : > "$dir/build-times.txt"
 
-# build <module dir> <module@version for messages> <package>...
+# build <module dir> <module@version for messages> <extra ldflags> <package>...
 build() {
-  local mod=$1 what=$2; shift 2
+  local mod=$1 what=$2 ldflags=$3; shift 3
   local t0=$SECONDS
   echo "kube: building $what ($*) ..."
-  if ! (cd "$testbed/$mod" && go build -p 2 -trimpath -ldflags='-s -w' -o "$staging/" "$@"); then
+  if ! (cd "$testbed/$mod" && go build -p 2 -trimpath -ldflags="-s -w $ldflags" -o "$staging/" "$@"); then
     echo "kube: FAILED to build $what from platform/kube-testbed/$mod (packages: $*)" >&2
     echo "kube: the pinned versions are in platform/kube-testbed/versions.env" >&2
     exit 1
@@ -58,10 +60,14 @@ build() {
 }
 
 t_all=$SECONDS
-build etcd "go.etcd.io/etcd/server/v3@$ETCD_VERSION" .
-build kwok "sigs.k8s.io/kwok@$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
-build kustomize "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" sigs.k8s.io/kustomize/kustomize/v5
+build etcd "go.etcd.io/etcd/server/v3@$ETCD_VERSION" "" .
+build kwok "sigs.k8s.io/kwok@$KWOK_VERSION" "" sigs.k8s.io/kwok/cmd/kwok
+build kustomize "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" "" sigs.k8s.io/kustomize/kustomize/v5
+# Without these the servers report v0.0.0-master (Kubernetes' own build sets them the same way).
+minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+kv=k8s.io/component-base/version
 build kubernetes "k8s.io/kubernetes@$KUBE_VERSION" \
+  "-X $kv.gitVersion=$KUBE_VERSION -X $kv.gitMajor=1 -X $kv.gitMinor=$minor -X $kv.gitTreeState=clean" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler

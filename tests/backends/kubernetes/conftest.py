@@ -1,6 +1,7 @@
 """Fixtures for the Kubernetes backend: an emulated API server per test (real HTTP), a cluster
 registered with its kubeconfig (so credentials go through encryption and the real client), and
 a `kubelet` that plays the job controller and the kubelet through the API."""
+import threading
 import time
 from datetime import UTC
 
@@ -218,3 +219,249 @@ def eventually(check, *, timeout: float = 5.0, step=None):
         if result or time.monotonic() > deadline:
             return result
         time.sleep(0.05)
+
+
+# --- the real control plane (tests/backends/kubernetes/controlplane.py) ---------------------------
+#
+# One control plane per pytest process, i.e. per xdist worker, started on first use. Not shared
+# across workers: each worker has its own test database whose primary keys collide with the other
+# worker's, and Cairn names its objects after them (cairn-<workload>-<attempt>), so two workers
+# on one API server would adopt each other's Jobs. Per worker costs ~0.5 GiB and ~10 s of
+# startup, and teardown needs no cross-process reference counting.
+
+REAL_TIMEOUTS = {"CONNECT_TIMEOUT": 5.0, "REQUEST_TIMEOUT": 20.0, "RETRIES": 3, "RETRY_BACKOFF": 0.2,
+                 "RETRY_BACKOFF_MAX": 1.0, "WATCH_TIMEOUT": 5}
+CAIRN_USER = "system:serviceaccount:cairn-system:cairn"
+
+# Fake nodes kwok keeps Ready: NVIDIA, AMD and Ascend accelerators (docs/accelerators.md) and one
+# CPU-only node. Accelerator nodes carry their vendor's NoSchedule taint, as device-plugin
+# installs usually set, so Cairn's tolerations are exercised.
+REAL_NODES = [
+    {"name": "h100-0", "resource": "nvidia.com/gpu", "count": 8,
+     "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.memory": "81559"}},
+    {"name": "h100-1", "resource": "nvidia.com/gpu", "count": 8,
+     "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.memory": "81559"}},
+    {"name": "mi300-0", "resource": "amd.com/gpu", "count": 8,
+     "labels": {"amd.com/gpu.product-name": "AMD_Instinct_MI300X_OAM", "amd.com/gpu.vram": "192G"}},
+    {"name": "ascend-0", "resource": "huawei.com/Ascend910", "count": 8,
+     "labels": {"node.kubernetes.io/npu.chip.name": "910B3"}},
+    {"name": "cpu-0", "resource": None, "count": 0, "labels": {}},
+]
+
+
+def _node_object(spec: dict) -> dict:
+    from .controlplane import KWOK_NODE_ANNOTATION
+
+    name, resource = spec["name"], spec["resource"]
+    resources = {"cpu": "64", "memory": "512Gi", "pods": "110", "ephemeral-storage": "1Ti"}
+    if resource:
+        resources[resource] = str(spec["count"])
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "annotations": {KWOK_NODE_ANNOTATION: "fake"},
+                     "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                "kubernetes.io/arch": "amd64", "type": "kwok", **spec["labels"]}},
+        "spec": {"taints": [{"key": resource, "value": "present", "effect": "NoSchedule"}] if resource else []},
+        # a Node's status may be set on create; kwok then marks it Ready and keeps its lease
+        "status": {"capacity": resources, "allocatable": resources,
+                   "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "kwok",
+                                "containerRuntimeVersion": "kwok", "kernelVersion": "", "osImage": "",
+                                "kubeProxyVersion": "", "machineID": "", "systemUUID": "", "bootID": ""}},
+    }
+
+
+def _api_client(kubeconfig: dict) -> k8s.ApiClient:
+    configuration = k8s.Configuration()
+    k8s_config.load_kube_config_from_dict(kubeconfig, client_configuration=configuration, persist_config=False)
+    return k8s.ApiClient(configuration)
+
+
+class RealKube:
+    """The started control plane, an admin client, and the kubeconfig Cairn registers with: a
+    token of the ServiceAccount platform/kubernetes/rbac.yaml binds (so every call Cairn makes
+    goes through RBAC as it would in production)."""
+
+    def __init__(self, plane):
+        from kubernetes import utils as k8s_utils
+
+        self.plane = plane
+        self.api = _api_client(plane.admin_kubeconfig())
+        self.core = k8s.CoreV1Api(self.api)
+        self.batch = k8s.BatchV1Api(self.api)
+        self.apps = k8s.AppsV1Api(self.api)
+        with open(cairn_rbac_path()) as f:
+            for obj in yaml.safe_load_all(f):
+                k8s_utils.create_from_dict(self.api, obj)
+        token = self.core.create_namespaced_service_account_token(
+            "cairn", "cairn-system", {"spec": {"expirationSeconds": 86400}}).status.token
+        self.cairn_kubeconfig = plane.kubeconfig("cairn", token=token)
+        for spec in REAL_NODES:
+            self.core.create_node(_node_object(spec))
+        # A default StorageClass whose claims the provisioner thread below satisfies, as a
+        # cluster with a ReadWriteMany-capable class would (Cairn's checkpoint and home claims).
+        k8s.StorageV1Api(self.api).create_storage_class({
+            "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            "provisioner": "fake.cairn.test", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"})
+        self.stop_event = threading.Event()
+        self.provisioner = threading.Thread(target=self._provision, daemon=True, name="fake-provisioner")
+        self.provisioner.start()
+        assert eventually(self.nodes_ready, timeout=60), f"kwok never readied the nodes\n{plane.tails()}"
+
+    def _provision(self) -> None:
+        """A fake external provisioner: a PersistentVolume pre-bound to each pending claim of the
+        class "standard" (no storage behind it; no kubelet mounts anything)."""
+        while not self.stop_event.wait(0.3):
+            try:
+                for claim in self.core.list_persistent_volume_claim_for_all_namespaces().items:
+                    if claim.spec.storage_class_name != "standard" or claim.spec.volume_name:
+                        continue
+                    meta = claim.metadata
+                    try:
+                        self.core.create_persistent_volume({
+                            "metadata": {"name": f"pvc-{meta.uid}",
+                                         "annotations": {"pv.kubernetes.io/provisioned-by": "fake.cairn.test"}},
+                            "spec": {"capacity": {"storage": claim.spec.resources.requests["storage"]},
+                                     "accessModes": claim.spec.access_modes, "storageClassName": "standard",
+                                     "persistentVolumeReclaimPolicy": "Retain",
+                                     "claimRef": {"namespace": meta.namespace, "name": meta.name, "uid": meta.uid},
+                                     "csi": {"driver": "fake.cairn.test", "volumeHandle": meta.uid}}})
+                    except k8s.ApiException as exc:
+                        if exc.status != 409:
+                            raise
+            except Exception:  # noqa: BLE001 - keep provisioning; the tests see unbound claims
+                time.sleep(1)
+
+    def close(self) -> None:
+        self.stop_event.set()
+
+    def nodes_ready(self) -> bool:
+        nodes = self.core.list_node().items
+        return len(nodes) >= len(REAL_NODES) and all(
+            any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or []) for n in nodes)
+
+    def pods(self, namespace: str, selector: str = "") -> list:
+        return self.core.list_namespaced_pod(namespace, label_selector=selector).items
+
+    def exit(self, namespace: str, pod: str, code: int = 0, reason: str = "") -> None:
+        """The pod's containers exit with `code` (kwok's pod-exit stage does the status)."""
+        from .controlplane import EXIT_CODE_ANNOTATION, EXIT_REASON_ANNOTATION
+
+        annotations = {EXIT_CODE_ANNOTATION: str(code)}
+        if reason:
+            annotations[EXIT_REASON_ANNOTATION] = reason
+        self.core.patch_namespaced_pod(pod, namespace, {"metadata": {"annotations": annotations}})
+
+    def describe(self, namespace: str) -> str:
+        """What a failed wait should print: the namespace's pods, Jobs and Warning events."""
+        lines = []
+        try:
+            for pod in self.pods(namespace):
+                conditions = [(c.type, c.status, c.reason) for c in pod.status.conditions or []]
+                lines.append(f"pod {pod.metadata.name} node={pod.spec.node_name} phase={pod.status.phase} {conditions}")
+            for job in self.batch.list_namespaced_job(namespace).items:
+                lines.append(f"job {job.metadata.name} active={job.status.active} conditions="
+                             f"{[(c.type, c.reason) for c in job.status.conditions or []]}")
+            for event in self.core.list_namespaced_event(namespace).items:
+                if event.type == "Warning":
+                    lines.append(f"event {event.involved_object.kind}/{event.involved_object.name} {event.reason}: "
+                                 f"{event.message}")
+        except k8s.ApiException as exc:
+            lines.append(f"(describe failed: {exc.status} {exc.reason})")
+        return "\n".join(lines) or f"(nothing in {namespace})"
+
+    def audit(self, user: str = CAIRN_USER) -> list[dict]:
+        return self.plane.audit_events(user)
+
+
+def cairn_rbac_path():
+    from .controlplane import ROOT
+
+    return ROOT / "platform" / "kubernetes" / "rbac.yaml"
+
+
+@pytest.fixture(scope="session")
+def real_kube(tmp_path_factory):
+    from .controlplane import ControlPlane, ControlPlaneError, bin_dir, missing_binaries
+
+    missing = missing_binaries()
+    if missing:  # a failure, never a skip: a skip would hide that these tests did not run
+        pytest.fail(f"The test Kubernetes control plane is not built ({', '.join(missing)} missing in {bin_dir()}): "
+                    "run make kube", pytrace=False)
+    plane = ControlPlane(tmp_path_factory.mktemp("kube"))
+    try:
+        plane.start()
+    except ControlPlaneError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        kube = RealKube(plane)
+    except Exception as exc:
+        plane.stop()
+        pytest.fail(f"bootstrapping the test control plane failed: {exc!r}\n{plane.tails()}", pytrace=False)
+    yield kube
+    kube.close()
+    plane.stop()
+
+
+@pytest.fixture
+def real_settings(settings, _fast_kubernetes_client):
+    """The emulator's 1 s timeouts are too tight for a real API server on a busy 2-core machine."""
+    settings.CAIRN_KUBERNETES = {**settings.CAIRN_KUBERNETES, **REAL_TIMEOUTS}
+    cairn_client._cache.clear()
+
+
+@pytest.fixture
+def real_cluster(db, real_kube, real_settings):
+    return kubernetes_cluster_register(name="real-cluster", kubeconfig=yaml.safe_dump(real_kube.cairn_kubeconfig))
+
+
+@pytest.fixture
+def real_pool(real_cluster):
+    return PoolFactory(cluster=real_cluster, name="gpu-pool")
+
+
+_real_projects = iter(range(1, 1_000_000))
+
+
+@pytest.fixture
+def real_project(db, real_kube):
+    """A project of its own per test, hence a namespace of its own (cairn-real-<n>): objects of
+    earlier tests on this session's cluster never meet it. Its namespace is deleted afterwards."""
+    project = ProjectFactory(slug=f"real-{next(_real_projects)}")
+    yield project
+    try:
+        real_kube.core.delete_namespace(f"cairn-{project.slug}")
+    except k8s.ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+@pytest.fixture
+def make_real_workload(real_pool, real_project):
+    def make(**fields):
+        fields.setdefault("status", "admitted")
+        return WorkloadFactory(project=real_project, pool=real_pool, **fields)
+
+    return make
+
+
+@pytest.fixture
+def start_real_reconciler(real_cluster):
+    from apps.backends.kubernetes.reconciler import ClusterReconciler
+
+    started = []
+
+    def start():
+        reconciler = ClusterReconciler(real_cluster, watch_timeout=REAL_TIMEOUTS["WATCH_TIMEOUT"])
+        reconciler.start()
+        started.append(reconciler)
+        assert eventually(lambda: reconciler.synced, timeout=30), "informers never synced"
+        return reconciler
+
+    yield start
+    for reconciler in started:
+        reconciler.stop(timeout=0)
+
+
+@pytest.fixture
+def real_reconciler(start_real_reconciler):
+    return start_real_reconciler()
