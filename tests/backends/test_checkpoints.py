@@ -40,7 +40,9 @@ RESUME = """
 
 def test_a_restarted_attempt_resumes_from_the_checkpoint_its_predecessor_saved(script, cairn_server, settings):
     settings.CAIRN = {**settings.CAIRN, "PUBLIC_URL": cairn_server.url}
-    workload = admitted(replicas=1, kind=Kind.TRAINING, max_restarts=1,
+    # 1 GiB: the SDK saves with torch when it is installed, and PyPI's torch (the CUDA build) takes
+    # ~280 MiB of memory once imported, over the factory's 256 MiB.
+    workload = admitted(replicas=1, kind=Kind.TRAINING, max_restarts=1, memory_mb=1024,
                         spec={"command": ["python", script(RESUME)], "env": {}})
     workload_dispatch(workload_id=workload.pk)
     reconcile_until(workload, S.SUCCEEDED, timeout=60)

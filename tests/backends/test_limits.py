@@ -24,7 +24,7 @@ MiB = 1024 * 1024
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # Five processes, each taking 400 MiB in 40 MiB steps (touched: bytes of b"x"): 2 GiB together,
-# though each stays under the 512 MiB RLIMIT_DATA of a 512Mi replica.
+# though each stays under its own RLIMIT_DATA backstop (2 GiB for a 512Mi replica).
 FIVE_HOGS = """
 import multiprocessing, time
 

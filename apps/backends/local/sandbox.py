@@ -22,8 +22,8 @@ of its own (netns.py), entered before bubblewrap. Otherwise replicas share the h
 except deployments under bubblewrap (`--unshare-net`: a private loopback, no network), which are
 reached through a unix socket (bridge.py, apps/deployments/gateway.py) either way.
 
-Limits: the replica's memory request becomes RLIMIT_DATA of each of its processes; the replica
-as a whole is held to it (and to a number of processes and a disk size) by limits.py, and /tmp
+Limits: twice the replica's memory request (2 GiB at least) is RLIMIT_DATA of each process; the replica
+as a whole is held to the request (and to a number of processes and a disk size) by limits.py, and /tmp
 and /dev/shm are sized tmpfs. A seccomp filter (seccomp.py) refuses namespaces, mounts, ptrace
 and the like in the sandbox. The argv builders here are pure; `isolation()` probes once.
 """

@@ -11,7 +11,11 @@ that launched it. It imports nothing but the standard library (no Django), so it
   new session and process group and is reaped by init when it ends.
 - With --keep-fd (repeatable), the command inherits FD (a deployment's listening socket, made
   by Cairn: bridge.py) and the shim closes its own copy once the command started.
-- With --memory, RLIMIT_DATA of the command (and of everything it starts) is BYTES.
+- With --memory, RLIMIT_DATA of the command (and of everything it starts) is a backstop of
+  twice BYTES and at least 2 GiB: it counts address space a process maps, not memory it uses
+  (importing PyPI's CUDA build of torch maps ~1 GiB on a CPU-only host), so the replica's real
+  limit is the watchdog's or the cgroup's sum below; the backstop only stops one process from
+  growing without bound between two looks.
 - With --limits JSON, the replica as a whole is held to them (limits.py): RLIMIT_NPROC, a cgroup
   of its own where the host delegates one, and a watchdog thread that kills the replica over its
   memory, process or disk limit and records why (`reason`, `detail`) in EXIT_FILE.
@@ -33,6 +37,8 @@ import sys
 import time
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# RLIMIT_DATA never below this (see --memory above).
+DATA_BACKSTOP_MIN = 2 << 30
 
 
 def write_exit_file(path: str, returncode: int, *, sandboxed: bool = False, reason: str = "",
@@ -144,7 +150,8 @@ def main(argv: list[str]) -> int:
     if options["notify_fd"] is not None:
         detach(options["notify_fd"])
     if options["memory"]:
-        resource.setrlimit(resource.RLIMIT_DATA, (options["memory"], options["memory"]))
+        backstop = max(2 * options["memory"], DATA_BACKSTOP_MIN)
+        resource.setrlimit(resource.RLIMIT_DATA, (backstop, backstop))
     limits = options["limits"] or {}
     lib = load_limits() if limits else None
     cgroup = None
