@@ -21,6 +21,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from apps.core import logsafe  # noqa: E402
+from apps.core.checks import check_at_start  # noqa: E402
 from apps.core.proxy import close_pools  # noqa: E402
 from apps.deployments.gateway import with_gateway  # noqa: E402
 from apps.notebooks.proxy import with_notebook_proxy  # noqa: E402
@@ -29,6 +30,7 @@ from apps.projects.wsauth import OriginGate  # noqa: E402
 from apps.tracking.asgi import with_ingest_fast_path  # noqa: E402
 
 logsafe.install()
+check_at_start()  # the public SECRET_KEY stops server mode; passwordless PostgreSQL/Redis are logged
 
 # /nb/...: the notebook proxy (apps/notebooks/proxy.py), HTTP and websockets, with its own sign-in checks.
 http_app, websocket_app = with_notebook_proxy(

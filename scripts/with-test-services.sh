@@ -60,6 +60,8 @@ if [ -z "${REDIS_URL:-}" ]; then
 fi
 
 export CAIRN_MODE=server
+# Server mode refuses the public default key (system check cairn.E001): a random one per run.
+export SECRET_KEY=${SECRET_KEY:-$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')}
 # Threads started by tests (websocket consumers, races) must not keep connections open past a test.
 export DB_CONN_MAX_AGE=${DB_CONN_MAX_AGE:-0}
 "$@"

@@ -2,26 +2,63 @@
 
 Fernet (AES-128-CBC + HMAC-SHA256) with a key derived by HKDF-SHA256 from
 settings.CAIRN_ENCRYPTION_KEY when set, else from SECRET_KEY. Changing that secret makes stored
-credentials unreadable: re-register the clusters (`decrypt` raises CredentialsUnreadable).
+credentials unreadable: re-register the clusters (`decrypt` raises CredentialsUnreadable). The one
+exception: what the public default SECRET_KEY encrypted stays readable, and is re-encrypted with
+the current key (a data folder from before embedded mode made its own key).
 """
 import base64
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
+
+from config.secret_key import DEFAULT_SECRET_KEY
 
 
 class CredentialsUnreadable(Exception):
     """The stored credentials cannot be decrypted with the current key."""
 
 
-def _fernet() -> Fernet:
-    secret = getattr(settings, "CAIRN_ENCRYPTION_KEY", "") or settings.SECRET_KEY  # see config/settings/base.py
+def _derive(secret: str) -> Fernet:
     key = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"cairn", info=b"cairn-cluster-credentials").derive(
         secret.encode()
     )
     return Fernet(base64.urlsafe_b64encode(key))
+
+
+def _secret() -> str:
+    return getattr(settings, "CAIRN_ENCRYPTION_KEY", "") or settings.SECRET_KEY  # see config/settings/base.py
+
+
+def _fernet() -> MultiFernet:
+    """Encrypts with the current key. Also decrypts what the public default SECRET_KEY encrypted:
+    rows of a data folder from before it had a key of its own (config/secret_key.py), which
+    apps/core/checks.py re-encrypts after each migrate (`needs_rotation`, `rotate`)."""
+    keys = [_derive(_secret())]
+    if _secret() != DEFAULT_SECRET_KEY:
+        keys.append(_derive(DEFAULT_SECRET_KEY))
+    return MultiFernet(keys)
+
+
+def needs_rotation(token: str) -> bool:
+    """Whether `token` was encrypted with the public default key rather than the current one."""
+    if not token or _secret() == DEFAULT_SECRET_KEY:
+        return False
+    try:
+        _derive(_secret()).decrypt(token.encode())
+        return False
+    except InvalidToken:
+        try:
+            _derive(DEFAULT_SECRET_KEY).decrypt(token.encode())
+            return True
+        except InvalidToken:
+            return False
+
+
+def rotate(token: str) -> str:
+    """`token` re-encrypted with the current key (InvalidToken when no known key opens it)."""
+    return _fernet().rotate(token.encode()).decode()
 
 
 def encrypt(plaintext: str) -> str:

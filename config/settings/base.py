@@ -14,6 +14,7 @@ from apps.scheduling.policy import (
     DEFAULT_STARVATION_SECONDS,
     DEFAULT_TIMESLICE_SECONDS,
 )
+from config.secret_key import DEFAULT_SECRET_KEY, embedded_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -31,7 +32,11 @@ EMBEDDED = CAIRN_MODE == "embedded"
 CAIRN_DATA_DIR = Path(env.str("CAIRN_DATA_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env.str("SECRET_KEY", default="insecure-dev-key-change-me-" + "x" * 40)
+# Server mode: SECRET_KEY from the environment (the public default is refused: system check
+# cairn.E001). Embedded mode without one: a random key made on the first run and kept in the data
+# folder (config/secret_key.py).
+SECRET_KEY = env.str("SECRET_KEY", default="") or (
+    embedded_secret_key(CAIRN_DATA_DIR) if EMBEDDED else DEFAULT_SECRET_KEY)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 

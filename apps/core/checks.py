@@ -1,0 +1,150 @@
+"""System checks about secrets (issue 44): the key Cairn signs and encrypts with, and whether
+PostgreSQL and Redis let anyone in.
+
+- cairn.E001 (always): server mode with the public default SECRET_KEY. Sessions, the key of
+  stored credentials and the notebook token on Kubernetes derive from it: anyone who read the
+  source could forge or read them. Every management command stops on it, and so does the web
+  server (`check_at_start`, called by config/asgi.py).
+- cairn.W001 / cairn.W002 (`check --deploy`, and logged at the web server's start): the database
+  URL or the Redis URL has no password and a connection without one succeeds. A workload that
+  reaches them (any process on the host, if they listen there) could rewrite the database or
+  enqueue tasks; docs/operations.md says both need passwords.
+
+After each migrate, credentials that the public default key encrypted (a data folder from before
+embedded mode made its own key) are re-encrypted with the current key (`rotate_legacy`)."""
+from __future__ import annotations
+
+import logging
+import os
+
+from django.conf import settings
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models.signals import post_migrate
+
+from config.secret_key import DEFAULT_SECRET_KEY
+
+logger = logging.getLogger(__name__)
+
+TIMEOUT = 2  # seconds per connection attempt
+
+
+def _secret_key_errors() -> list[checks.CheckMessage]:
+    if settings.CAIRN_MODE == "server" and settings.SECRET_KEY == DEFAULT_SECRET_KEY:
+        return [checks.Error(
+            "SECRET_KEY is Cairn's public default, which server mode refuses: sessions, stored credentials "
+            "and notebook tokens would be forgeable by anyone who read the source.",
+            hint="Set SECRET_KEY to a long random string in the environment or .env, e.g. "
+                 "`python3 -c 'import secrets; print(secrets.token_urlsafe(50))'`, and keep it.",
+            id="cairn.E001")]
+    return []
+
+
+@checks.register()
+def secret_key(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    return _secret_key_errors()
+
+
+def postgres_without_password() -> str | None:
+    """A message when the database URL has no password and PostgreSQL lets us in without one."""
+    db = settings.DATABASES["default"]
+    if "postgresql" not in db.get("ENGINE", "") or db.get("PASSWORD") or os.environ.get("PGPASSWORD"):
+        return None
+    import psycopg
+
+    params = {"dbname": db.get("NAME") or "postgres", "user": db.get("USER") or None,
+              "host": db.get("HOST") or None, "port": str(db.get("PORT") or "") or None,
+              # No ~/.pgpass: a connection without any password.
+              "connect_timeout": TIMEOUT, "passfile": "/nonexistent/cairn-no-passfile"}
+    try:
+        psycopg.connect(**{k: v for k, v in params.items() if v is not None}).close()
+    except psycopg.OperationalError as exc:
+        # PostgreSQL looks the database up after authentication: "does not exist" means it let us in.
+        if "database" not in str(exc) or "does not exist" not in str(exc):
+            return None
+    except Exception:  # noqa: BLE001 - refused, unreachable, or a password asked for: nothing to say
+        return None
+    where = f"{db.get('HOST') or 'its unix socket'}:{db.get('PORT') or 5432}"
+    return (f"PostgreSQL at {where} accepts Cairn's user '{db.get('USER')}' without a password (DATABASE_URL has "
+            f"none): any process that reaches it can rewrite Cairn's database.")
+
+
+def redis_without_password() -> str | None:
+    """A message when REDIS_URL has no password and Redis answers PING without AUTH."""
+    url = getattr(settings, "REDIS_URL", "")
+    if not url:
+        return None
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT)
+    except ValueError:
+        return None
+    if client.connection_pool.connection_kwargs.get("password"):
+        client.close()
+        return None
+    try:
+        answered = client.ping()
+    except Exception:  # noqa: BLE001 - refused, unreachable, or NOAUTH: nothing to say
+        answered = False
+    finally:
+        client.close()
+    if not answered:
+        return None
+    return ("Redis at REDIS_URL answers without a password: any process that reaches it can enqueue tasks for "
+            "Cairn's worker and publish on live topics.")
+
+
+PASSWORD_HINT = ("Give it a password (PostgreSQL: md5 or scram-sha-256 in pg_hba.conf; Redis: requirepass) and put "
+                 "it in the URL; docs/operations.md, Passwords.")
+
+
+@checks.register(deploy=True)
+def services_without_password(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    found = []
+    for check_id, message in (("cairn.W001", postgres_without_password()), ("cairn.W002", redis_without_password())):
+        if message:
+            found.append(checks.Warning(message, hint=PASSWORD_HINT, id=check_id))
+    return found
+
+
+def check_at_start() -> None:
+    """What the web server checks as it loads (uvicorn runs no system checks): the key, and the
+    passwords, logged as warnings."""
+    errors = _secret_key_errors()
+    if errors:
+        raise ImproperlyConfigured(f"{errors[0].msg} {errors[0].hint}")
+    if settings.CAIRN_MODE != "server":
+        return
+    for message in (postgres_without_password(), redis_without_password()):
+        if message:
+            logger.warning("%s %s", message, PASSWORD_HINT)
+
+
+def rotate_legacy() -> int:
+    """Re-encrypt with the current key what the public default key encrypted; how many values."""
+    from apps.clusters.crypto import needs_rotation, rotate
+    from apps.clusters.models import ClusterCredential
+    from apps.storage.models import Dataset
+
+    count = 0
+    for model, field in ((ClusterCredential, "encrypted_kubeconfig"), (Dataset, "credentials_encrypted")):
+        for pk, token in model.objects.exclude(**{field: ""}).values_list("pk", field):
+            if needs_rotation(token):
+                model.objects.filter(pk=pk, **{field: token}).update(**{field: rotate(token)})
+                count += 1
+    if count:
+        logger.warning("Re-encrypted %d stored credential(s) made with the public default SECRET_KEY with this "
+                       "installation's key.", count)
+    return count
+
+
+def _after_migrate(sender, app_config=None, **kwargs) -> None:
+    if app_config is not None and app_config.label == "core":
+        try:
+            rotate_legacy()
+        except Exception:  # noqa: BLE001 - a table not there yet (a partial migrate): next time
+            logger.debug("credentials rotation skipped", exc_info=True)
+
+
+post_migrate.connect(_after_migrate, dispatch_uid="cairn-rotate-legacy-credentials")
