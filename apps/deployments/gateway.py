@@ -446,6 +446,7 @@ async def _forward(scope, receive, send, targets, *, fallback=(), name, prefix, 
                 await answer(send, 502, f"A replica of deployment '{name}' closed the connection without "
                                          "answering: it may not listen on $PORT yet, or it failed.")
                 return
+            metrics.replied(token)  # whatever its status, this answer is the replica's
             out = response_headers(response, _RESPONSE_DROP)
             out += [(b"content-security-policy", _SANDBOX), (b"x-accel-buffering", b"no")]
             await relay(receive, send, response, out, first_chunk=first_chunk, what=f"a replica of {prefix}")

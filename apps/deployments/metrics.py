@@ -1,7 +1,10 @@
 """Request metrics of the gateway, per deployment and per replica.
 
 Every request the gateway forwards (or answers itself for a known deployment: 503, 504, 413)
-is counted here, in this server process:
+is counted here, in this server process. A 503 the gateway gives itself because no replica took
+the request (none ready, every one refused the connection) is no replica's traffic: it counts
+under replica "" and as `serve.gateway_rps`, never in a replica's or the deployment's `rps` and
+latencies (curl's retry loop against a deployment starting up would otherwise show as traffic).
 
 - Prometheus series (prometheus-client), exported at /metrics by apps.telemetry:
   `cairn_deployment_requests_total{project,deployment,replica,code}` (code: 2xx..5xx),
@@ -12,10 +15,13 @@ is counted here, in this server process:
   gateway's flusher hands them to the sink apps.telemetry registers (stored as TelemetrySample
   rows of the deployment, node `gateway:<host>:<pid>`, and published live on the workload's topic).
   Metrics, for the deployment (`serve.<stat>`) and for each replica (`serve.<stat>.r<n>`):
-  rps (requests finished per second), concurrency (average requests in flight over the window,
-  the autoscaler's input), in_flight (at the end of the window), p50_ms/p95_ms/p99_ms (latency of
-  the requests finished in the window, from the request's arrival to the end of its answer),
-  s2xx/s3xx/s4xx/s5xx (answers per second by status class).
+  rps (requests replicas answered per second), concurrency (average requests in flight over the
+  window, the autoscaler's input), in_flight (at the end of the window), p50_ms/p95_ms/p99_ms
+  (latency of the requests replicas answered in the window, from the request's arrival to the end
+  of its answer), s2xx/s3xx/s4xx/s5xx (every answer the clients got per second, by status class),
+  and for the deployment gateway_rps (answers the gateway gave itself per second: no replica took
+  them). A window with nothing in it after one with traffic still gives its zeros, once: a rate
+  drops to 0 when traffic stops instead of keeping its last value.
 """
 from __future__ import annotations
 
@@ -67,6 +73,7 @@ class _Window:
     classes: dict[str, int] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)  # seconds
     busy: float = 0.0  # request-seconds spent in flight inside the window
+    own: int = 0  # answered by the gateway itself: no replica took them
 
 
 @dataclass
@@ -75,6 +82,7 @@ class _InFlight:
     replica: int | None
     labels: tuple[str, str, str]
     started: float
+    replied: bool = False  # a replica's answer (headers) came back
 
 
 def _quantile(ordered: list[float], q: float) -> float:
@@ -95,6 +103,7 @@ class ServeMetrics:
         self.windows: dict[tuple[int, int | None], _Window] = {}
         self.in_flight: dict[int, _InFlight] = {}
         self.window_start = clock()
+        self.last_keys: set[tuple[int, int | None]] = set()  # the keys the last flush gave samples for
         self.ids = itertools.count()
         self.node = f"gateway:{socket.gethostname()}:{os.getpid()}"
 
@@ -118,6 +127,13 @@ class ServeMetrics:
         _series(IN_FLIGHT, *old).dec()
         _series(IN_FLIGHT, *entry.labels).inc()
 
+    def replied(self, token: int) -> None:
+        """A replica answered the request (its status line came back): a 503 then is its own."""
+        with self.lock:
+            entry = self.in_flight.get(token)
+            if entry is not None:
+                entry.replied = True
+
     def finish(self, token: int, status: int) -> None:
         now = self.clock()
         with self.lock:
@@ -126,17 +142,29 @@ class ServeMetrics:
                 return
             elapsed = now - entry.started
             busy = now - max(entry.started, self.window_start)
-            keys = [(entry.workload_id, None)] + ([(entry.workload_id, entry.replica)] if entry.replica is not None
-                                                 else [])
-            for key in keys:
-                window = self.windows.setdefault(key, _Window())
+            counted = entry.labels
+            own = entry.replica is None or (status == 503 and not entry.replied)
+            if own and entry.replica is not None:  # tried replicas refused it: the gateway's answer
+                window = self.windows.setdefault((entry.workload_id, entry.replica), _Window())
+                window.busy += busy  # it was in flight there while the gateway tried it
+                counted = (*entry.labels[:2], "")
+            window = self.windows.setdefault((entry.workload_id, None), _Window())
+            window.classes[_class(status)] = window.classes.get(_class(status), 0) + 1
+            window.busy += busy
+            if own:
+                window.own += 1
+            else:
                 window.finished += 1
-                window.classes[_class(status)] = window.classes.get(_class(status), 0) + 1
                 window.latencies.append(elapsed)
-                window.busy += busy
+                replica = self.windows.setdefault((entry.workload_id, entry.replica), _Window())
+                replica.finished += 1
+                replica.classes[_class(status)] = replica.classes.get(_class(status), 0) + 1
+                replica.latencies.append(elapsed)
+                replica.busy += busy
         _series(IN_FLIGHT, *entry.labels).dec()
-        _series(REQUESTS, *entry.labels, _class(status)).inc()
-        _series(DURATION, *entry.labels).observe(elapsed)
+        _series(REQUESTS, *counted, _class(status)).inc()
+        if not own:
+            _series(DURATION, *counted).observe(elapsed)
 
     def flush(self) -> list[ServeSample]:
         """The window's figures as samples; starts a new window."""
@@ -151,6 +179,10 @@ class ServeMetrics:
                 for key in keys:
                     windows.setdefault(key, _Window()).busy += now - max(entry.started, self.window_start)
                     flying[key] = flying.get(key, 0) + 1
+            for key in self.last_keys - set(windows):  # traffic stopped: its zeros, once
+                windows[key] = _Window()
+            self.last_keys = {key for key, window in windows.items() if window.finished or window.own or window.busy
+                              or window.classes or key in flying}
             self.window_start = now
         samples = []
         for (workload_id, replica), window in windows.items():
@@ -168,6 +200,8 @@ class ServeMetrics:
                     add(f"p{q}_ms", _quantile(ordered, q / 100) * 1000)
             for name in STATUS_CLASSES:
                 add(f"s{name}", window.classes.get(name, 0) / span)
+            if replica is None:
+                add("gateway_rps", window.own / span)
         return samples
 
 

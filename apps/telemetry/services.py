@@ -99,9 +99,11 @@ def telemetry_record_serving(*, samples: list[ServeSample]) -> list[TelemetrySam
     """The gateway's request metrics of deployments (apps.deployments.metrics), stored as samples
     of each deployment (node: the gateway process that measured them) and drawn live on its page."""
     now = timezone.now()
+    # A deployment deleted since (its last window's zeros come after it) would fail the whole batch.
+    known = set(Workload.objects.filter(pk__in={s.workload_id for s in samples}).values_list("pk", flat=True))
     return telemetry_record(of_nodes=False, samples=[
         TelemetrySample(time=now, node=s.node[:253], gpu=None, workload_id=s.workload_id, metric=s.metric[:64],
-                        value=s.value) for s in samples])
+                        value=s.value) for s in samples if s.workload_id in known])
 
 
 def telemetry_check_health(*, samples: list[TelemetrySample]) -> list[NodeHealthEvent]:

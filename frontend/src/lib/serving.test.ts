@@ -15,4 +15,9 @@ describe("serving metrics", () => {
     expect(panels[1].lines).toEqual([{ metric: "serve.p50_ms", label: "p50" }]);
     expect(servingPanels([])).toEqual([]);
   });
+
+  it("shows the gateway's own answers apart from the replicas' requests", () => {
+    const [requests] = servingPanels(["serve.rps", "serve.rps.r0", "serve.gateway_rps"]);
+    expect(requests.lines.map((l) => l.label)).toEqual(["all replicas", "replica 0", "gateway (no replica)"]);
+  });
 });

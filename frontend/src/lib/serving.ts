@@ -37,7 +37,15 @@ export function servingPanels(names: Iterable<string>): ServePanel[] {
       ...ordered.map((r) => ({ metric: `serve.${stat}.r${r}`, label: `replica ${r}` })),
     ].filter((l) => known.has(l.metric));
   const panels: ServePanel[] = [
-    { title: "Requests per second", unit: "req/s", lines: perReplica("rps") },
+    {
+      title: "Requests per second",
+      unit: "req/s",
+      // The gateway's own answers (no replica took them: none ready, or all refused) apart.
+      lines: [
+        ...perReplica("rps"),
+        ...(known.has("serve.gateway_rps") ? [{ metric: "serve.gateway_rps", label: "gateway (no replica)" }] : []),
+      ],
+    },
     {
       title: "Latency",
       unit: "ms",
