@@ -32,7 +32,7 @@ from django.utils import timezone
 from optuna.trial import TrialState
 
 from apps.core.errors import ConflictError, ServiceError
-from apps.tracking.choices import MAX_STEP
+from apps.tracking.choices import MAX_STEP, RunStatus
 from apps.tracking.models import MetricSummary, Run
 from apps.tracking.selectors import raw_points
 from apps.training.api.serializers import TrainingJobCreateSerializer
@@ -186,6 +186,9 @@ def _follow(sweep: Sweep, study: optuna.Study, trial: Trial, *, owner: str) -> N
         else:
             _end(sweep, study, trial, status=TrialStatus.STOPPED, message="The sweep was stopped before it started.")
         return
+    if trial.status == TrialStatus.PRUNED and not trial.told:
+        _settle_pruned(sweep, study, trial)
+        return
     if trial.status not in TRIAL_ACTIVE:  # ended, not yet told (a restart in between)
         _tell(study, trial)
         return
@@ -241,7 +244,10 @@ def _report(sweep: Sweep, study: optuna.Study, trial: Trial, workload: Workload,
         last = (step, value)
         # Asked at every step even once the workload has ended: successive halving records the
         # trial's value at each rung it reaches then, and later trials compete with it.
-        if asha and optuna_trial.should_prune() and workload.status not in TERMINAL:
+        # A run its script already finished is not pruned: its work is done (its last steps may
+        # simply not have been read yet), and stopping it now would throw the result away.
+        if (asha and optuna_trial.should_prune() and workload.status not in TERMINAL
+                and run.status != RunStatus.FINISHED):
             Trial.objects.filter(pk=trial.pk).update(last_step=step, last_value=value)
             return _prune(sweep, study, trial, workload, step=step, value=value)
     if last is not None:
@@ -275,10 +281,36 @@ def _prune(sweep: Sweep, study: optuna.Study, trial: Trial, workload: Workload, 
                                                  pruned_rung=rung, finished_at=timezone.now(), last_step=step,
                                                  last_value=value)
         _changed(sweep, trial, TrialStatus.PRUNED)
+    # Optuna is told once its workload has ended (_settle_pruned): the stop may have come after
+    # the script had done all its work, and then the trial completed.
     trial.refresh_from_db()
-    _tell(study, trial)
     logger.info("sweep %s: trial %s pruned at %s (%s)", sweep.pk, trial.number, rung_text, rung_value)
     return True
+
+
+def _settle_pruned(sweep: Sweep, study: optuna.Study, trial: Trial) -> None:
+    """A pruned trial whose workload has ended: pruned, or completed when its script had finished
+    on its own (its run marked finished, which a script killed by the stop never does) before the
+    stop was asked for. Then it reports its final value, and best and importance count it."""
+    workload = Workload.objects.filter(pk=trial.workload_id).first()
+    if workload is not None and workload.status not in TERMINAL:
+        return  # still stopping
+    run = _latest_run(workload) if workload is not None else None
+    summary = MetricSummary.objects.filter(run=run, key=sweep.objective_key).first() if run else None
+    finished_first = (run is not None and run.status == RunStatus.FINISHED and run.finished_at is not None
+                      and (workload.stop_requested_at is None or run.finished_at <= workload.stop_requested_at))
+    if finished_first and summary is not None and math.isfinite(summary.last_value):
+        message = (f"{sweep.objective_key} = {summary.last_value:g} at step {summary.last_step}: it ran to the end "
+                   f"before the prune at step {trial.pruned_step} took effect, so it counts as completed.")
+        Trial.objects.filter(pk=trial.pk).update(pruned_step=None, pruned_rung=None, last_step=summary.last_step,
+                                                 last_value=summary.last_value)
+        trial.pruned_step = trial.pruned_rung = None
+        trial.last_step, trial.last_value = summary.last_step, summary.last_value
+        if workload is not None:
+            workload_event_record(workload=workload, reason="TrialCompleted", message=message)
+        _end(sweep, study, trial, status=TrialStatus.SUCCEEDED, objective=summary.last_value, message=message)
+        return
+    _tell(study, trial)
 
 
 def _end(sweep: Sweep, study: optuna.Study, trial: Trial, *, status: str, message: str,

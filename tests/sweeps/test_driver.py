@@ -2,6 +2,7 @@
 workloads moved through their lives by hand (tests/sweeps/test_end_to_end.py runs them as real
 processes)."""
 import json
+from datetime import timedelta
 
 import optuna
 import pytest
@@ -9,9 +10,11 @@ import pytest
 from apps.sweeps.choices import SweepStatus, TrialStatus
 from apps.sweeps.driver import sweep_drive
 from apps.sweeps.models import Trial
+from apps.sweeps.selectors import best_trial
 from apps.sweeps.services import sweep_stop, trial_env_for_attempt
 from apps.sweeps.study import param_importances, storage_url, study
-from apps.tracking.models import Param
+from apps.tracking.models import Param, Run
+from apps.tracking.services import run_finish
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.lifecycle import AllGone, workload_observe
 from apps.workloads.models import Workload
@@ -95,10 +98,82 @@ def test_asha_prunes_a_trial_whose_first_rung_value_is_poor(setup):
     workload_observe(workload=workload, observation=AllGone())
     workload.refresh_from_db()
     assert (workload.status, workload.status_reason) == (S.STOPPED, "Pruned")
-    assert study(sweep).trials[1].state == optuna.trial.TrialState.PRUNED
     assert len(trials(sweep)) == 2  # its workload held its place until it had exited
     sweep_drive(sweep_id=sweep.pk)
+    # Optuna is told once its workload has ended (it might have run to the end meanwhile).
+    assert study(sweep).trials[1].state == optuna.trial.TrialState.PRUNED
     assert len(trials(sweep)) == 3  # the pruned trial's place went to the next one
+
+
+def _asha_with_a_good_first_trial(project, alice):
+    sweep = make_sweep(project, alice, algorithm="asha", max_concurrent=1, max_trials=3,
+                       space={"width": {"type": "int", "low": 8, "high": 64}})
+    sweep_drive(sweep_id=sweep.pk)
+    (good,) = trials(sweep)
+    run = start(good.workload)
+    log(run, "val_acc", {step: 0.9 for step in range(1, 10)})
+    finish(good.workload)
+    sweep_drive(sweep_id=sweep.pk)
+    return sweep, trials(sweep)[1]
+
+
+def test_a_trial_whose_script_already_finished_is_not_pruned(setup, client_for):
+    """Issue 46, item 8: its first steps were poor, but it had run to the end (0.95, better than
+    the rest) before the driver read them: not pruned at step 1, completed with its final value."""
+    project, alice = setup
+    sweep, late = _asha_with_a_good_first_trial(project, alice)
+    run = start(late.workload)
+    log(run, "val_acc", {1: 0.1, **{step: 0.95 for step in range(2, 11)}})
+    run_finish(run=run)  # the SDK marks the run finished as the script exits
+    sweep_drive(sweep_id=sweep.pk)
+    late.refresh_from_db()
+    assert late.status == TrialStatus.RUNNING and late.pruned_step is None
+    finish(late.workload)
+    sweep_drive(sweep_id=sweep.pk)
+    late.refresh_from_db()
+    assert (late.status, late.objective) == (TrialStatus.SUCCEEDED, 0.95)
+    assert best_trial(sweep).pk == late.pk
+
+
+def test_a_pruned_trial_that_had_run_to_the_end_counts_as_completed(setup, client_for):
+    """The prune's stop came after the script had finished (its run marked finished before the
+    stop was asked for): the trial completed, with its final value, and best and importance use it."""
+    project, alice = setup
+    sweep, late = _asha_with_a_good_first_trial(project, alice)
+    run = start(late.workload)
+    log(run, "val_acc", {1: 0.1})
+    sweep_drive(sweep_id=sweep.pk)
+    late.refresh_from_db()
+    workload = Workload.objects.get(pk=late.workload_id)
+    assert late.status == TrialStatus.PRUNED and workload.status == S.STOPPING
+    # Meanwhile the script had logged its last steps and finished, before the stop reached it.
+    log(run, "val_acc", {step: 0.95 for step in range(2, 11)})
+    run_finish(run=run)
+    Run.objects.filter(pk=run.pk).update(finished_at=workload.stop_requested_at - timedelta(seconds=1))
+    workload_observe(workload=workload, observation=AllGone())
+    sweep_drive(sweep_id=sweep.pk)
+    late.refresh_from_db()
+    assert (late.status, late.objective, late.pruned_step) == (TrialStatus.SUCCEEDED, 0.95, None)
+    assert "ran to the end before the prune at step 1" in late.message
+    assert study(sweep).trials[1].state == optuna.trial.TrialState.COMPLETE
+    assert best_trial(sweep).pk == late.pk
+    body = client_for(alice).get(f"/api/v1/projects/{project.slug}/sweeps/{sweep.pk}/").json()
+    assert body["best_trial"]["number"] == late.number and body["best_trial"]["objective"] == 0.95
+
+
+def test_a_pruned_trial_stopped_before_it_finished_stays_pruned(setup):
+    project, alice = setup
+    sweep, late = _asha_with_a_good_first_trial(project, alice)
+    run = start(late.workload)
+    log(run, "val_acc", {1: 0.1})
+    sweep_drive(sweep_id=sweep.pk)
+    workload = Workload.objects.get(pk=late.workload_id)
+    log(run, "val_acc", {2: 0.95})  # logged, then killed by the stop: its run never finished
+    workload_observe(workload=workload, observation=AllGone())
+    sweep_drive(sweep_id=sweep.pk)
+    late.refresh_from_db()
+    assert (late.status, late.pruned_step) == (TrialStatus.PRUNED, 1)
+    assert study(sweep).trials[1].state == optuna.trial.TrialState.PRUNED
 
 
 def test_objective_never_logged_fails_the_trial_with_a_clear_message(setup):
