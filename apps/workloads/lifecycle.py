@@ -87,6 +87,9 @@ class Facts:
     server_shutdown: bool = False  # stopping because the embedded Cairn server is shutting down
     stop_reason: str = ""  # the reason the stop was asked with, when it is one of kept_stop_reasons
     idle_reclaimed: bool = False  # stopping because the notebook culler found it idle
+    # Launches that were not the workload's fault and spend no restart: requeues after a
+    # disruption (a drained or lost node: reason Disrupted, the Kubernetes backend).
+    free_attempts: int = 0
 
 
 # -- what happens -----------------------------------------------------------------------------------
@@ -106,6 +109,7 @@ class Decision:
     warning: bool = False  # its event is a Warning
 
 
+DISRUPTED = "Disrupted"  # requeued after a disruption (drain, preemption, lost node): not a failure
 SERVER_SHUTDOWN = "ServerShutdown"  # the reason of work stopped by a Ctrl-C of the embedded server
 IDLE_RECLAIMED = "IdleReclaimed"  # the reason of a notebook the idle culler stopped (apps/notebooks/culling.py)
 
@@ -137,13 +141,15 @@ def decide(facts: Facts, observation: Observation) -> Decision:
         return Decision(SUCCEED, f"All {observation.replicas} replica(s) exited with code 0.", reason="Succeeded",
                         to_status=S.SUCCEEDED, exit_code=0)
     message = observation.message
-    restarts_left = facts.attempt <= facts.max_restarts
+    restarts_left = facts.attempt - facts.free_attempts <= facts.max_restarts
     if restarts_left and not facts.past_deadline:
         if observation.move:  # off a bad node: the scheduler places attempt n+1 on another one
-            return Decision(MOVE, f"{message} Requeued: attempt {facts.attempt + 1} of {facts.max_restarts + 1} "
+            return Decision(MOVE, f"{message} Requeued: attempt {facts.attempt + 1} of "
+                                  f"{facts.max_restarts + 1 + facts.free_attempts} "
                                   "resumes from the last checkpoint on another node.",
                             reason=observation.restart_reason or "Rescheduled", to_status=S.QUEUED, warning=True)
-        return Decision(RESTART, f"{message} Starting attempt {facts.attempt + 1} of {facts.max_restarts + 1}"
+        return Decision(RESTART, f"{message} Starting attempt {facts.attempt + 1} of "
+                                 f"{facts.max_restarts + 1 + facts.free_attempts}"
                                  f"{' from the last checkpoint' if observation.restart_reason else ''}.",
                         reason=observation.restart_reason or "Restarting", attempt=facts.attempt + 1)
     if restarts_left:  # restarts count against the run-time limit (apps/workloads/deadlines.py)
@@ -169,6 +175,7 @@ def facts_of(workload: Workload) -> Facts:
         stop_reason=(workload.status_reason if workload.status == S.STOPPING and workload.stop_cause == StopCause.USER
                      and workload.status_reason in kept_stop_reasons else ""),
         idle_reclaimed=workload.stop_cause == StopCause.IDLE,
+        free_attempts=workload.events.filter(reason=DISRUPTED, to_status=S.QUEUED).count(),
     )
 
 

@@ -294,6 +294,15 @@ class KubernetesBackend(Backend):
             run_env = attempt_env(workload=workload, attempt=attempt)
         view = view_for(workload, attempt=attempt, run_env=run_env)
         namespace = m.namespace_for(view.project, options)
+        if kind_spec(workload.kind).runs_to_completion and attempt > 1:
+            # Never two attempts' ranks at once (a requeue after a disruption or a move, a
+            # restart): the earlier attempts' pods must be gone first. Retried by the caller.
+            lingering = sorted(p["metadata"]["name"] for p in pods_of(clients, workload) if is_alive(p)
+                               and ((p["metadata"].get("labels") or {}).get(m.LABEL_ATTEMPT) or "").isdigit()
+                               and int(p["metadata"]["labels"][m.LABEL_ATTEMPT]) < attempt)
+            if lingering:
+                raise TransientError(f"Attempt {attempt} waits for pods of an earlier attempt to end: "
+                                     f"{', '.join(lingering[:5])}.")
         ensure_namespace(clients, view.project, options)
         objects = []
         for manifest in m.workload_manifests(view, options):

@@ -87,6 +87,9 @@ DEFAULTS = {
     # Pods a controller keeps failing to create (FailedCreate: Pod Security, quota, ...) fail the
     # workload, releasing its quota, after this long.
     "POD_CREATE_TIMEOUT_SECONDS": 300.0,
+    # A node not Ready (Unknown: its kubelet is silent) this long is unhealthy, and the training
+    # pods on it are requeued elsewhere as a disruption.
+    "NODE_LOST_GRACE_SECONDS": 60.0,
 }
 
 # Provisioners whose volumes are ReadWriteOnce only (block devices, node-local paths): a

@@ -572,6 +572,14 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
         "completions": view.replicas,
         "parallelism": view.replicas,
         "backoffLimit": 0,  # a failed replica fails the attempt (gang); Cairn decides on restarts
+        # A pod ended by a disruption (drain / eviction, kube-scheduler preemption, a lost node's
+        # taint eviction or pod GC, kubelet shutdown: condition DisruptionTarget) is no failure of
+        # the job: not counted, so the Job does not fail; Cairn requeues the whole gang without
+        # spending a restart (reconciler). The pod is only replaced once it is terminal.
+        "podFailurePolicy": {"rules": [
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        ]},
+        "podReplacementPolicy": "Failed",
         "ttlSecondsAfterFinished": FINISHED_JOB_TTL_SECONDS,  # kept a week for its logs
         "template": {
             "metadata": template_meta,

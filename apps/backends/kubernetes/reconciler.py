@@ -32,19 +32,21 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.backends.base import LOST, TransientBackendError
+from apps.backends.base import LOST, LaunchError, TransientBackendError
 from apps.backends.healing import training_health_failure
-from apps.backends.services import workload_dispatch
+from apps.backends.services import restart_backoff, workload_dispatch
 from apps.clusters.choices import Backend as BackendName
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Cluster, Node, ResourcePool
 from apps.core.heartbeat import heartbeat
+from apps.core.outbox import outbox_enqueue
 from apps.deployments.selectors import deployment_rollout_state
 from apps.storage.services import node_cache_forget, node_cache_report
 from apps.workloads.choices import ACTIVE, TERMINAL, EventType, WorkloadStatus
 from apps.workloads.deadlines import format_duration, run_deadline
 from apps.workloads.kinds import kind_spec
 from apps.workloads.lifecycle import (
+    DISRUPTED,
     AllGone,
     AllSucceeded,
     AttemptFailed,
@@ -68,10 +70,13 @@ from .status import (
     PodView,
     Problem,
     describe_failure,
+    disruption,
     epoch_seconds,
     event_time,
     job_deadline_exceeded,
+    job_failure,
     node_inventory,
+    node_lost_since,
     pod_view,
 )
 from .storage import cache_report
@@ -260,6 +265,8 @@ class ClusterReconciler:
         runtime = workload.runtime or {}
         attempt = int(runtime.get("attempt") or workload.attempt)
         namespace = namespace_of(workload)
+        if runtime.get("after"):  # a restart decided: launched once the last attempt is gone
+            return self._launch_when_gone(workload, runtime, pods)
         job_name = runtime.get("job") or m.job_name(workload.pk, attempt)
         job = self.informers["jobs"].get(namespace, job_name)
         views = [pod_view(p) for p in pods if pod_view(p).attempt in (attempt, None)]
@@ -283,14 +290,17 @@ class ClusterReconciler:
                 workload_id=workload.pk,
                 detail=f"Kubernetes had not stopped it {backstop} after the limit (the Job's activeDeadlineSeconds); "
                        "Cairn stops it.") is not None
+        disrupted = self._disruption(pods, attempt)
+        if disrupted is not None:  # before the failures: a disrupted pod may look failed too
+            return self._requeue_disrupted(workload, disrupted)
         if failed:
             first = first_failure(failed, lambda view: view.state)
             return self._attempt_failed(workload, first, describe_failure(first, memory_mb=workload.memory_mb))
         job_conditions = {c.get("type"): c for c in ((job or {}).get("status") or {}).get("conditions") or []
                           if c.get("status") == "True"}
-        if "Failed" in job_conditions:
-            cond = job_conditions["Failed"]
-            return self._attempt_failed(workload, None, f"The Job failed ({cond.get('reason')}): {cond.get('message')}")
+        failure = job_failure(job)
+        if failure is not None:  # Failed, or FailureTarget with any reason (pods maybe never terminating)
+            return self._attempt_failed(workload, None, f"The Job failed ({failure[0]}): {failure[1]}")
         succeeded = {v.replica for v in views if v.state.phase != LOST and not v.state.alive and v.state.exit_code == 0}
         if len(succeeded) >= workload.replicas or "Complete" in job_conditions:
             workload_observe(workload=workload, observation=AllSucceeded(replicas=workload.replicas))
@@ -345,11 +355,92 @@ class ClusterReconciler:
             return exc.status == 404
         return False
 
+    # -- disruptions and restarts (B2) -----------------------------------------------------------
+
+    def _disruption(self, pods: list[dict], attempt: int) -> str | None:
+        """Why the attempt was disrupted, if it was: a pod of it with a DisruptionTarget condition
+        (drained, preempted by kube-scheduler, evicted from a lost node), or alive on a node that
+        has not been Ready for NODE_LOST_GRACE_SECONDS."""
+        grace = float(kube_settings()["NODE_LOST_GRACE_SECONDS"])
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            if (meta.get("labels") or {}).get(m.LABEL_ATTEMPT) != str(attempt):
+                continue
+            why = disruption(pod)
+            if why:
+                return f"Pod {meta.get('name')} was disrupted ({why})."
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            node = self.informers["nodes"].get("", node_name) if node_name and is_alive(pod) else None
+            lost = node_lost_since(node) if node is not None else None
+            if lost is not None and time.time() - lost >= grace:
+                return f"Node {node_name} of pod {meta.get('name')} has not been Ready for {format_duration(grace)}."
+        return None
+
+    def _requeue_disrupted(self, workload: Workload, why: str) -> bool:
+        """A disruption is no failure of the job: the attempt's Job is deleted (the rest of the
+        gang with it) and the workload goes back to the queue, its restarts untouched (the
+        Disrupted requeue counts as a free attempt, lifecycle.Facts). Its next attempt starts once
+        every pod of this one is gone (the leftover path below, and the launch's own check)."""
+        self.backend.signal(workload)
+        done = workload_transition(
+            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.QUEUED, reason=DISRUPTED,
+            message=f"{why} Requeued without spending a restart: attempt {workload.attempt + 1} starts once every "
+                    f"pod of attempt {workload.attempt} is gone.", event_type=EventType.WARNING,
+            runtime={**(workload.runtime or {}), "alive": True}, placement=[], term_sent_at=timezone.now())
+        if done is not None:
+            outbox_enqueue(topic="scheduling.cycle", payload={})
+        return done is not None
+
+    def _launch_when_gone(self, workload: Workload, runtime: dict, pods: list[dict]) -> bool:
+        """Start the restart's attempt once no pod of the failed one is left (a pod on a lost node
+        never finishes terminating: force-deleted) and its backoff has passed since then."""
+        after = runtime["after"]
+        old = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(m.LABEL_ATTEMPT)
+               == str(after["attempt"])]
+        if old:
+            self._force_delete_on_lost_nodes(workload, old)
+            return False
+        now = time.time()
+        if after.get("gone_at") is None:
+            workload_runtime_save(workload, {**runtime, "after": {**after, "gone_at": now}})
+            return True
+        backoff = restart_backoff(int(after["attempt"]))
+        if now - float(after["gone_at"]) < backoff:
+            return False
+        try:
+            started = self.backend.launch(workload, attempt=int(runtime["attempt"]))
+        except LaunchError as exc:
+            return workload_transition(
+                workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason="LaunchFailed",
+                message=f"Could not start attempt {runtime['attempt']} of the restart: {exc}",
+                event_type=EventType.WARNING, runtime={**runtime, "alive": False}) is not None
+        workload_runtime_save(workload, started)  # (its Restarting event was recorded with the decision)
+        return True
+
+    def _force_delete_on_lost_nodes(self, workload: Workload, pods: list[dict]) -> None:
+        """Terminating pods on a node that is not Ready never end by themselves (no kubelet to
+        confirm): delete them with no grace period. Pods on healthy nodes are left to terminate."""
+        for pod in pods:
+            meta, node_name = pod.get("metadata") or {}, (pod.get("spec") or {}).get("nodeName")
+            node = self.informers["nodes"].get("", node_name) if node_name else None
+            if meta.get("deletionTimestamp") and node is not None and node_lost_since(node) is not None:
+                try:
+                    self.clients.call(self.clients.core.delete_namespaced_pod, meta["name"], meta["namespace"],
+                                      grace_period_seconds=0)
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
+
     def _attempt_failed(self, workload: Workload, view: PodView | None, message: str, *, lost: bool = False,
                         restart_reason: str = "", move: bool = False) -> bool:
         def relaunch(attempt: int) -> dict:
-            self.backend.signal(workload)  # delete the failed attempt's Job (and what is left of its pods)
-            return self.backend.launch(workload, attempt=attempt)
+            # Delete the failed attempt's Job; the next one is created by a later pass, once every
+            # pod of this one is gone and the backoff passed (_launch_when_gone): never two
+            # attempts' ranks at once, as docs/training.md promises.
+            self.backend.signal(workload)
+            return {"backend": self.backend.name, "attempt": attempt, "namespace": namespace_of(workload),
+                    "job": m.job_name(workload.pk, attempt), "alive": True, "replicas": [], "objects": [],
+                    "after": {"attempt": attempt - 1, "failed_at": time.time()}}
 
         if move:  # off a bad node: delete the attempt's Job now; the next dispatch waits until its pods are gone
             self.backend.signal(workload)
@@ -566,7 +657,8 @@ class ClusterReconciler:
             seen.add(name)
             fields = node_inventory(obj, gpu_resource=options.gpu_resource,
                                     gpu_product_label=options.gpu_product_label, topology_keys=topology_keys,
-                                    vendors=options.accelerators)
+                                    vendors=options.accelerators, now=time.time(),
+                                    lost_after=float(kube_settings()["NODE_LOST_GRACE_SECONDS"]))
             pool = _pool_for(pools, fields["labels"])
             node = existing.get(name)
             if node is None:

@@ -126,6 +126,34 @@ def pod_view(pod: dict, *, replica: int | None = None) -> PodView:
     return PodView(name, replica, attempt, ReplicaState(replica=replica, phase=RUNNING), "", problem, ready)
 
 
+def disruption(pod: dict) -> str | None:
+    """Why a pod was disrupted (its DisruptionTarget condition: EvictionByEvictionAPI,
+    PreemptionByScheduler, DeletionByTaintManager, DeletionByPodGC, TerminationByKubelet), or None."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
+            return f"{condition.get('reason') or 'Disrupted'}: {condition.get('message') or ''}".rstrip(": ")
+    return None
+
+
+def node_lost_since(node: dict) -> float | None:
+    """Since when (epoch seconds) a Node has not been Ready (Ready False or Unknown: its kubelet
+    stopped reporting), or None while it is Ready."""
+    ready = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), None)
+    if ready is None or ready.get("status") == "True":
+        return None
+    return epoch_seconds(ready.get("lastTransitionTime")) or 0.0
+
+
+def job_failure(job: dict | None) -> tuple[str, str] | None:
+    """(reason, message) once the Job controller decided the Job failed: its Failed condition, or
+    FailureTarget, set first while the pods still terminate (on a lost node they never finish
+    terminating, and Failed never comes). None otherwise."""
+    for condition in ((job or {}).get("status") or {}).get("conditions") or []:
+        if condition.get("type") in ("Failed", "FailureTarget") and condition.get("status") == "True":
+            return condition.get("reason") or "Failed", condition.get("message") or ""
+    return None
+
+
 def job_deadline_exceeded(job: dict | None) -> str | None:
     """The Job controller's message when the Job was stopped at its activeDeadlineSeconds (condition
     Failed, or FailureTarget while its pods are still terminating, with reason DeadlineExceeded);
@@ -202,7 +230,8 @@ def node_accelerators(labels: dict, allocatable: dict, vendors: dict[str, Vendor
 
 
 def node_inventory(node: dict, *, gpu_resource: str, gpu_product_label: str, topology_keys=(),
-                   vendors: dict[str, Vendor] | None = None) -> dict:
+                   vendors: dict[str, Vendor] | None = None, now: float | None = None,
+                   lost_after: float | None = None) -> dict:
     """Cairn Node fields from a Kubernetes Node. `vendors` (apps.clusters.accelerators) say which
     resources and labels name each vendor's devices; without them, NVIDIA's are `gpu_resource` and
     `gpu_product_label` and the other vendors' are the defaults."""
@@ -215,7 +244,10 @@ def node_inventory(node: dict, *, gpu_resource: str, gpu_product_label: str, top
     capacity = status.get("capacity") or {}
     allocatable = status.get("allocatable") or {}
     ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
-    if ready is None or ready.get("status") == "Unknown":
+    lost = node_lost_since(node)
+    if lost is not None and lost_after is not None and now is not None and now - lost >= lost_after:
+        health = "unhealthy"  # Ready Unknown (or False) past the grace: its pods are not coming back
+    elif ready is None or ready.get("status") == "Unknown":
         health = "unknown"
     elif ready.get("status") == "True":
         pressure = any(c.get("status") == "True" for c in status.get("conditions") or []

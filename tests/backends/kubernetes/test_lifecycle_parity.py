@@ -39,6 +39,9 @@ def test_a_failing_attempt_restarts_then_fails_the_same_way_on_both_backends(
         kubelet.terminated(NS, pod, exit_code=3)
         if attempt == 1:
             assert eventually(lambda: Workload.objects.get(pk=remote.pk).attempt == 2, step=reconciler.reconcile_pass)
+            # attempt 2's Job: once attempt 1's pods are gone and the restart's backoff passed
+            assert eventually(lambda: kubelet.emulator.get("jobs", NS, f"cairn-{remote.pk}-2") is not None,
+                              step=reconciler.reconcile_pass)
     assert eventually(lambda: Workload.objects.get(pk=remote.pk).status == "failed", step=reconciler.reconcile_pass)
 
     expected_end = ("failed", "ReplicaFailed", "Replica 0 exited with code 3. No restarts left.", 3, 2)

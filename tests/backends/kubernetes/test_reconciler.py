@@ -70,7 +70,8 @@ def test_a_failed_attempt_restarts_as_a_new_job_while_restarts_remain(reconciler
     kubelet.terminated(NS, pods[0], exit_code=1)
     assert until(reconciler, lambda: status_of(workload).attempt == 2)
     assert emulator.get("jobs", NS, f"cairn-{workload.pk}-1") is None  # old attempt deleted
-    assert emulator.get("jobs", NS, f"cairn-{workload.pk}-2") is not None
+    # the new Job once every pod of the old one is gone and the restart's backoff passed
+    assert until(reconciler, lambda: emulator.get("jobs", NS, f"cairn-{workload.pk}-2") is not None)
     assert WorkloadEvent.objects.filter(workload=workload, reason="Restarting").exists()
     assert status_of(workload).status == "running"
     [pod] = kubelet.start_job_pods(NS, f"cairn-{workload.pk}-2")

@@ -74,6 +74,8 @@ def test_a_restart_gets_what_is_left_of_the_limit(reconciler, make_workload, kub
     _run_for(workload, 1000)
     kubelet.terminated(NS, pods[0], exit_code=1)
     assert until(reconciler, lambda: status_of(workload).attempt == 2)
+    # created once the old attempt's pods are gone and the restart's backoff passed
+    assert until(reconciler, lambda: emulator.get("jobs", NS, f"cairn-{workload.pk}-2") is not None)
     deadline = emulator.get("jobs", NS, f"cairn-{workload.pk}-2")["spec"]["activeDeadlineSeconds"]
     assert 2590 <= deadline <= 2600
 

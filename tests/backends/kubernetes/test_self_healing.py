@@ -35,7 +35,8 @@ def test_a_hung_job_is_restarted_as_a_new_job(reconciler, make_workload, kubelet
 
     assert until(reconciler, lambda: status_of(workload).attempt == 2)
     assert emulator.get("jobs", NS, f"cairn-{workload.pk}-1") is None
-    assert emulator.get("jobs", NS, f"cairn-{workload.pk}-2") is not None
+    # created once the old attempt's pods are gone and the restart's backoff passed
+    assert until(reconciler, lambda: emulator.get("jobs", NS, f"cairn-{workload.pk}-2") is not None)
     hung = WorkloadEvent.objects.filter(workload=workload, reason="Hung")
     assert hung.count() == 2  # the diagnosis and the restart it caused
     assert "no step progress and wrote no output for 30s" in hung.first().message
