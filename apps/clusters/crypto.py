@@ -1,4 +1,5 @@
-"""Encryption at rest for cluster credentials (kubeconfigs, service-account tokens).
+"""Encryption at rest for cluster credentials (kubeconfigs, service-account tokens), and other
+secrets kept in the database with the same key (`seal`: a notebook's token in Workload.runtime).
 
 Fernet (AES-128-CBC + HMAC-SHA256) with a key derived by HKDF-SHA256 from
 settings.CAIRN_ENCRYPTION_KEY when set, else from SECRET_KEY. Changing that secret makes stored
@@ -73,3 +74,24 @@ def decrypt(token: str) -> str:
             "The cluster's stored credentials cannot be decrypted (was CAIRN_ENCRYPTION_KEY or SECRET_KEY "
             "changed?). Register the cluster's credentials again."
         ) from None
+
+
+SEALED_PREFIX = "fernet:"
+
+
+def seal(plaintext: str) -> str:
+    """A secret to keep in a JSON field (a notebook's token in Workload.runtime), encrypted with
+    the credentials key and marked, so that a reader tells it from plain text stored before."""
+    return SEALED_PREFIX + encrypt(plaintext)
+
+
+def unseal(value: str) -> str:
+    """The secret `seal` stored; a value without the mark is returned as it is (a row from before
+    the data migration that seals them). CredentialsUnreadable when the key changed."""
+    if not value.startswith(SEALED_PREFIX):
+        return value
+    try:
+        return _fernet().decrypt(value[len(SEALED_PREFIX):].encode()).decode()
+    except InvalidToken:
+        raise CredentialsUnreadable("A stored secret cannot be decrypted (was CAIRN_ENCRYPTION_KEY or SECRET_KEY "
+                                    "changed?).") from None

@@ -21,6 +21,7 @@ from django.conf import settings
 
 from apps.accounts.models import ApiTokenScope
 from apps.accounts.selectors import api_token_find
+from apps.clusters.crypto import CredentialsUnreadable, unseal
 from apps.core.proxy import origin_is_ours, session_user
 from apps.projects.choices import Action, role_allows
 from apps.projects.selectors import membership_role
@@ -123,9 +124,17 @@ def default_upstream(workload: Workload, token: str) -> Upstream | None:
                     headers=((b"authorization", f"token {token}".encode()),) if token else ())
 
 
+def runtime_token(workload: Workload) -> str:
+    """The notebook's token, kept encrypted in its runtime (apps.clusters.crypto.seal); "" when
+    there is none. CredentialsUnreadable when the key it was sealed with is gone."""
+    runtime = workload.runtime if isinstance(workload.runtime, dict) else {}
+    token = runtime.get("token")
+    return unseal(token) if isinstance(token, str) and token else ""
+
+
 def upstream_of(workload: Workload) -> Upstream | None:
     runtime = workload.runtime if isinstance(workload.runtime, dict) else {}
-    token = runtime.get("token") if isinstance(runtime.get("token"), str) else ""
+    token = runtime_token(workload)
     resolver = upstream_resolvers.get(runtime.get("backend") or "", default_upstream)
     upstream = resolver(workload, token)
     if upstream is not None and ide_of(workload) == "vscode":  # code-server reads its credential from a cookie
@@ -162,7 +171,12 @@ def authorize(*, project: str, workload_id: str, method: str, creds: Credentials
         decision.status, decision.detail = 409, (f"Notebook '{workload.name}' is {workload.status}, not running: "
                                                  "start it again to open it.")
         return decision
-    decision.upstream = upstream_of(workload)
+    try:
+        decision.upstream = upstream_of(workload)
+    except CredentialsUnreadable:
+        decision.status, decision.detail = 503, (f"Notebook '{workload.name}' cannot be reached: its token was "
+                                                 "encrypted with a key Cairn no longer has; start it again.")
+        return decision
     if decision.upstream is None:
         decision.status, decision.detail = 503, f"Notebook '{workload.name}' has no address yet; try again shortly."
     return decision

@@ -10,8 +10,8 @@ class NotebooksConfig(AppConfig):
         from apps.workloads.choices import Kind
         from apps.workloads.kinds import KindSpec, register_kind
 
-        from .commands import bind_host, notebook_command, notebook_mounts
+        from .commands import bind_host, notebook_command, notebook_mounts, notebook_token_env
 
         register_kind(KindSpec(kind=Kind.NOTEBOOK, serves_port=True, access_token=True,
                                local_command=notebook_command, local_mounts=notebook_mounts, local_host=bind_host,
-                               kubernetes_object="StatefulSet"))
+                               local_token_env=notebook_token_env, kubernetes_object="StatefulSet"))

@@ -6,6 +6,7 @@ works behind the proxy; code-server writes relative URLs and is served with the 
 """
 from __future__ import annotations
 
+import hashlib
 import shutil
 import sys
 from pathlib import Path
@@ -33,20 +34,47 @@ CODE_SERVER_COOKIE = "code-server-session"
 # the IDE's terminals.
 CODE_SERVER_LAUNCHER = 'export HASHED_PASSWORD="$JUPYTER_TOKEN"; unset JUPYTER_TOKEN; exec "$0" "$@"'
 
+# The environment variable that carries the SHA-256 of the notebook's token to JupyterLab (hex):
+# the notebook never holds the token itself, only what checks it (see JUPYTERLAB_LAUNCHER).
+TOKEN_VERIFIER_ENV = "CAIRN_NOTEBOOK_TOKEN_SHA256"
+
 # JupyterLab as `python -c` (the same on the local backend and in a Kubernetes pod): `python -m
 # jupyterlab`, except that
+# - it holds no usable credential (issue 44: code in a notebook read JUPYTER_TOKEN and opened the
+#   notebook from elsewhere, past Cairn). It gets the token's SHA-256 (TOKEN_VERIFIER_ENV; or, on
+#   Kubernetes, JUPYTER_TOKEN, hashed at once), removes both from its environment before anything
+#   starts (kernels and terminals inherit what is left), and compares the SHA-256 of what a request
+#   presents: only Cairn, which keeps the token (encrypted, apps/clusters/crypto.py), can present it.
+#   The verifier shows up in Jupyter's runtime files; presenting it opens nothing. Jupyter's login
+#   form and login cookies are off: every request carries the token (Cairn's proxy adds it), so a
+#   cookie signed with a secret a kernel could read (jupyter_cookie_secret) opens nothing either.
+# - the server process is made non-dumpable first (PR_SET_DUMPABLE 0): processes of the same user,
+#   its kernels included, cannot read its memory or /proc/<pid>/environ;
 # - the page it serves does not carry the server's token in its page config (JupyterLab puts it
-#   there for the browser; behind Cairn's proxy the browser needs none, and the token must never
-#   reach a page);
+#   there for the browser; behind Cairn's proxy the browser needs none);
 # - the token is also read from UPSTREAM_TOKEN_HEADER.
 JUPYTERLAB_LAUNCHER = f"""\
-import sys
+import ctypes, hashlib, os, sys
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+except (OSError, AttributeError):
+    pass
+_plain = os.environ.pop("JUPYTER_TOKEN", "")
+_verifier = os.environ.pop("{TOKEN_VERIFIER_ENV}", "") or (hashlib.sha256(_plain.encode()).hexdigest() if _plain else "")
+os.environ.pop("JUPYTER_TOKEN_FILE", None)
+del _plain
+if not _verifier:
+    sys.exit("cairn: no notebook token")
+sys.argv.append("--IdentityProvider.token=" + _verifier)
 from jupyter_server.auth.identity import IdentityProvider
 from jupyterlab.labapp import LabApp
 _get_token = IdentityProvider.get_token
 def get_token(self, handler):
-    return handler.request.headers.get("{UPSTREAM_TOKEN_HEADER}") or _get_token(self, handler)
+    presented = handler.request.headers.get("{UPSTREAM_TOKEN_HEADER}") or _get_token(self, handler)
+    return hashlib.sha256(presented.encode()).hexdigest() if presented else ""
 IdentityProvider.get_token = get_token
+IdentityProvider.process_login_form = lambda self, handler: None
+IdentityProvider.get_user_cookie = lambda self, handler: None
 _initialize_handlers = LabApp.initialize_handlers
 def initialize_handlers(self):
     _initialize_handlers(self)
@@ -54,6 +82,20 @@ def initialize_handlers(self):
 LabApp.initialize_handlers = initialize_handlers
 sys.exit(LabApp.launch_instance())
 """
+
+
+def token_verifier(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def notebook_token_env(workload, token: str) -> dict[str, str]:
+    """What a local notebook replica gets of its token (KindSpec.local_token_env): JupyterLab only
+    its SHA-256; code-server the token itself (its session cookie is the token: JUPYTER_TOKEN, moved
+    to HASHED_PASSWORD by CODE_SERVER_LAUNCHER), so a VS Code notebook relies on its port being
+    out of other workloads' reach (docs/notebooks.md, "The notebook's token")."""
+    if ide_of(workload) == IDE.VSCODE:
+        return {"JUPYTER_TOKEN": token}
+    return {TOKEN_VERIFIER_ENV: token_verifier(token)}
 
 
 def proxy_prefix(workload) -> str:
@@ -107,8 +149,8 @@ def notebook_command(workload, *, port: int | None, cwd: Path, as_root: bool) ->
 
 
 def jupyterlab_command(workload, *, port: int | None, cwd: Path, as_root: bool) -> list[str]:
-    """JupyterLab on bind_host():`port`, rooted at `cwd`, with base_url the proxy's prefix. The
-    token comes from JUPYTER_TOKEN in the environment, readable by the replica only."""
+    """JupyterLab on bind_host():`port`, rooted at `cwd`, with base_url the proxy's prefix. It
+    checks the token against its SHA-256 (TOKEN_VERIFIER_ENV in its environment, removed at once)."""
     host = bind_host()
     argv = [
         sys.executable, "-c", JUPYTERLAB_LAUNCHER, "--no-browser", "--ip", host, "--port", str(port),

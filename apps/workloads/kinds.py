@@ -42,6 +42,9 @@ class KindSpec:
     # The host a local replica's port is bound on and reached at (recorded in its URL), when the
     # kind's command binds elsewhere than 127.0.0.1: local_host() -> host name or address.
     local_host: Callable[[], str] | None = None
+    # What of the access token a local replica gets in its environment: local_token_env(workload,
+    # token) -> env (a JupyterLab notebook: only the token's SHA-256). Default: JUPYTER_TOKEN.
+    local_token_env: Callable[[Any, str], dict[str, str]] | None = None
     # The Kubernetes object that runs the replicas: Job (one per attempt), StatefulSet or Deployment.
     kubernetes_object: str = "Job"
     # Replicas are independent (a service behind a load balancer, not a gang): one that fails is

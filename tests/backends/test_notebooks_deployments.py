@@ -6,6 +6,7 @@ import pytest
 
 from apps.backends.services import workload_dispatch
 from apps.backends.tasks import workload_stop_task
+from apps.notebooks.access import runtime_token
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.services import workload_stop
 from tests.backends.helpers import admitted, gone, reconcile_until, replica_processes, wait_for
@@ -39,7 +40,7 @@ def test_notebook_runs_jupyterlab_reachable_with_its_token():
     workload_dispatch(workload_id=workload.pk)
     workload.refresh_from_db()
     assert workload.status == S.RUNNING
-    url, token = workload.runtime["url"], workload.runtime["token"]
+    url, token = workload.runtime["url"], runtime_token(workload)
     assert url.startswith("http://127.0.0.1:") and len(token) >= 20
     url += f"nb/{workload.project.slug}/{workload.pk}/"  # its base_url: Cairn's proxy path (tests/notebooks)
 
@@ -103,7 +104,7 @@ def test_the_token_of_a_real_notebook_is_in_no_answer_or_log(alice, bob, vera, p
     workload.refresh_from_db()
     assert workload.status == S.RUNNING
     base = f"/api/v1/projects/{project.slug}/notebooks/{workload.pk}"
-    token, address = workload.runtime["token"], workload.runtime["url"]
+    token, address = runtime_token(workload), workload.runtime["url"]
     status = address + f"nb/{project.slug}/{workload.pk}/api/status"
     wait_for(lambda: _get(status, {"Authorization": f"token {token}"}) == 200 or None, timeout=60, interval=0.25,
              what="JupyterLab to answer")

@@ -173,7 +173,9 @@ def test_no_credential_on_any_replicas_command_line(settings):
     notebook = admitted(kind="notebook", spec={"env": {}})
     workload_dispatch(workload_id=notebook.pk)
     notebook.refresh_from_db()
-    token = notebook.runtime["token"]
+    from apps.notebooks.access import runtime_token
+
+    token = runtime_token(notebook)
     assert token
     wait_for(lambda: len(replica_processes(notebook)) > 1, timeout=60, what="JupyterLab to start")
     for proc in psutil.process_iter(["cmdline"]):

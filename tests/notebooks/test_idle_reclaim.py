@@ -12,6 +12,7 @@ from websockets.sync.client import connect
 
 from apps.backends.services import workload_dispatch
 from apps.backends.tasks import workload_stop_task
+from apps.notebooks.access import runtime_token
 from apps.notebooks.models import NotebookActivity, NotebookReclaim
 from apps.notebooks.selectors import reclaimed_gpu_hours
 from apps.notebooks.services import notebook_cull_pass
@@ -27,7 +28,7 @@ def _jupyter(notebook):
     """A client straight to the notebook's JupyterLab (as the culler reaches it), and its root URL."""
     runtime = notebook.runtime
     root = f"{runtime['url']}nb/{notebook.project.slug}/{notebook.pk}/"
-    client = httpx.Client(headers={"Authorization": f"token {runtime['token']}"}, timeout=30)
+    client = httpx.Client(headers={"Authorization": f"token {runtime_token(notebook)}"}, timeout=30)
     wait_for(lambda: _answers(client, root + "api/status"), timeout=90, interval=0.3, what="JupyterLab to answer")
     return client, root
 
@@ -84,7 +85,7 @@ def test_a_kernel_running_a_long_cell_keeps_the_notebook(alice, project, pool, q
     client, root = _jupyter(notebook)
     kernel = client.post(root + "api/kernels", json={}).json()["id"]
     url = root.replace("http://", "ws://") + f"api/kernels/{kernel}/channels"
-    with connect(url, additional_headers={"Authorization": f"token {notebook.runtime['token']}"}) as ws:
+    with connect(url, additional_headers={"Authorization": f"token {runtime_token(notebook)}"}) as ws:
         ws.send(json.dumps({
             "header": {"msg_id": uuid.uuid4().hex, "msg_type": "execute_request", "username": "t", "session": "s",
                        "version": "5.3"},

@@ -9,6 +9,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from apps.audit.models import AuditEvent
+from apps.notebooks.access import runtime_token
 from tests.notebooks.conftest import running_notebook, session_cookie, wait_until_serving
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
@@ -47,7 +48,7 @@ def _execute(ws, code: str, *, binary: bool = False) -> str:
 def test_the_creator_uses_jupyterlab_through_the_proxy_kernel_and_terminal_included(
         server, alice, bob, vera, charlie, project, pool, quota):
     notebook = running_notebook(created_by=alice, project=project, pool=pool)
-    token = notebook.runtime["token"]
+    token = runtime_token(notebook)
     base = f"/nb/{project.slug}/{notebook.pk}/"
     cookies = session_cookie(alice)
     wait_until_serving(server, notebook, cookies)

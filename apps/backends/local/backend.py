@@ -26,6 +26,7 @@ from django.conf import settings
 
 from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, ReplicaState
 from apps.backends.launch_env import attempt_env
+from apps.clusters import crypto
 from apps.clusters.models import Node
 from apps.clusters.workdir import WorkingDirError, resolve_working_dir
 from apps.workloads.kinds import LaunchRefused, kind_spec
@@ -222,7 +223,7 @@ class LocalBackend(Backend):
         elif kind.serves_port:
             runtime["url"] = endpoints[0] if endpoints else ""
         if kind.access_token:
-            runtime["token"] = token
+            runtime["token"] = crypto.seal(token)  # encrypted at rest: the database is no place for it in plain text
         return runtime
 
     def launch_replica(self, workload: Workload, *, replica: int, spec: dict | None = None) -> dict:
@@ -239,7 +240,7 @@ class LocalBackend(Backend):
                 if key in ("gpu_milli", "cpu_milli", "memory_mb"):
                     setattr(workload, key, int(value))
         context = self._attempt_context(workload, attempt=attempt, master_port=int(runtime.get("master_port") or 0),
-                                        token=runtime.get("token"))
+                                        token=crypto.unseal(runtime["token"]) if runtime.get("token") else None)
         ports = {int(r["port"]) for r in runtime.get("replicas", []) if isinstance(r, dict) and r.get("port")}
         port = free_port(ports) if kind_spec(workload.kind).serves_port else None
         # A live replica may hold this number's files: one that took it over keeps its own slot,
@@ -329,8 +330,9 @@ class LocalBackend(Backend):
         env, ignored = replica_env_lib.replica_env(base=context["base_env"], user=spec.get("env"), reserved=reserved)
         if ignored:
             context["ignored"] = ignored
-        if context["token"]:
-            env["JUPYTER_TOKEN"] = context["token"]  # never on the command line, where any process can read it
+        if context["token"]:  # never on the command line, where any process can read it
+            env.update(kind.local_token_env(workload, context["token"]) if kind.local_token_env is not None
+                       else {"JUPYTER_TOKEN": context["token"]})
         command = self._command(workload, env=env, port=port, cwd=cwd, iso=iso)
         sandboxed = iso.level in (sandbox.BWRAP_ROOT, sandbox.BWRAP)
         writable, inner, serve_socket, listener = list(context["kept"]), command, None, None
