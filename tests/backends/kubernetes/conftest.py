@@ -33,8 +33,29 @@ def _fast_kubernetes_client(settings):
     cairn_client._cache.clear()
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "real_kube: the test runs twice, against the emulator and against the real "
+                                       "control plane (the emulator and kubelet fixtures become adapters of it)")
+
+
+def pytest_generate_tests(metafunc):
+    if "kube_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("real_kube"):
+        metafunc.parametrize("kube_backend", ["emulator", "real"])
+
+
 @pytest.fixture
-def emulator():
+def kube_backend():
+    """"emulator", or "real" for tests marked real_kube (see pytest_generate_tests)."""
+    return "emulator"
+
+
+@pytest.fixture
+def emulator(request, kube_backend):
+    if kube_backend == "real":
+        api = RealApi(request.getfixturevalue("real_kube"), request.getfixturevalue("settings"))
+        yield api
+        api.cleanup()
+        return
     em = KubeEmulator(token=TOKEN)
     em.start()
     yield em
@@ -182,6 +203,8 @@ class Kubelet:
 
 @pytest.fixture
 def kubelet(emulator):
+    if isinstance(emulator, RealApi):
+        return RealKubelet(emulator)
     return Kubelet(emulator)
 
 
@@ -209,9 +232,14 @@ def reconciler(start_reconciler):
     return start_reconciler()
 
 
+# Waits of tests written for the emulator, stretched on the real control plane (controllers,
+# scheduler and kwok act asynchronously; the machine is shared).
+_timeout_scale = [1.0]
+
+
 def eventually(check, *, timeout: float = 5.0, step=None):
     """Call `step` (e.g. a reconcile pass) then `check` until check() is truthy or time is up."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * _timeout_scale[0]
     while True:
         if step is not None:
             step()
@@ -465,3 +493,199 @@ def start_real_reconciler(real_cluster):
 @pytest.fixture
 def real_reconciler(start_real_reconciler):
     return start_real_reconciler()
+
+
+# --- the emulator's and the test kubelet's interfaces over the real control plane ----------------
+
+_API_PATHS = {
+    "namespaces": "/api/v1", "pods": "/api/v1", "services": "/api/v1", "secrets": "/api/v1",
+    "persistentvolumeclaims": "/api/v1", "events": "/api/v1", "nodes": "/api/v1", "configmaps": "/api/v1",
+    "serviceaccounts": "/api/v1", "jobs": "/apis/batch/v1", "statefulsets": "/apis/apps/v1",
+    "deployments": "/apis/apps/v1", "replicasets": "/apis/apps/v1",
+    "horizontalpodautoscalers": "/apis/autoscaling/v2", "networkpolicies": "/apis/networking.k8s.io/v1",
+    "rolebindings": "/apis/rbac.authorization.k8s.io/v1",
+}
+_CLUSTER_SCOPED = {"namespaces", "nodes"}
+# What Cairn creates in a project namespace, deleted after each test that ran on the real server
+# (the namespace stays: deleting it is asynchronous and the next test reuses its name).
+_CLEANUP = ("jobs", "statefulsets", "deployments", "horizontalpodautoscalers", "services", "secrets",
+            "persistentvolumeclaims", "pods")
+
+
+class RealApi:
+    """The KubeEmulator calls tests make (get, list, create, delete, creates, kubeconfig) answered
+    by the real API server as cluster admin. A Secret also shows its data decoded as stringData, as
+    the emulator keeps what was written. Faults (fail, stall, compact, stop) do not exist here:
+    tests using them stay on the emulator."""
+
+    def __init__(self, kube: RealKube, settings):
+        self.kube = kube
+        self.plane = kube.plane
+        settings.CAIRN_KUBERNETES = {**settings.CAIRN_KUBERNETES, **REAL_TIMEOUTS}
+        cairn_client._cache.clear()
+        self.audit_start = len(kube.audit())
+        self.nodes_added: list[str] = []
+        _timeout_scale[0] = 6.0
+
+    def kubeconfig(self) -> dict:
+        return self.kube.cairn_kubeconfig
+
+    def _path(self, plural: str, namespace: str = "", name: str = "") -> str:
+        base = _API_PATHS[plural]
+        path = f"{base}/namespaces/{namespace}/{plural}" if namespace and plural not in _CLUSTER_SCOPED else \
+            f"{base}/{plural}"
+        return f"{path}/{name}" if name else path
+
+    @staticmethod
+    def _as_written(plural: str, obj: dict) -> dict:
+        if plural == "secrets" and obj.get("data"):
+            import base64
+
+            obj["stringData"] = {k: base64.b64decode(v).decode(errors="replace") for k, v in obj["data"].items()}
+        return obj
+
+    def get(self, plural: str, namespace: str, name: str) -> dict | None:
+        status, body = self.plane.request("GET", self._path(plural, namespace, name))
+        if status == 404:
+            return None
+        assert status == 200, (status, body)
+        return self._as_written(plural, body)
+
+    def list(self, plural: str, namespace: str = "", label_selector: str = "", field_selector: str = "") -> list[dict]:
+        """Objects being deleted are left out once their deletion ends: the emulator deletes at
+        once, a real server's garbage collector and kwok a moment later (waits up to 15 s)."""
+        from urllib.parse import urlencode
+
+        query = urlencode({k: v for k, v in (("labelSelector", label_selector), ("fieldSelector", field_selector))
+                           if v})
+        deadline = time.monotonic() + 15
+        while True:
+            status, body = self.plane.request("GET", self._path(plural, namespace) + (f"?{query}" if query else ""))
+            assert status == 200, (status, body)
+            items = [self._as_written(plural, o) for o in body.get("items") or []]
+            if not any(o["metadata"].get("deletionTimestamp") for o in items) or time.monotonic() > deadline:
+                return sorted(items, key=lambda o: o["metadata"]["name"])
+            time.sleep(0.2)
+
+    def create(self, plural: str, obj: dict, namespace: str = "") -> tuple[int, dict]:
+        import json
+
+        namespace = namespace or (obj.get("metadata") or {}).get("namespace", "")
+        if plural == "namespaces" or not namespace:
+            return self.plane.request("POST", self._path(plural), json.dumps(obj))
+        self.plane.request("POST", self._path("namespaces"), json.dumps({"metadata": {"name": namespace}}))
+        if plural in ("jobs", "statefulsets", "deployments"):  # the emulator takes partial specs; a server not
+            raise NotImplementedError(f"creating a partial {plural} object needs the emulator")
+        return self.plane.request("POST", self._path(plural, namespace), json.dumps(obj))
+
+    def delete(self, plural: str, namespace: str, name: str, *, propagation: str = "Background") -> tuple[int, dict]:
+        import json
+
+        return self.plane.request("DELETE", self._path(plural, namespace, name),
+                                  json.dumps({"propagationPolicy": propagation}))
+
+    def creates(self, plural: str) -> int:
+        """POSTs Cairn made for `plural` during this test (the API server's audit log)."""
+        return sum(1 for e in self.kube.audit()[self.audit_start:]
+                   if e.get("stage") == "ResponseComplete" and e.get("verb") == "create"
+                   and (e.get("objectRef") or {}).get("resource") == plural
+                   and not (e.get("objectRef") or {}).get("subresource"))
+
+    def cleanup(self) -> None:
+        _timeout_scale[0] = 1.0
+        namespaces = [n.metadata.name for n in self.kube.core.list_namespace().items
+                      if n.metadata.name.startswith("cairn-") and n.metadata.name != "cairn-system"]
+        for namespace in namespaces:
+            for plural in _CLEANUP:
+                status, body = self.plane.request("GET", self._path(plural, namespace))
+                for obj in body.get("items") or [] if status == 200 else []:
+                    self.delete(plural, namespace, obj["metadata"]["name"])
+        for name in self.nodes_added:
+            self.delete("nodes", "", name)
+        # the next test needs the GPUs these pods held
+        gone = lambda: not any(self.kube.pods(ns) for ns in namespaces)  # noqa: E731
+        eventually(gone, timeout=30)
+
+
+class RealKubelet:
+    """The test Kubelet's calls on the real control plane: the real controllers create the pods,
+    kube-scheduler binds them, kwok runs them and ends them with the exit code a test asks for.
+    What only a kubelet could report (waiting reasons, restarts, a pod that stays not ready)
+    raises NotImplementedError: such tests stay on the emulator."""
+
+    def __init__(self, api: RealApi):
+        self.api = api
+        self.kube = api.kube
+        self.core, self.batch, self.apps = self.kube.core, self.kube.batch, self.kube.apps
+
+    def _wait(self, what: str, check, timeout: float = 60):
+        result = eventually(check, timeout=timeout / _timeout_scale[0])
+        assert result, f"{what}\n{self.kube.describe(getattr(self, '_ns', ''))}"
+        return result
+
+    def _live_pods(self, namespace: str, selector: str) -> list:
+        return [p for p in self.kube.pods(namespace, selector) if not p.metadata.deletion_timestamp]
+
+    def start_job_pods(self, namespace: str, job_name: str) -> list[str]:
+        self._ns = namespace
+        job = self.batch.read_namespaced_job(job_name, namespace)
+        selector = f"batch.kubernetes.io/job-name={job_name}"
+        pods = self._wait(f"the job controller never created {job.spec.completions} pods of {job_name}",
+                          lambda: (lambda ps: ps if len(ps) == job.spec.completions else None)(
+                              self._live_pods(namespace, selector)))
+        index = lambda p: int(p.metadata.annotations.get(m.COMPLETION_INDEX_ANNOTATION, 0))  # noqa: E731
+        return [p.metadata.name for p in sorted(pods, key=index)]
+
+    def start_set_pods(self, namespace: str, kind: str, name: str) -> list[str]:
+        self._ns = namespace
+        read = {"StatefulSet": self.apps.read_namespaced_stateful_set,
+                "Deployment": self.apps.read_namespaced_deployment}[kind]
+        obj = read(name, namespace)
+        selector = ",".join(f"{k}={v}" for k, v in obj.spec.selector.match_labels.items())
+        pods = self._wait(f"no {obj.spec.replicas} pods of {kind} {name}",
+                          lambda: (lambda ps: ps if len(ps) == obj.spec.replicas else None)(
+                              self._live_pods(namespace, selector)))
+        return sorted(p.metadata.name for p in pods)
+
+    def running(self, namespace: str, pod: str, *, ready: bool = True) -> None:
+        if not ready:
+            raise NotImplementedError("a running pod that stays not ready needs a kubelet (emulator only)")
+        self._ns = namespace
+        self._wait(f"pod {pod} never ran", lambda: self.core.read_namespaced_pod(pod, namespace).status.phase
+                   == "Running")
+
+    def terminated(self, namespace: str, pod: str, *, exit_code: int, reason: str = "") -> None:
+        self._ns = namespace
+        self.running(namespace, pod)
+        self.kube.exit(namespace, pod, exit_code, reason)
+        self._wait(f"pod {pod} never ended", lambda: self.core.read_namespaced_pod(pod, namespace).status.phase
+                   in ("Succeeded", "Failed"))
+
+    def deployment_rolled_out(self, namespace: str, name: str, *, ready: int | None = None) -> None:
+        self._ns = namespace
+
+        def rolled_out():
+            obj = self.apps.read_namespaced_deployment(name, namespace)
+            if ready is not None and ready != obj.spec.replicas:
+                raise NotImplementedError("a partly ready rollout needs a kubelet (emulator only)")
+            st = obj.status
+            return ((st.observed_generation or 0) >= obj.metadata.generation
+                    and (st.updated_replicas or 0) == obj.spec.replicas == (st.ready_replicas or 0)
+                    and (st.replicas or 0) == obj.spec.replicas)
+
+        self._wait(f"Deployment {name} never rolled out", rolled_out)
+
+    def add_node(self, name: str, *, gpus: int = 8, product: str = "NVIDIA-H100-80GB-HBM3", labels=None,
+                 ready: bool = True) -> None:
+        if not ready:
+            raise NotImplementedError("kwok readies every node it manages (emulator only)")
+        node = _node_object({"name": name, "resource": "nvidia.com/gpu", "count": gpus, "labels": {
+            "nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": "81559", **(labels or {})}})
+        node["spec"] = {}  # as the emulator's: no taint
+        self.core.create_node(node)
+        self.api.nodes_added.append(name)
+        self._wait(f"kwok never readied node {name}", lambda: any(
+            c.type == "Ready" and c.status == "True" for c in self.core.read_node(name).status.conditions or []))
+
+    def __getattr__(self, name):
+        raise NotImplementedError(f"kubelet.{name} needs the emulator (no kubelet runs on the real control plane)")

@@ -15,6 +15,7 @@ def reload(workload) -> Workload:
     return Workload.objects.get(pk=workload.pk)
 
 
+@pytest.mark.real_kube
 def test_training_dispatch_creates_namespace_headless_service_and_indexed_job(emulator, make_workload):
     workload = make_workload(replicas=2, gpu_milli=1000)
     done = workload_dispatch(workload_id=workload.pk)
@@ -33,6 +34,7 @@ def test_training_dispatch_creates_namespace_headless_service_and_indexed_job(em
     assert all(o["outcome"] == "created" for o in runtime["objects"])
 
 
+@pytest.mark.real_kube
 def test_notebook_and_deployment_dispatch_create_their_objects(emulator, make_workload):
     notebook = make_workload(kind="notebook", spec={"env": {}})
     deployment = make_workload(kind="deployment", replicas=2, spec={"command": ["serve"], "port": 9000, "env": {}})
@@ -48,6 +50,7 @@ def test_notebook_and_deployment_dispatch_create_their_objects(emulator, make_wo
 
 
 def test_volcano_cluster_gets_a_podgroup(emulator, make_workload, k8s_cluster):
+    """Emulator only: the test control plane has no Volcano CRDs."""
     k8s_cluster.config = {"volcano": True}
     k8s_cluster.save(update_fields=["config"])
     workload = make_workload(replicas=3)
@@ -55,6 +58,7 @@ def test_volcano_cluster_gets_a_podgroup(emulator, make_workload, k8s_cluster):
     assert emulator.get("podgroups", NS, f"cairn-{workload.pk}-1")["spec"]["minMember"] == 3
 
 
+@pytest.mark.real_kube
 def test_dispatch_task_delivered_three_times_creates_exactly_one_job(emulator, make_workload):
     """The first delivery's process died after creating the objects but before committing
     (simulated by launching directly); three deliveries follow. One Job, adopted, RUNNING."""
@@ -70,6 +74,7 @@ def test_dispatch_task_delivered_three_times_creates_exactly_one_job(emulator, m
 
 
 def test_existing_object_with_foreign_labels_is_not_adopted(emulator, make_workload):
+    """Emulator only: it plants a bare Job (no pod template) that a real server refuses."""
     workload = make_workload()
     emulator.create("namespaces", {"metadata": {"name": NS}})
     emulator.create("jobs", {"metadata": {"name": f"cairn-{workload.pk}-1", "namespace": NS,
@@ -80,6 +85,7 @@ def test_existing_object_with_foreign_labels_is_not_adopted(emulator, make_workl
 
 
 def test_server_errors_are_retried_with_backoff(emulator, make_workload):
+    """Emulator only: a real server's 5xx cannot be injected on demand."""
     workload = make_workload()
     emulator.fail("POST", "/jobs", 500, times=2)  # within the client's 2 retries
     assert workload_dispatch(workload_id=workload.pk).status == "running"
@@ -87,7 +93,8 @@ def test_server_errors_are_retried_with_backoff(emulator, make_workload):
 
 
 def test_timeouts_are_retried_and_a_create_that_landed_is_adopted(emulator, make_workload):
-    """The first POST of the Job outlives the client's timeout but still lands on the server;
+    """Emulator only: a request stalled on demand. The first POST of the Job outlives the
+    client's timeout but still lands on the server;
     the retry gets 409 (or creates it first) — either way one Job and a RUNNING workload."""
     workload = make_workload()
     emulator.stall("POST", "/jobs", 1.5)
@@ -99,6 +106,7 @@ def test_timeouts_are_retried_and_a_create_that_landed_is_adopted(emulator, make
 
 
 def test_persistent_server_errors_leave_the_workload_admitted_and_the_task_retries(emulator, make_workload):
+    """Emulator only: a real server's 5xx cannot be injected on demand."""
     workload = make_workload()
     emulator.fail("POST", "/jobs", 503, times=4)  # more than one delivery's 3 tries
     result = workload_dispatch_task.apply(args=[workload.pk])  # Celery retries it (eagerly here)
@@ -108,6 +116,7 @@ def test_persistent_server_errors_leave_the_workload_admitted_and_the_task_retri
 
 
 def test_client_errors_fail_the_workload_with_the_servers_reason(emulator, make_workload):
+    """Emulator only: a 403 injected on one request (RBAC would refuse them all)."""
     workload = make_workload()
     emulator.fail("POST", "/jobs", 403)
     done = workload_dispatch(workload_id=workload.pk)
@@ -116,6 +125,7 @@ def test_client_errors_fail_the_workload_with_the_servers_reason(emulator, make_
 
 
 def test_unreachable_cluster_keeps_the_workload_admitted(emulator, make_workload):
+    """Emulator only: the session's real API server is not stopped mid-run."""
     workload = make_workload()
     emulator.stop()
     with pytest.raises(Exception) as raised:
@@ -124,6 +134,7 @@ def test_unreachable_cluster_keeps_the_workload_admitted(emulator, make_workload
     assert reload(workload).status == "admitted"
 
 
+@pytest.mark.real_kube
 def test_stop_training_deletes_the_job_with_its_pods(emulator, make_workload, kubelet):
     workload = make_workload(replicas=2)
     workload_dispatch(workload_id=workload.pk)
@@ -138,6 +149,7 @@ def test_stop_training_deletes_the_job_with_its_pods(emulator, make_workload, ku
     assert emulator.list("pods", NS) == []  # propagated to the pods
 
 
+@pytest.mark.real_kube
 def test_stop_notebook_and_deployment_scales_to_zero(emulator, make_workload):
     from apps.workloads.services import workload_stop
 
@@ -153,6 +165,7 @@ def test_stop_notebook_and_deployment_scales_to_zero(emulator, make_workload):
 
 
 def test_logs_come_from_the_replicas_pod(emulator, make_workload, kubelet):
+    """Emulator only: log content needs a kubelet."""
     workload = make_workload(replicas=2)
     workload_dispatch(workload_id=workload.pk)
     pods = kubelet.start_job_pods(NS, f"cairn-{workload.pk}-1")
@@ -162,6 +175,7 @@ def test_logs_come_from_the_replicas_pod(emulator, make_workload, kubelet):
     assert backend.logs(reload(workload), replica=5, attempt=1) == ""
 
 
+@pytest.mark.real_kube
 @pytest.mark.django_db(transaction=True)
 def test_three_concurrent_deliveries_create_exactly_one_job(emulator, make_workload):
     """Three workers take the same dispatch message at once: the row lock serialises them."""
