@@ -10,6 +10,7 @@ shim records the exit code in a file, so an exit that happened while Cairn was d
 from __future__ import annotations
 
 import copy
+import ipaddress
 import json
 import logging
 import os
@@ -345,8 +346,12 @@ class LocalBackend(Backend):
         elif port is not None and context["net"] is not None:
             # In a network of its own the port is out of Cairn's reach: Cairn listens on it on the
             # host and the replica's bridge relays to 127.0.0.1:PORT inside (bridge.py).
-            listener = _host_listener(kind.local_host() if kind.local_host is not None else "127.0.0.1", port)
-            inner = bridge.launcher_argv(sys.executable, listener.fileno(), port, command)
+            host = kind.local_host() if kind.local_host is not None else "127.0.0.1"
+            listener = _host_listener(host, port)
+            inside = "127.0.0.1"
+            if not ipaddress.ip_address(host).is_loopback and not ipaddress.ip_address(host).is_unspecified:
+                inside = netns.add_address(context["net"], host)  # the command binds there: give it that address
+            inner = bridge.launcher_argv(sys.executable, listener.fileno(), f"{inside}:{port}", command)
         memory = sandbox.memory_limit(workload.memory_mb * 1024 * 1024)
         tmp_size, shm_size = limits.tmpfs_sizes(memory)
         seccomp_file = seccomp.filter_path() if sandboxed else None

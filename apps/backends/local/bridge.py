@@ -1,6 +1,6 @@
 """Start a deployment's serving command with a unix-socket bridge in front of it.
 
-Usage: python -I -S bridge.py fd:N PORT -- COMMAND [ARG ...]
+Usage: python -I -S bridge.py fd:N [HOST:]PORT -- COMMAND [ARG ...]
 
 Runs inside a replica's bubblewrap sandbox, which has a network namespace of its own, so the
 command's 127.0.0.1:$PORT is out of reach of every process on the host. The only way in is a unix
@@ -94,9 +94,10 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         writer.close()
 
 
-async def _handle(port: int, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+async def _handle(port: int, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter,
+                  host: str = "127.0.0.1") -> None:
     try:
-        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", port)
+        upstream_reader, upstream_writer = await asyncio.open_connection(host, port)
     except OSError:
         client_writer.close()  # not listening (yet): the gateway sees the connection close unanswered
         return
@@ -124,7 +125,11 @@ def main(argv: list[str]) -> int:
     if len(argv) < 5 or argv[3] != "--" or not argv[1].startswith("fd:"):
         sys.stderr.write("usage: bridge.py fd:N PORT -- COMMAND [ARG ...]\n")
         return 2
-    port, command = int(argv[2]), argv[4:]
+    # PORT, or HOST:PORT: where the command listens (a notebook told to bind an address of the host,
+    # inside a workload's network namespace that has it on its loopback: netns.py).
+    host, _, port_text = argv[2].rpartition(":")
+    port, command = int(port_text), argv[4:]
+    host = host or "127.0.0.1"
     # Cairn bound and listens on the socket before the sandbox started: a request never finds it
     # missing once the replica runs (it waits in the backlog until the bridge accepts).
     try:
@@ -139,7 +144,7 @@ def main(argv: list[str]) -> int:
             signal.signal(signum, signal.SIG_IGN)
         _die_with_parent()
         try:
-            asyncio.run(_serve_socket(listener, port))
+            asyncio.run(_serve_socket(listener, port, host))
         except BaseException as exc:  # noqa: BLE001
             sys.stderr.write(f"cairn bridge: {exc!r}\n")
         os._exit(1)
@@ -153,10 +158,10 @@ def main(argv: list[str]) -> int:
         return 127
 
 
-async def _serve_socket(listener: socket.socket, port: int) -> None:
+async def _serve_socket(listener: socket.socket, port: int, host: str = "127.0.0.1") -> None:
     # A TCP listener: Cairn's port on the host for a replica in a network namespace of its own (netns.py).
     start = asyncio.start_unix_server if listener.family == socket.AF_UNIX else asyncio.start_server
-    server = await start(lambda r, w: _handle(port, r, w), sock=listener)
+    server = await start(lambda r, w: _handle(port, r, w, host), sock=listener)
     async with server:
         await server.serve_forever()
 

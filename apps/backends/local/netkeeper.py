@@ -19,6 +19,7 @@ Usage: python -I -S netkeeper.py --netns PATH --notify-fd FD [--slirp PATH] [--u
 import asyncio
 import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -65,7 +66,8 @@ def start_slirp(slirp: str, netns: str) -> int:
     # slirp4netns' own sandbox (a mount namespace, pivot_root) unmounts everything under its old
     # root; /run/netns is a shared mount, so without a private copy of the mounts first that
     # unmount propagates to the host and takes every /run/netns/<name> with it.
-    argv = ["unshare", "--mount", "--propagation", "private", slirp, "--configure", "--mtu=65520",
+    unshare = shutil.which("unshare") or "/usr/bin/unshare"
+    argv = [unshare, "--mount", "--propagation", "private", slirp, "--configure", "--mtu=65520",
             "--disable-host-loopback", "--enable-sandbox", "--enable-seccomp",
             f"--exit-fd={exit_read}", f"--ready-fd={ready_write}", "--netns-type=path", netns, "tap0"]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

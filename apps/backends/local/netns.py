@@ -102,8 +102,18 @@ def _run(argv: list[str], *, stdin: str | None = None) -> subprocess.CompletedPr
     return subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=_TIMEOUT)
 
 
+_SYSTEM_PATH = os.pathsep.join(("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"))
+
+
+@functools.cache
 def _tools() -> dict[str, str | None]:
-    return {tool: shutil.which(tool) for tool in ("ip", "nft", "nsenter", "unshare", "slirp4netns")}
+    """Absolute paths, found once (Cairn's PATH may lack /usr/sbin, where Debian puts ip and nft)."""
+    return {name: shutil.which(name) or shutil.which(name, path=_SYSTEM_PATH)
+            for name in ("ip", "nft", "nsenter", "unshare", "slirp4netns")}
+
+
+def tool(name: str) -> str:
+    return _tools()[name] or name
 
 
 @functools.cache
@@ -141,7 +151,7 @@ def host_addresses() -> list[str]:
     """This host's own addresses (slirp4netns would connect to them as the host: a service
     listening on 0.0.0.0 would be reached through them)."""
     try:
-        done = _run([shutil.which("ip") or "ip", "-j", "addr", "show"])
+        done = _run([tool("ip"), "-j", "addr", "show"])
         links = json.loads(done.stdout or "[]")
     except (OSError, subprocess.SubprocessError, ValueError):
         return []
@@ -246,11 +256,11 @@ def ensure(workload_id: int, attempt: int, *, outbound: bool, run_uid: int | Non
             return path
         if keeper is not None:
             _stop(keeper)
-        ip = shutil.which("ip") or "ip"
+        ip = tool("ip")
         if not os.path.exists(path):
             for argv, stdin in (([ip, "netns", "add", name], None),
                                 ([ip, "-n", name, "link", "set", "lo", "up"], None),
-                                ([ip, "netns", "exec", name, shutil.which("nft") or "nft", "-f", "-"],
+                                ([ip, "netns", "exec", name, tool("nft"), "-f", "-"],
                                  ruleset(outbound=outbound, extra_blocked=host_addresses()))):
                 done = _run(argv, stdin=stdin)
                 if done.returncode != 0:
@@ -274,7 +284,7 @@ def ensure(workload_id: int, attempt: int, *, outbound: bool, run_uid: int | Non
 def _start_keeper(directory: Path, path: str, *, outbound: bool, relay, run_uid, run_gid) -> tuple[int, float]:
     argv = [sys.executable, "-I", "-S", KEEPER, "--netns", path]
     if outbound:
-        argv += ["--slirp", shutil.which("slirp4netns")]
+        argv += ["--slirp", tool("slirp4netns")]
     if relay is not None:
         (inside, upstream) = relay
         argv += ["--relay", f"{inside[0]}:{inside[1]}={upstream[0]}:{upstream[1]}"]
@@ -324,14 +334,25 @@ def _delete(name: str) -> None:
         except psutil.Error:
             continue
     if os.path.exists(path):
-        done = _run([shutil.which("ip") or "ip", "netns", "del", name])
+        done = _run([tool("ip"), "netns", "del", name])
         if done.returncode != 0:
             logger.warning("local backend: cannot remove network namespace %s: %s", name, done.stderr.strip())
 
 
+def add_address(path: str, address: str) -> str:
+    """Put `address` (one of the host's, which a notebook was told to bind) on the namespace's
+    loopback, so the command can bind it there; Cairn listens on the host's. Returns it."""
+    name = os.path.basename(path)
+    prefix = "128" if ":" in address else "32"
+    done = _run([tool("ip"), "-n", name, "addr", "add", f"{address}/{prefix}", "dev", "lo"])
+    if done.returncode != 0 and "exists" not in done.stderr:
+        raise NetworkError(f"Cannot give the workload's network the address {address}: {done.stderr.strip()[:200]}")
+    return address
+
+
 def enter_argv(path: str) -> list[str]:
     """What runs a command inside the namespace (it execs: the replica keeps the pid)."""
-    return [shutil.which("nsenter") or "nsenter", f"--net={path}", "--"]
+    return [tool("nsenter"), f"--net={path}", "--"]
 
 
 def _replicas_alive(directory: Path) -> bool:
