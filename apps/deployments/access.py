@@ -25,7 +25,7 @@ from django.utils import timezone
 from apps.accounts.models import TOKEN_PREFIX, ApiToken
 from apps.accounts.selectors import api_token_find
 from apps.core.proxy import origin_is_ours, session_user
-from apps.projects.choices import Action, role_allows
+from apps.projects.choices import Action, may_call_deployment, role_allows
 from apps.projects.models import Project
 from apps.projects.selectors import membership_role
 from apps.workloads.choices import Kind
@@ -140,7 +140,7 @@ def authorize(*, project: str, name: str, method: str, creds: Credentials) -> De
     workload = _deployment(project, name)
     if workload is None:
         return Decision(404, "Deployment not found.")
-    if not role_allows(role, Action.CALL_DEPLOYMENT) and (workload.spec or {}).get("public") is not True:
+    if not may_call_deployment(role, public=(workload.spec or {}).get("public") is True):
         return Decision(403, "Calling a deployment needs the member role in its project (you are a viewer); "
                              "ask for a deployment key.")
     return _go(workload)

@@ -48,3 +48,12 @@ def role_allows(role: str | None, action: str) -> bool:
     if role is None:
         return False
     return ROLE_RANK[Role(role)] >= ROLE_RANK[MINIMUM_ROLE[action]]
+
+
+def may_call_deployment(role: str | None, *, public: bool) -> bool:
+    """The one rule for who calls a deployment with their own API token or session, applied by
+    the serving gateway (apps/deployments/access.py) and by the API, which shows the deployment's
+    `endpoint` to exactly these people: members and above (`call_deployment`), and anyone who
+    reads the project when the deployment is public (`public: true`). A viewer calls a private
+    deployment only with a deployment key (docs/permissions.md)."""
+    return role_allows(role, Action.CALL_DEPLOYMENT) or (public and role_allows(role, Action.READ))

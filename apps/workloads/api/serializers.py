@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from apps.clusters.models import Node
 from apps.core.serializers import StrictSerializer
-from apps.projects.choices import Action, role_allows
+from apps.projects.choices import Action, may_call_deployment, role_allows
 from apps.scheduling.policy import largest_node_refusal
 from apps.storage.api.serializers import DatasetMountListField, VolumeMountListField
 
@@ -278,7 +278,8 @@ def workload_endpoint(workload: Workload, *, user, role: str | None) -> str | No
 
     Notebooks: Cairn's proxy at /nb/<project>/<id>/ (apps/notebooks/proxy.py), for their creator,
     and for the project's owners and maintainers when the project shares notebooks. Deployments:
-    project members and above (not viewers). No credential of the IDE appears in an API answer.
+    whoever the gateway lets call it with their own credentials (may_call_deployment: members and
+    above; every reader of a public one). No credential of the IDE appears in an API answer.
     """
 
     if workload.status != WorkloadStatus.RUNNING or not isinstance(workload.runtime, dict):
@@ -292,7 +293,8 @@ def workload_endpoint(workload: Workload, *, user, role: str | None) -> str | No
             return None
         ide = (workload.spec or {}).get("ide") if isinstance(workload.spec, dict) else None
         return f"/nb/{workload.project.slug}/{workload.pk}/" + ("" if ide == "vscode" else "lab")
-    if workload.kind == Kind.DEPLOYMENT and role_allows(role, Action.SUBMIT):
+    if workload.kind == Kind.DEPLOYMENT and may_call_deployment(
+            role, public=isinstance(workload.spec, dict) and workload.spec.get("public") is True):
         url = workload.runtime["url"]
         return url if isinstance(url, str) else None
     return None
@@ -314,7 +316,8 @@ class WorkloadSerializer(serializers.ModelSerializer):
         help_text="Where a running notebook or deployment is reached; null for anyone who may not reach it. "
                   "Notebooks: Cairn's proxy address (/nb/<project>/<id>/lab), for their creator (and the project's "
                   "owners and maintainers when it shares notebooks). "
-                  "Deployments: project members and above."
+                  "Deployments: whoever may call it with their own credentials: project members and above, "
+                  "and every reader of the project when it is public."
     )
     estimated_start = serializers.SerializerMethodField()
     queue_position = serializers.SerializerMethodField()
