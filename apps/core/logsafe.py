@@ -19,15 +19,35 @@ def redact(text: str) -> str:
     return _API_TOKEN.sub(f"cairn_{REDACTED}", _QUERY_SECRET.sub(rf"\1{REDACTED}", text))
 
 
+def _redact_arg(value):
+    return redact(value) if isinstance(value, str) else value
+
+
 class RedactSecrets(logging.Filter):
+    """Blanks secrets in the record's arguments one by one, keeping the record's shape: uvicorn's
+    AccessFormatter unpacks `args` as (client, method, path, version, status), so a record whose
+    args were folded into the message lost its line and printed a traceback. Only when a secret
+    survives that (one split across arguments) is the message folded into `msg`."""
+
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
         except Exception:  # a broken record is the logging module's business, not ours
             return True
-        safe = redact(message)
-        if safe != message:
-            record.msg, record.args = safe, None
+        if redact(message) == message:
+            return True
+        if isinstance(record.args, tuple):
+            record.args = tuple(_redact_arg(a) for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: _redact_arg(v) for k, v in record.args.items()}
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        try:
+            again = record.getMessage()
+        except Exception:
+            again = None
+        if again is None or redact(again) != again:
+            record.msg, record.args = redact(message), None
         return True
 
 
