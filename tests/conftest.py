@@ -48,6 +48,11 @@ def _isolated_data_dir(settings, tmp_path):
     """Replica logs and pid files of each test go to its own directory."""
     settings.CAIRN_DATA_DIR = tmp_path / "cairn-data"
     settings.CAIRN_DATA_DIR.mkdir()
+    yield
+    if os.path.isdir("/run/netns") and os.listdir("/run/netns"):  # workload networks of this data folder
+        from apps.backends.local import netns
+
+        netns.remove_all()
 
 
 @pytest.fixture(autouse=True)

@@ -117,7 +117,15 @@ async def serve(relays: list[tuple[socket.socket, tuple[str, int]]]) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+
+    async def orphaned():  # its attempt's folder was deleted (the workload with it): nothing to keep
+        while os.fstat(2).st_nlink > 0:
+            await asyncio.sleep(5)
+        stop.set()
+
+    watch = asyncio.create_task(orphaned())
     await stop.wait()
+    watch.cancel()
     for server in servers:
         server.close()
 
