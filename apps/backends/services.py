@@ -33,6 +33,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.clusters.choices import Backend as BackendName
+from apps.storage.services import dataset_versions_drift
 from apps.workloads.choices import ACTIVE, EventType, StopCause, WorkloadStatus
 from apps.workloads.deadlines import run_deadline
 from apps.workloads.kinds import kind_spec
@@ -242,6 +243,8 @@ def _launch_claimed(workload: Workload, claim: dict) -> Workload | None:
     backend = backend_for(workload)
     attempt = workload.attempt
     try:
+        if drift := dataset_versions_drift(workload=workload):  # never mount other data than its version
+            raise LaunchError(drift)
         runtime = backend.launch(workload, attempt=attempt, run_env=claim.get("env") or {})
     except LaunchError as exc:
         return workload_transition(
@@ -693,6 +696,8 @@ def _launch_restart_claimed(workload: Workload, claim: dict) -> None:
     backend = backend_for(workload)
     attempt = workload.attempt
     try:
+        if drift := dataset_versions_drift(workload=workload):
+            raise LaunchError(drift)
         runtime = backend.launch(workload, attempt=attempt, run_env=claim.get("env") or {})
     except LaunchError as exc:
         workload_transition(

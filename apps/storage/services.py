@@ -37,7 +37,7 @@ from .mounts import (
 )
 from .paths import model_version_relpath, volume_path
 from .selectors import storage_quota_gb, volumes_declared_gb
-from .sources import SourceError, host_path_manifest, manifest_digest, s3_manifest
+from .sources import SourceError, host_path_drift, host_path_manifest, manifest_digest, s3_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -156,9 +156,42 @@ def _dataset_spec_check(*, project: Project, pool: ResourcePool, spec: dict) -> 
             mount = check_mount_path(entry.get("mount") or f"/datasets/{name}")
         except MountError as exc:
             raise ServiceError(f"Dataset '{name}': {exc}") from None
+        if dataset.source == SourceKind.HOST_PATH:
+            drift = _host_path_version_drift(dataset, version)
+            if drift:
+                raise ConflictError(drift)
         resolved.append({"name": name, "version": version.number, "mount": mount, "digest": version.digest,
                          "source": dataset.source})
     return {**spec, "datasets": resolved}
+
+
+def _host_path_version_drift(dataset: Dataset, version: DatasetVersion) -> str:
+    """Why a host-path version can no longer be mounted ("" when it can). Cairn mounts the folder
+    itself (no copy: it is already on the node), so a version is only what the folder holds
+    while the folder still matches the version's manifest."""
+    drift = host_path_drift(dataset.location["path"], version.manifest, recorded_at=version.created_at.timestamp())
+    if not drift:
+        return ""
+    return (f"Dataset '{dataset.name}' version {version.number} no longer matches its folder "
+            f"{dataset.location['path']}: {drift}. A host-path version is a record of the folder, which Cairn "
+            f"mounts as it is: snapshot a new version (cairn dataset snapshot {dataset.name}) and use that, or put "
+            "the folder back as it was.")
+
+
+def dataset_versions_drift(*, workload) -> str:
+    """Before a launch: why a host-path dataset version the workload mounts changed since it was
+    recorded ("" when none did). The backends refuse to start it then, rather than mount other data."""
+    wanted = {(d.get("name"), d.get("version")) for d in (workload.spec or {}).get("datasets") or []
+              if isinstance(d, dict) and d.get("source") == SourceKind.HOST_PATH}
+    if not wanted:
+        return ""
+    for version in DatasetVersion.objects.select_related("dataset").filter(
+            dataset__project_id=workload.project_id, dataset__name__in={name for name, _ in wanted}):
+        if (version.dataset.name, version.number) in wanted:
+            drift = _host_path_version_drift(version.dataset, version)
+            if drift:
+                return drift
+    return ""
 
 
 def _model_spec_check(*, project: Project, spec: dict) -> dict:

@@ -116,6 +116,42 @@ def host_path_manifest(path: str) -> list[dict]:
     return sorted(items, key=lambda i: i["key"])
 
 
+# A file modified after this long before its version was recorded is hashed again by the drift
+# check (the manifest was walked, and hashed, before the version row was written).
+DRIFT_SLACK_SECONDS = 120.0
+
+
+def host_path_drift(path: str, manifest: list[dict], *, recorded_at: float) -> str:
+    """How the folder differs from a version's manifest ("" when it does not, or when the folder
+    is not on this machine): files added, removed, or changed. Sizes decide without reading; a
+    file whose modification time is later than the version (less DRIFT_SLACK_SECONDS) is hashed
+    again, so only what may have changed is read."""
+    root = Path(path)
+    if not root.is_dir():
+        return ""
+    recorded = {item["key"]: item for item in manifest}
+    added, changed, seen = [], [], set()
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            full = Path(dirpath) / name
+            if full.is_symlink() or not full.is_file():
+                continue
+            key = str(full.relative_to(root))
+            seen.add(key)
+            item = recorded.get(key)
+            if item is None:
+                added.append(key)
+                continue
+            stat = full.stat()
+            if stat.st_size != item["size"] or (stat.st_mtime > recorded_at - DRIFT_SLACK_SECONDS
+                                                and f"sha256:{_sha256(full)}" != item["etag"]):
+                changed.append(key)
+    removed = sorted(set(recorded) - seen)
+    parts = [f"{len(keys)} file(s) {what} ({', '.join(sorted(keys)[:3])}{', ...' if len(keys) > 3 else ''})"
+             for what, keys in (("added", added), ("changed", changed), ("removed", removed)) if keys]
+    return "; ".join(parts)
+
+
 def manifest_digest(source: str, location: dict, manifest: list[dict]) -> str:
     body = json.dumps({"source": source, "location": location, "manifest": manifest}, sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()
