@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from cairn import yamlsafe
 from cairn.client import KINDS
 
 
@@ -79,7 +80,7 @@ def _env_value(value: Any) -> Any:
 
 def parse_job(text: str, source: str = "<job>") -> JobSpec:
     try:
-        data = yaml.safe_load(text)
+        data = yamlsafe.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from cairn import yamlsafe
 from cairn.jobspec import JobSpecError, parse_job
 
 
@@ -36,7 +37,7 @@ class SweepSpec:
 
 def parse_sweep(text: str, source: str = "<sweep>") -> SweepSpec:
     try:
-        data = yaml.safe_load(text)
+        data = yamlsafe.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
