@@ -287,3 +287,23 @@ def test_grad_norms_per_layer_and_total(ingest):
     run.finish(timeout=10)
     assert {(p["key"], p["step"], p["value"]) for p in ingest.points()} == {
         ("grad_norm/layer1.weight", 3, 3.0), ("grad_norm/layer2.weight", 3, 4.0), ("grad_norm/total", 3, 5.0)}
+
+
+def test_a_run_prints_which_run_it_is_and_where_to_see_it(ingest):
+    """Issue 46, item 14: print(cairn.init(...)) showed `<cairn.tracking.run.Run object at 0x...>`."""
+    run = _run(ingest.url, name="mnist")
+    text = repr(run)
+    assert text == f"<cairn.Run 7 'mnist' project='vision' running: {ingest.url}/projects/vision/compare?runs=7>"
+    run.finish(timeout=10)
+    assert "finished" in repr(run) and "object at 0x" not in str(run)
+    pending = Run(url=ingest.url, project="vision", api_token="t", system_metrics=False)
+    assert repr(pending).startswith("<cairn.Run (not created yet) project='vision' running at http://127.0.0.1:")
+    pending._finished = True  # nothing to send: no run is created at exit
+
+
+def test_installing_the_sdk_installs_psutil_for_system_metrics():
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "sdk" / "pyproject.toml").read_text())["project"]
+    assert any(dep.split(">")[0].split("=")[0].strip() == "psutil" for dep in project["dependencies"])

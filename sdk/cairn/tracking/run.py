@@ -80,6 +80,15 @@ class Run:
             self._sampler.start()
         atexit.register(self._at_exit)
 
+    def __repr__(self) -> str:
+        """What `print(cairn.init(...))` shows: which run, where to see it, whether it is still open."""
+        state = "finished" if self._finished else "running"
+        name = f" {self.name!r}" if self.name else ""
+        if self.id is None:  # created by the sender thread on its first batch
+            return f"<cairn.Run{name} (not created yet) project={self.project!r} {state} at {self.url}>"
+        where = f"{self.url}/projects/{self.project}/compare?runs={self.id}"
+        return f"<cairn.Run {self.id}{name} project={self.project!r} {state}: {where}>"
+
     # ---- where the points go (called in the sender thread) ----
 
     def _runs_url(self) -> str:
