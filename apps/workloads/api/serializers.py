@@ -10,7 +10,6 @@ from rest_framework import serializers
 from apps.clusters.models import Node
 from apps.core.serializers import StrictSerializer
 from apps.projects.choices import Action, may_call_deployment, role_allows
-from apps.scheduling.policy import largest_node_refusal
 from apps.storage.api.serializers import DatasetMountListField, VolumeMountListField
 
 from ..choices import Kind, Priority, StopCause, WaitingOn, WorkloadStatus
@@ -239,6 +238,11 @@ class WorkloadCreateSerializer(StrictSerializer):
         }
 
 
+# The seam scheduling offers (workloads may not import it): the policy's own words for a replica
+# no node of a pool can hold, so submission and the cycle say the same (apps/scheduling/apps.py).
+node_fit_refusal: dict = {}
+
+
 def check_fits_a_node(data: dict, pool) -> None:
     """A replica larger than every node of the pool could never start: refused at once (400,
     naming the largest node), instead of queued forever behind a reason that says to wait."""
@@ -252,8 +256,8 @@ def check_fits_a_node(data: dict, pool) -> None:
              for n in Node.objects.filter(pool=pool).only("name", "gpu_count", "gpu_model", "cpu_milli_allocatable",
                                                           "memory_mb_allocatable")
              if not models or n.gpu_model in models]
-    refusal = largest_node_refusal(pool_name=pool.name, nodes=nodes,
-                                   ask=(gpu_milli, int(resources["cpu"] * 1000), resources["memory"]))
+    refusal = node_fit_refusal["largest_node"](pool_name=pool.name, nodes=nodes,
+                                               ask=(gpu_milli, int(resources["cpu"] * 1000), resources["memory"]))
     if refusal:
         raise serializers.ValidationError({"resources": [refusal[0].upper() + refusal[1:] + "."]})
 
