@@ -44,8 +44,8 @@ from apps.core import zerocopy
 
 logger = logging.getLogger(__name__)
 
-HOP_BY_HOP = frozenset({
-    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
+HOP_BY_HOP = frozenset({  # `expect`: 100-continue is answered here (uvicorn), never waited for upstream
+    b"connection", b"keep-alive", b"expect", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
     b"transfer-encoding", b"upgrade", b"host",
 })
 # Never sent on to an upstream: the client's credentials for Cairn, and forwarding headers a

@@ -60,9 +60,11 @@ logger = logging.getLogger(__name__)
 PREFIX = "/serve/"
 ROUTE = re.compile(r"/serve/(?P<project>[^/]+)/(?P<name>[^/]+)(?P<rest>/.*)?", re.DOTALL)
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
-# Not forwarded to the replica: hop-by-hop headers, and Cairn's credentials.
+# Not forwarded to the replica: hop-by-hop headers, and Cairn's credentials. `Expect:
+# 100-continue` is between the client and Cairn (uvicorn answers it when the gateway starts reading
+# the body): passed on, the replica's client would wait for a 100 the replica may never send.
 _REQUEST_DROP = frozenset({
-    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
+    b"connection", b"keep-alive", b"expect", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
     b"transfer-encoding", b"upgrade", b"host", b"authorization", b"cookie", b"x-cairn-deployment-key",
     b"x-forwarded-for", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-prefix",
 })
