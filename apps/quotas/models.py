@@ -20,13 +20,14 @@ class Quota(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="quotas")
     pool = models.ForeignKey(ResourcePool, on_delete=models.CASCADE, related_name="quotas")
-    nominal_gpu_milli = models.PositiveIntegerField(default=0)
-    nominal_cpu_milli = models.PositiveIntegerField(default=0)
-    nominal_memory_mb = models.PositiveBigIntegerField(default=0)
-    borrowing_limit_gpu_milli = models.PositiveIntegerField(null=True, blank=True)
-    lending_limit_gpu_milli = models.PositiveIntegerField(null=True, blank=True)
+    # verbose names: the admin's labels ("Gpu hour budget" otherwise)
+    nominal_gpu_milli = models.PositiveIntegerField("nominal GPUs (milli-GPU)", default=0)
+    nominal_cpu_milli = models.PositiveIntegerField("nominal CPUs (milli-CPU)", default=0)
+    nominal_memory_mb = models.PositiveBigIntegerField("nominal memory (MB)", default=0)
+    borrowing_limit_gpu_milli = models.PositiveIntegerField("GPU borrowing limit (milli-GPU)", null=True, blank=True)
+    lending_limit_gpu_milli = models.PositiveIntegerField("GPU lending limit (milli-GPU)", null=True, blank=True)
     gpu_hour_budget = models.DecimalField(
-        max_digits=12, decimal_places=2, null=True, blank=True, validators=[MinValueValidator(0)]
+        "GPU-hour budget", max_digits=12, decimal_places=2, null=True, blank=True, validators=[MinValueValidator(0)]
     )
     budget_period = models.CharField(max_length=8, choices=BudgetPeriod.choices, default=BudgetPeriod.MONTH)
     created_at = models.DateTimeField(auto_now_add=True)

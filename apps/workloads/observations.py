@@ -40,4 +40,11 @@ class ReplicaState:
             return f"Replica {self.replica} was stopped ({self.reason}): {self.detail}"
         if self.signal:
             return f"Replica {self.replica} was killed by signal {self.signal} (exit code {self.exit_code})."
-        return f"Replica {self.replica} exited with code {self.exit_code}."
+        return f"Replica {self.replica} exited with code {self.exit_code}{_EXIT_MEANINGS.get(self.exit_code, '')}."
+
+
+# What the shell's own exit codes mean (the command is run through a shell): said with the code.
+_EXIT_MEANINGS = {
+    126: " (command found but not executable: check its permissions)",
+    127: " (command not found: check the command's name and that it is installed in the image or on the PATH)",
+}

@@ -37,9 +37,9 @@ def test_login_issues_a_working_token(alice, quota):
     assert bearer(body["token"]).get("/api/v1/projects/vision/training-jobs/").status_code == 200
 
 
-def test_login_with_a_wrong_password_is_400(alice):
+def test_login_with_a_wrong_password_is_401(alice):
     response = APIClient().post("/api/v1/auth/login/", {"username": "alice", "password": "nope"}, format="json")
-    assert response.status_code == 400 and response.json()["detail"] == "Wrong username or password."
+    assert response.status_code == 401 and response.json()["detail"] == "Wrong username or password."
     assert not ApiToken.objects.exists()
 
 

@@ -224,3 +224,13 @@ def test_the_change_form_saves_what_it_shows(staff_client, project, pool, cpu_mi
     assert response.status_code == 302
     quota.refresh_from_db()
     assert quota.nominal_memory_mb == 24064  # an amount typed in is taken as typed
+
+
+def test_the_budget_is_labelled_gpu_hour_budget(staff_client, busy_project, quota):
+    """Issue 46, item 15: the admin said "Gpu hour budget"."""
+    pages = [staff_client.get(reverse("admin:quotas_quota_change", args=[quota.pk])),
+             staff_client.get(reverse("admin:quotas_quota_changelist"))]
+    for page in pages:
+        text = page.content.decode()
+        assert page.status_code == 200 and "Gpu hour budget" not in text and "Gpu" not in text
+    assert "GPU-hour budget" in pages[0].content.decode()

@@ -229,7 +229,7 @@ class FakeCairn:
             return h.reply(400, {"detail": "Invalid input.",
                                  "errors": {"password": ["This field is required."]}})
         if self.users.get(body["username"]) != body["password"]:
-            return h.reply(400, {"detail": "Wrong username or password."})
+            return h.reply(401, {"detail": "Wrong username or password."})
         return h.reply(201, {"token": TOKEN, "expires_at": "2030-01-01T00:00:00Z",
                              "user": {"id": 1, "username": body["username"]}})
 

@@ -48,7 +48,7 @@ def test_login_prompts_for_the_password(run, server, cairn_env, monkeypatch):
 
 def test_login_with_a_wrong_password_saves_nothing(run, server, cairn_env):
     result = run("login", "--url", server.url, "-u", "alice", "--password-stdin", stdin="no\n")
-    assert_clean_error(result, "error (400): Wrong username or password.")
+    assert_clean_error(result, "error (401): Wrong username or password.")
     assert "cairn login" not in result.err  # no "run `cairn login`" hint while logging in
     assert not cairn_env.exists()
 

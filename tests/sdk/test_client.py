@@ -42,10 +42,10 @@ def test_login_returns_the_token_and_uses_it(server):
     assert server.requests[-1].headers["Authorization"] == f"Bearer {TOKEN}"
 
 
-def test_wrong_password_is_a_validation_error_with_the_servers_detail(server):
-    with pytest.raises(ValidationFailed) as info:
+def test_wrong_password_is_unauthorized_with_the_servers_detail(server):
+    with pytest.raises(Unauthorized) as info:
         Client(server.url).login("alice", "nope")
-    assert info.value.status == 400
+    assert info.value.status == 401
     assert info.value.detail == "Wrong username or password."
 
 

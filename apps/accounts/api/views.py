@@ -44,15 +44,17 @@ class LoginView(APIView):
     throttle_classes = [ClientScopedRateThrottle]
     throttle_scope = "login"
 
-    @extend_schema(request=LoginSerializer, responses={201: LoginResponseSerializer, 400: DetailSerializer},
-                   summary="Log in and receive an API token")
+    @extend_schema(request=LoginSerializer,
+                   responses={201: LoginResponseSerializer, 400: DetailSerializer, 401: DetailSerializer},
+                   summary="Log in and receive an API token (401: wrong username or password)")
     def post(self, request):
         serializer = LoginSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         user = authenticate(request, username=data["username"], password=data["password"])
-        if user is None or not user.is_active:
-            return Response({"detail": "Wrong username or password."}, status=status.HTTP_400_BAD_REQUEST)
+        if user is None or not user.is_active:  # 401, the convention for credentials refused
+            return Response({"detail": "Wrong username or password."}, status=status.HTTP_401_UNAUTHORIZED,
+                            headers={"WWW-Authenticate": 'Bearer realm="cairn"'})
         token, secret = api_token_login(user=user, token_name=data["token_name"])
         return Response({"token": secret, "expires_at": token.expires_at, "user": _me(user)},
                         status=status.HTTP_201_CREATED)
