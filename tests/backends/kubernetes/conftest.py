@@ -1,6 +1,7 @@
 """Fixtures for the Kubernetes backend: an emulated API server per test (real HTTP), a cluster
 registered with its kubeconfig (so credentials go through encryption and the real client), and
 a `kubelet` that plays the job controller and the kubelet through the API."""
+import os
 import threading
 import time
 from datetime import UTC
@@ -39,7 +40,9 @@ def pytest_configure(config):
 
 
 def pytest_generate_tests(metafunc):
-    if "kube_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("real_kube"):
+    # CAIRN_KUBE_TRY_REAL=1: every emulator test also on the real control plane (to find portable ones)
+    try_all = os.environ.get("CAIRN_KUBE_TRY_REAL") == "1"
+    if "kube_backend" in metafunc.fixturenames and (try_all or metafunc.definition.get_closest_marker("real_kube")):
         metafunc.parametrize("kube_backend", ["emulator", "real"])
 
 

@@ -66,6 +66,7 @@ def _init_done(kubelet, pod: str, node: str, message: str, finished: str) -> Non
 
 def test_a_nodes_cache_report_reaches_placement(reconciler, emulator, kubelet, make_workload, k8s_project, k8s_pool,
                                                k8s_cluster, imgs, tmp_path):
+    """Emulator only: it moves a bound pod to another node, which a real server forbids."""
     kubelet.add_node("gpu-a")
     kubelet.add_node("gpu-b")
     first = _workload(make_workload, k8s_project, k8s_pool)
@@ -97,6 +98,7 @@ def test_a_nodes_cache_report_reaches_placement(reconciler, emulator, kubelet, m
 
 def test_malformed_or_failed_reports_are_ignored_and_a_removed_node_forgets_its_cache(
         reconciler, emulator, kubelet, make_workload, k8s_project, k8s_pool, k8s_cluster, imgs):
+    """Emulator only: it moves a bound pod to another node, which a real server forbids."""
     kubelet.add_node("gpu-a")
     workload = _workload(make_workload, k8s_project, k8s_pool)
     digest = workload.spec["datasets"][0]["digest"]

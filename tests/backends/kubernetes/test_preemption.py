@@ -21,6 +21,7 @@ def _linger(kubelet, pod: str, namespace: str = NS) -> None:
     kubelet.core.patch_namespaced_pod(pod, namespace, {"metadata": {"ownerReferences": None}})
 
 
+@pytest.mark.real_kube
 def test_preempted_training_is_requeued_once_its_pods_are_gone_and_restarts_as_a_new_attempt(
         reconciler, make_workload, kubelet, emulator):
     workload, pods = running_training(make_workload, kubelet, replicas=2)
@@ -53,6 +54,7 @@ def test_preempted_training_is_requeued_once_its_pods_are_gone_and_restarts_as_a
     assert emulator.get("jobs", NS, f"cairn-{workload.pk}-2") is not None
 
 
+@pytest.mark.real_kube
 def test_stopping_a_workload_while_it_is_preempted_ends_it_stopped(reconciler, make_workload, kubelet):
     workload, pods = running_training(make_workload, kubelet)
     kubelet.running(NS, pods[0])
@@ -64,6 +66,7 @@ def test_stopping_a_workload_while_it_is_preempted_ends_it_stopped(reconciler, m
 
 def test_preempted_notebook_scales_to_zero_is_requeued_and_scales_back_up_when_admitted_again(
         reconciler, make_workload, kubelet, emulator):
+    """Emulator only: a pod that outlives SIGTERM needs a kubelet (kwok ends pods at once)."""
     workload = make_workload(kind="notebook", spec={"env": {}})
     workload_dispatch(workload_id=workload.pk)
     name = f"cairn-{workload.pk}"
@@ -92,6 +95,7 @@ def test_preempted_notebook_scales_to_zero_is_requeued_and_scales_back_up_when_a
     assert env_from["secretRef"]["name"] == f"cairn-{workload.pk}-2-run"  # the new attempt's run
 
 
+@pytest.mark.real_kube
 def test_borrow_then_reclaim_on_kubernetes_admits_the_reclaimer_after_the_victims_pods_are_gone(
         reconciler, k8s_pool, k8s_project, kubelet, emulator):
     kubelet.add_node("gpu-a", gpus=4)

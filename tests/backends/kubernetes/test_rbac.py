@@ -92,6 +92,7 @@ def test_secrets_are_granted_per_project_namespace_only():
 
 def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_workload, k8s_cluster, kubelet,
                                                                  monkeypatch):
+    """Emulator only: it reads the emulator's request log (test_real_rbac.py checks the real server's audit log)."""
     k8s_cluster.config = {"volcano": True, "deployment_hpa": True}  # every object kind Cairn may create
     # Training mounts an NFS dataset (its PersistentVolume and claim), as resolved by apps.storage.
     nfs = {"name": "shared", "version": 1, "mount": "/mnt/shared", "digest": "e" * 64, "source": "nfs",

@@ -6,6 +6,8 @@ scheduler admitted, and the update ends with as many pods as the deployment has.
 import random
 from collections import Counter
 
+import pytest
+
 from apps.backends.services import workload_dispatch
 from apps.deployments.gateway import split_canary
 from apps.deployments.models import DeploymentRollout
@@ -69,6 +71,7 @@ def shares(workload, n=2000) -> Counter:
 
 def test_a_canary_is_a_deployment_of_its_own_with_its_weight_then_promoted(
         reconciler, make_workload, emulator, kubelet, k8s_project, k8s_pool):
+    """Emulator only: it holds the canary's pod not ready, which needs a kubelet."""
     workload, name = running_deployment(reconciler, make_workload, emulator, kubelet, k8s_project, k8s_pool,
                                         replicas=3)
     deployment_revision_create(workload=workload, changes={"env": {"V": "2"}}, strategy="canary", canary_weight=10)
@@ -118,6 +121,7 @@ def test_a_canary_is_a_deployment_of_its_own_with_its_weight_then_promoted(
     assert status_of(workload).replicas == 3 and status_of(workload).status == "running"
 
 
+@pytest.mark.real_kube
 def test_a_canary_rolled_back_is_deleted_and_the_stable_revision_takes_everything(
         reconciler, make_workload, emulator, kubelet, k8s_project, k8s_pool):
     workload, name = running_deployment(reconciler, make_workload, emulator, kubelet, k8s_project, k8s_pool,
@@ -138,6 +142,7 @@ def test_a_canary_rolled_back_is_deleted_and_the_stable_revision_takes_everythin
     assert set(shares(workload)) == {1}
 
 
+@pytest.mark.real_kube
 def test_a_single_replica_canary_runs_on_a_surge_replica_the_scheduler_admits(
         reconciler, make_workload, emulator, kubelet, k8s_project, k8s_pool):
     kubelet.add_node("node-a")
@@ -161,6 +166,7 @@ def test_a_single_replica_canary_runs_on_a_surge_replica_the_scheduler_admits(
     assert deployment(emulator, name)["spec"]["replicas"] == 1
 
 
+@pytest.mark.real_kube
 def test_max_surge_is_the_controllers_max_surge_for_admitted_replicas_only(
         reconciler, make_workload, emulator, kubelet, k8s_project, k8s_pool):
     kubelet.add_node("node-a")
