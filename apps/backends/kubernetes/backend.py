@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from apps.backends.base import LOG_FRAME_CHARS, Backend, LaunchError, LogReader, ReplicaState
 from apps.backends.launch_env import attempt_env
+from apps.clusters import crypto
 from apps.clusters.accelerators import vendors_for_cluster
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Node
@@ -328,7 +329,8 @@ class KubernetesBackend(Backend):
             # Reached through Cairn's proxy (apps/notebooks/proxy.py): in-cluster DNS or the API
             # server's service proxy (notebook_upstream in kubernetes/proxy.py).
             runtime.update(url=f"http://{m.object_name(workload.pk)}.{namespace}.svc:{m.NOTEBOOK_PORT}/",
-                           service=m.object_name(workload.pk), port=m.NOTEBOOK_PORT, token=view.notebook_token)
+                           service=m.object_name(workload.pk), port=m.NOTEBOOK_PORT,
+                           token=crypto.seal(view.notebook_token))  # encrypted at rest, as on the local backend
         else:
             runtime.update(url=f"http://{m.object_name(workload.pk)}.{namespace}.svc/")
         return runtime

@@ -6,6 +6,7 @@ import pytest
 from apps.backends.kubernetes.backend import KubernetesBackend
 from apps.backends.services import workload_dispatch, workload_stop_signal
 from apps.backends.tasks import workload_dispatch_task
+from apps.notebooks.access import runtime_token
 from apps.workloads.models import Workload
 
 NS = "cairn-vision"
@@ -43,7 +44,8 @@ def test_notebook_and_deployment_dispatch_create_their_objects(emulator, make_wo
     n, d = notebook.pk, deployment.pk
     assert emulator.get("statefulsets", NS, f"cairn-{n}")["spec"]["replicas"] == 1
     assert emulator.get("persistentvolumeclaims", NS, f"cairn-{n}-home") is not None
-    assert emulator.get("secrets", NS, f"cairn-{n}")["stringData"]["token"] == reload(notebook).runtime["token"]
+    assert emulator.get("secrets", NS, f"cairn-{n}")["stringData"]["token"] == runtime_token(reload(notebook))
+    assert reload(notebook).runtime["token"].startswith("fernet:")  # encrypted at rest (issue 44)
     assert emulator.get("deployments", NS, f"cairn-{d}")["spec"]["replicas"] == 2
     assert emulator.get("horizontalpodautoscalers", NS, f"cairn-{d}") is None  # Cairn's autoscaler, no HPA
     assert reload(deployment).status == reload(notebook).status == "running"

@@ -18,6 +18,7 @@ from websockets.sync.client import connect
 from apps.backends.kubernetes.proxy import notebook_upstream
 from apps.backends.local.backend import free_port
 from apps.backends.services import workload_dispatch
+from apps.notebooks.access import runtime_token
 from apps.notebooks.activity import observe
 from apps.notebooks.commands import jupyterlab_command
 from apps.projects.models import Membership
@@ -57,7 +58,7 @@ def pod(notebook, emulator, tmp_path):
     port = free_port()
     argv = jupyterlab_command(SimpleNamespace(pk=notebook.pk, spec={}, project=SimpleNamespace(slug="vision")),
                               port=port, cwd=tmp_path, as_root=os.geteuid() == 0)
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "JUPYTER_TOKEN": notebook.runtime["token"]}
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "JUPYTER_TOKEN": runtime_token(notebook)}
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     emulator.service_backends[(NS, f"cairn-{notebook.pk}")] = f"127.0.0.1:{port}"
     yield port
@@ -74,7 +75,7 @@ def test_from_outside_the_cluster_the_proxy_goes_through_the_api_servers_service
         assert time.monotonic() < deadline, status.text
         time.sleep(0.3)
     page = httpx.get(f"{live.url}{base}lab", cookies=cookies, timeout=30)
-    assert page.status_code == 200 and "JupyterLab" in page.text and notebook.runtime["token"] not in page.text
+    assert page.status_code == 200 and "JupyterLab" in page.text and runtime_token(notebook) not in page.text
 
     kernel = httpx.post(f"{live.url}{base}api/kernels", cookies=cookies, headers={"Origin": live.url}, json={},
                         timeout=30)
@@ -106,8 +107,8 @@ def test_from_outside_the_cluster_the_proxy_goes_through_the_api_servers_service
     assert all(path.startswith(base) for _, path, _ in emulator.proxied)
     upgrades = [headers for _, path, headers in emulator.proxied if path.endswith("/channels")]
     assert upgrades and all({k.lower(): v for k, v in h.items()}.get("x-cairn-upstream-token")
-                            == notebook.runtime["token"] for h in upgrades)
-    assert not any(notebook.runtime["token"] in path for _, path in emulator.requests)
+                            == runtime_token(notebook) for h in upgrades)
+    assert not any(runtime_token(notebook) in path for _, path in emulator.requests)
     assert not any("Authorization" in headers or TOKEN in json.dumps(headers) for _, _, headers in emulator.proxied)
 
     # The idle culler reads the notebook the same way.
@@ -117,12 +118,12 @@ def test_from_outside_the_cluster_the_proxy_goes_through_the_api_servers_service
 
 def test_in_the_cluster_the_proxy_goes_to_the_services_dns_name(notebook, settings):
     settings.CAIRN_KUBERNETES = {**settings.CAIRN_KUBERNETES, "NOTEBOOK_ROUTE": "dns"}
-    upstream = notebook_upstream(notebook, notebook.runtime["token"])
+    upstream = notebook_upstream(notebook, runtime_token(notebook))
     assert upstream.base == f"http://cairn-{notebook.pk}.{NS}.svc:8888"
-    assert dict(upstream.headers) == {b"x-cairn-upstream-token": notebook.runtime["token"].encode()}
+    assert dict(upstream.headers) == {b"x-cairn-upstream-token": runtime_token(notebook).encode()}
 
 
 def test_auto_picks_the_api_server_for_a_kubeconfig_connection(notebook, emulator):
-    upstream = notebook_upstream(notebook, notebook.runtime["token"])
+    upstream = notebook_upstream(notebook, runtime_token(notebook))
     assert upstream.base == f"{emulator.url}/api/v1/namespaces/{NS}/services/http:cairn-{notebook.pk}:8888/proxy"
     assert dict(upstream.headers)[b"authorization"] == f"Bearer {TOKEN}".encode()
