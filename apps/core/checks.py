@@ -10,8 +10,8 @@ PostgreSQL and Redis let anyone in.
   reaches them (any process on the host, if they listen there) could rewrite the database or
   enqueue tasks; docs/operations.md says both need passwords.
 
-After each migrate, credentials that the public default key encrypted (a data folder from before
-embedded mode made its own key) are re-encrypted with the current key (`rotate_legacy`)."""
+After each migrate, credentials that the public default key encrypted are re-encrypted with the
+current key: apps/clusters/crypto.py `rotate_legacy` (core may not import the apps that hold them)."""
 from __future__ import annotations
 
 import logging
@@ -20,7 +20,6 @@ import os
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models.signals import post_migrate
 
 from config.secret_key import DEFAULT_SECRET_KEY
 
@@ -119,32 +118,3 @@ def check_at_start() -> None:
     for message in (postgres_without_password(), redis_without_password()):
         if message:
             logger.warning("%s %s", message, PASSWORD_HINT)
-
-
-def rotate_legacy() -> int:
-    """Re-encrypt with the current key what the public default key encrypted; how many values."""
-    from apps.clusters.crypto import needs_rotation, rotate
-    from apps.clusters.models import ClusterCredential
-    from apps.storage.models import Dataset
-
-    count = 0
-    for model, field in ((ClusterCredential, "encrypted_kubeconfig"), (Dataset, "credentials_encrypted")):
-        for pk, token in model.objects.exclude(**{field: ""}).values_list("pk", field):
-            if needs_rotation(token):
-                model.objects.filter(pk=pk, **{field: token}).update(**{field: rotate(token)})
-                count += 1
-    if count:
-        logger.warning("Re-encrypted %d stored credential(s) made with the public default SECRET_KEY with this "
-                       "installation's key.", count)
-    return count
-
-
-def _after_migrate(sender, app_config=None, **kwargs) -> None:
-    if app_config is not None and app_config.label == "core":
-        try:
-            rotate_legacy()
-        except Exception:  # noqa: BLE001 - a table not there yet (a partial migrate): next time
-            logger.debug("credentials rotation skipped", exc_info=True)
-
-
-post_migrate.connect(_after_migrate, dispatch_uid="cairn-rotate-legacy-credentials")

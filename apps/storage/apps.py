@@ -6,3 +6,8 @@ class StorageConfig(AppConfig):
 
     name = "apps.storage"
     label = "storage"
+
+    def ready(self) -> None:
+        from apps.clusters.crypto import encrypted_fields  # the seam clusters offers
+
+        encrypted_fields.append(("storage.Dataset", "credentials_encrypted"))

@@ -13,7 +13,8 @@ import time
 import pytest
 
 from apps.clusters import crypto
-from apps.core.checks import redis_without_password, rotate_legacy
+from apps.clusters.crypto import rotate_legacy
+from apps.core.checks import redis_without_password
 from config.secret_key import DEFAULT_SECRET_KEY, embedded_secret_key
 from tests.processes import ROOT
 
