@@ -25,6 +25,7 @@ def story(workload: Workload) -> list[tuple]:
 
 def test_a_failing_attempt_restarts_then_fails_the_same_way_on_both_backends(
         script, reconciler, make_workload, kubelet):
+    """Emulator only: it reads the emulator's store (kubelet.emulator)."""
     # local: every attempt of replica 0 exits with code 3; one restart allowed
     path = script("import sys; sys.exit(3)")
     local = admitted(spec={"command": ["python", path], "env": {}}, max_restarts=1)
@@ -50,6 +51,7 @@ def test_a_failing_attempt_restarts_then_fails_the_same_way_on_both_backends(
     assert ("Restarting", "", "", "Replica 0 exited with code 3. Starting attempt 2 of 2.") in story(local)
 
 
+@pytest.mark.real_kube
 def test_a_preempted_workload_goes_back_to_the_queue_the_same_way_on_both_backends(
         script, reconciler, make_workload, kubelet):
     # local: a replica that exits on SIGTERM

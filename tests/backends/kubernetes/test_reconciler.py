@@ -1,6 +1,7 @@
 """The level-triggered reconciler against the emulated API server: list + watch caches, pod
 phases and failures to workload status and conditions, stop, node inventory, 410s, faults, and a
 reconciler killed and restarted mid-stream."""
+import pytest
 
 from apps.backends.kubernetes.reconciler import ClusterReconciler
 from apps.backends.services import workload_dispatch, workload_stop_signal
@@ -32,6 +33,7 @@ def running_training(make_workload, kubelet, **fields):
     return workload, pods
 
 
+@pytest.mark.real_kube
 def test_running_then_succeeded_pods_finish_the_workload(reconciler, make_workload, kubelet):
     workload, pods = running_training(make_workload, kubelet, replicas=2)
     for pod in pods:
@@ -46,6 +48,7 @@ def test_running_then_succeeded_pods_finish_the_workload(reconciler, make_worklo
     assert status_of(workload).exit_code == 0
 
 
+@pytest.mark.real_kube
 def test_a_failed_pod_fails_the_gang_with_its_exit_code(reconciler, make_workload, kubelet):
     workload, pods = running_training(make_workload, kubelet, replicas=2)
     kubelet.running(NS, pods[0])
@@ -56,6 +59,7 @@ def test_a_failed_pod_fails_the_gang_with_its_exit_code(reconciler, make_workloa
     assert workload.status_message == "Replica 1 exited with code 3."
 
 
+@pytest.mark.real_kube
 def test_oom_killed_is_named_as_such(reconciler, make_workload, kubelet):
     workload, pods = running_training(make_workload, kubelet, memory_mb=256)
     kubelet.terminated(NS, pods[0], exit_code=137, reason="OOMKilled")
@@ -65,6 +69,7 @@ def test_oom_killed_is_named_as_such(reconciler, make_workload, kubelet):
     assert "out of memory (OOMKilled, limit 256Mi)" in workload.status_message
 
 
+@pytest.mark.real_kube
 def test_a_failed_attempt_restarts_as_a_new_job_while_restarts_remain(reconciler, make_workload, kubelet, emulator):
     workload, pods = running_training(make_workload, kubelet, replicas=1, max_restarts=1)
     kubelet.terminated(NS, pods[0], exit_code=1)
@@ -80,6 +85,7 @@ def test_a_failed_attempt_restarts_as_a_new_job_while_restarts_remain(reconciler
 
 
 def test_image_pull_backoff_becomes_a_human_condition_and_event(reconciler, make_workload, kubelet):
+    """Emulator only: an image pull back-off needs a kubelet."""
     workload, pods = running_training(make_workload, kubelet)
     kubelet.waiting(NS, pods[0], reason="ImagePullBackOff", message='Back-off pulling image "registry.example/typo:1"')
     assert until(reconciler, lambda: condition(workload, "ContainersReady").get("reason") == "ImagePullBackOff")
@@ -92,6 +98,7 @@ def test_image_pull_backoff_becomes_a_human_condition_and_event(reconciler, make
 
 
 def test_unschedulable_pods_explain_why_with_the_schedulers_event(reconciler, make_workload, kubelet, emulator):
+    """Emulator only: the scheduler's verdict written by hand (test_real_cluster.py has kube-scheduler's own)."""
     workload, pods = running_training(make_workload, kubelet, gpu_milli=8000)
     kubelet.unschedulable(NS, pods[0], "0/3 nodes are available.")
     emulator.create("events", {
@@ -106,6 +113,7 @@ def test_unschedulable_pods_explain_why_with_the_schedulers_event(reconciler, ma
     assert cond["message"] == "Replica 0 cannot be scheduled: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
 
 
+@pytest.mark.real_kube
 def test_stop_training_deletes_the_job_and_ends_stopped(reconciler, make_workload, kubelet, emulator):
     workload, pods = running_training(make_workload, kubelet, replicas=2)
     for pod in pods:
@@ -116,6 +124,7 @@ def test_stop_training_deletes_the_job_and_ends_stopped(reconciler, make_workloa
     assert emulator.list("jobs", NS) == []
 
 
+@pytest.mark.real_kube
 def test_stop_whose_task_was_lost_is_carried_out_by_the_reconciler(reconciler, make_workload, kubelet, emulator):
     workload, pods = running_training(make_workload, kubelet)
     workload_stop(workload=status_of(workload))  # the outbox's stop task never runs
@@ -125,6 +134,7 @@ def test_stop_whose_task_was_lost_is_carried_out_by_the_reconciler(reconciler, m
 
 def test_notebook_stop_scales_to_zero_and_forces_pods_after_the_grace_period(reconciler, make_workload, kubelet,
                                                                             emulator):
+    """Emulator only: a pod that outlives SIGTERM needs a kubelet (kwok ends pods at once)."""
     workload = make_workload(kind="notebook", spec={"env": {}})
     workload_dispatch(workload_id=workload.pk)
     [pod] = kubelet.start_set_pods(NS, "StatefulSet", f"cairn-{workload.pk}")
@@ -139,6 +149,7 @@ def test_notebook_stop_scales_to_zero_and_forces_pods_after_the_grace_period(rec
     assert emulator.list("pods", NS) == []
 
 
+@pytest.mark.real_kube
 def test_a_job_deleted_behind_cairns_back_is_lost(reconciler, make_workload, emulator):
     workload = make_workload()
     workload_dispatch(workload_id=workload.pk)
@@ -147,6 +158,7 @@ def test_a_job_deleted_behind_cairns_back_is_lost(reconciler, make_workload, emu
     assert "disappeared" in status_of(workload).status_message
 
 
+@pytest.mark.real_kube
 def test_a_deployment_deleted_behind_cairns_back_is_created_again(reconciler, make_workload, emulator):
     workload = make_workload(kind="deployment", spec={"command": ["serve"], "port": 8000, "env": {}})
     workload_dispatch(workload_id=workload.pk)
@@ -156,6 +168,7 @@ def test_a_deployment_deleted_behind_cairns_back_is_created_again(reconciler, ma
     assert status_of(workload).status == "running"
 
 
+@pytest.mark.real_kube
 def test_cairns_autoscaler_sets_the_deployments_replicas_without_an_hpa(reconciler, make_workload, emulator):
     workload = make_workload(kind="deployment", replicas=2, spec={"command": ["serve"], "port": 8000, "env": {}})
     workload_dispatch(workload_id=workload.pk)
@@ -167,6 +180,7 @@ def test_cairns_autoscaler_sets_the_deployments_replicas_without_an_hpa(reconcil
     assert status_of(workload).status == "running"
 
 
+@pytest.mark.real_kube
 def test_crash_looping_deployment_pod_that_ran_out_of_memory(reconciler, make_workload, kubelet):
     workload = make_workload(kind="deployment", spec={"command": ["serve"], "port": 8000, "env": {}})
     workload_dispatch(workload_id=workload.pk)
@@ -180,6 +194,7 @@ def test_crash_looping_deployment_pod_that_ran_out_of_memory(reconciler, make_wo
     assert status_of(workload).status == "running"
 
 
+@pytest.mark.real_kube
 def test_an_admitted_workload_whose_dispatch_was_lost_is_dispatched(reconciler, make_workload, emulator):
     workload = make_workload()
     assert until(reconciler, lambda: status_of(workload).status == "running")
@@ -189,6 +204,7 @@ def test_an_admitted_workload_whose_dispatch_was_lost_is_dispatched(reconciler, 
 # -- nodes ---------------------------------------------------------------------------------------
 
 def test_nodes_added_cordoned_not_ready_and_removed_are_reflected(reconciler, kubelet, k8s_pool, emulator):
+    """Emulator only: a NotReady node on demand (kwok readies every node it manages)."""
     kubelet.add_node("gpu-a", gpus=8, labels={"topology.kubernetes.io/rack": "rack-7"})
     assert until(reconciler, lambda: Node.objects.filter(name="gpu-a").exists())
     node = Node.objects.get(name="gpu-a")
@@ -207,6 +223,7 @@ def test_nodes_added_cordoned_not_ready_and_removed_are_reflected(reconciler, ku
     assert until(reconciler, lambda: not Node.objects.filter(name="gpu-a").exists())
 
 
+@pytest.mark.real_kube
 def test_a_cordon_cairn_holds_survives_the_node_sync_until_uncordoned(reconciler, kubelet, k8s_pool):
     from apps.clusters.services import node_cordon, node_uncordon
 
@@ -225,6 +242,7 @@ def test_a_cordon_cairn_holds_survives_the_node_sync_until_uncordoned(reconciler
     assert Node.objects.get(name="gpu-b").schedulable is True
 
 
+@pytest.mark.real_kube
 def test_nodes_go_to_the_pool_whose_selector_they_match(reconciler, kubelet, k8s_cluster):
     from tests.factories import PoolFactory
 
@@ -237,6 +255,7 @@ def test_nodes_go_to_the_pool_whose_selector_they_match(reconciler, kubelet, k8s
 # -- watches, 410 and faults ---------------------------------------------------------------------
 
 def test_410_gone_mid_stream_relists_and_keeps_converging(reconciler, make_workload, kubelet, emulator):
+    """Emulator only: watch expiry and 410 compaction on demand."""
     workload, pods = running_training(make_workload, kubelet)
     kubelet.running(NS, pods[0])
     assert until(reconciler, lambda: condition(workload, "ContainersReady").get("status") == "True")
@@ -249,6 +268,7 @@ def test_410_gone_mid_stream_relists_and_keeps_converging(reconciler, make_workl
 
 
 def test_informer_resumes_from_its_resource_version_and_relists_when_it_expired(k8s_cluster, emulator, kubelet):
+    """Emulator only: 410 compaction on demand."""
     from apps.backends.kubernetes.client import clients_for
     from apps.backends.kubernetes.informer import Informer
 
@@ -271,6 +291,7 @@ def test_informer_resumes_from_its_resource_version_and_relists_when_it_expired(
 
 
 def test_list_and_watch_survive_server_errors(k8s_cluster, emulator, kubelet, make_workload):
+    """Emulator only: a real server's 5xx cannot be injected on demand."""
     emulator.fail("GET", "/pods", 500, times=4)  # more than one call's retries
     emulator.fail("GET", "/nodes", 503, times=2)
     reconciler = ClusterReconciler(k8s_cluster, watch_timeout=1)
@@ -284,6 +305,7 @@ def test_list_and_watch_survive_server_errors(k8s_cluster, emulator, kubelet, ma
 
 
 def test_reconciler_killed_and_restarted_mid_stream_converges(start_reconciler, make_workload, kubelet, emulator):
+    """Emulator only: history compacted on demand, and it counts the cluster's nodes (the real one has the session's)."""
     first = start_reconciler()
     done, _ = running_training(make_workload, kubelet, replicas=1)
     failing, failing_pods = running_training(make_workload, kubelet, replicas=1)
@@ -312,6 +334,7 @@ def test_reconciler_killed_and_restarted_mid_stream_converges(start_reconciler, 
     assert WorkloadEvent.objects.count() == events
 
 
+@pytest.mark.real_kube
 def test_new_credentials_restart_the_clusters_watches(k8s_cluster, emulator):
     import yaml
 
@@ -332,6 +355,7 @@ def test_new_credentials_restart_the_clusters_watches(k8s_cluster, emulator):
             reconciler.stop(timeout=0)
 
 
+@pytest.mark.real_kube
 def test_a_new_revision_is_rolled_out_through_the_deployments_pod_template(reconciler, make_workload, emulator,
                                                                              k8s_project, k8s_pool):
     from apps.deployments.services import deployment_revision_create

@@ -20,6 +20,7 @@ def _run_for(workload, seconds: float) -> None:
     Workload.objects.filter(pk=workload.pk).update(admitted_at=started - timedelta(seconds=1), started_at=started)
 
 
+@pytest.mark.real_kube
 def test_the_job_gets_the_whole_limit_as_its_active_deadline(emulator, make_workload):
     # Admitted again after a requeue: its previous run's start (long ago) does not count.
     now = timezone.now()
@@ -34,6 +35,7 @@ def test_the_job_gets_the_whole_limit_as_its_active_deadline(emulator, make_work
 
 def test_a_job_failed_at_its_deadline_ends_failed_with_deadline_exceeded_and_is_not_restarted(
         reconciler, make_workload, kubelet, emulator):
+    """Emulator only: the job controller's deadline conditions written by hand at a faked clock."""
     workload, pods = running_training(make_workload, kubelet, replicas=2, max_restarts=2, max_runtime_seconds=3600)
     for pod in pods:
         kubelet.running(NS, pod)
@@ -57,6 +59,7 @@ def test_a_job_failed_at_its_deadline_ends_failed_with_deadline_exceeded_and_is_
 
 def test_pods_still_terminating_at_the_deadline_hold_the_workload_stopping_then_are_forced(
         reconciler, make_workload, kubelet, emulator):
+    """Emulator only: the job controller's deadline conditions written by hand, pods outliving SIGTERM."""
     workload, pods = running_training(make_workload, kubelet, max_runtime_seconds=3600)
     kubelet.running(NS, pods[0])
     kubelet.job_deadline_exceeded(NS, f"cairn-{workload.pk}-1", terminal=False)  # FailureTarget only
@@ -69,6 +72,7 @@ def test_pods_still_terminating_at_the_deadline_hold_the_workload_stopping_then_
     assert emulator.list("pods", NS) == []
 
 
+@pytest.mark.real_kube
 def test_a_restart_gets_what_is_left_of_the_limit(reconciler, make_workload, kubelet, emulator):
     workload, pods = running_training(make_workload, kubelet, max_restarts=1, max_runtime_seconds=3600)
     _run_for(workload, 1000)
@@ -80,6 +84,7 @@ def test_a_restart_gets_what_is_left_of_the_limit(reconciler, make_workload, kub
     assert 2590 <= deadline <= 2600
 
 
+@pytest.mark.real_kube
 def test_a_replica_failing_after_the_deadline_is_not_restarted(reconciler, make_workload, kubelet, emulator):
     workload, pods = running_training(make_workload, kubelet, max_restarts=1, max_runtime_seconds=3600)
     # Past the limit, but within the deadline backstop (120 s): a reconciler pass that runs before
@@ -100,6 +105,7 @@ def backstop(settings):
 
 def test_a_job_still_running_after_its_limit_is_stopped_by_cairn(reconciler, make_workload, kubelet, emulator,
                                                                  backstop):
+    """Emulator only: it fakes the run's elapsed time; the real Job's startTime (which the backstop counts from) is now."""
     workload, pods = running_training(make_workload, kubelet, max_runtime_seconds=3600)
     kubelet.running(NS, pods[0])
     assert until(reconciler, lambda: condition(workload, "ContainersReady").get("status") == "True")
@@ -120,6 +126,7 @@ def test_a_job_still_running_after_its_limit_is_stopped_by_cairn(reconciler, mak
 
 
 def test_the_backstop_counts_from_the_jobs_own_start(reconciler, make_workload, kubelet, emulator, backstop):
+    """Emulator only: the Job's startTime written by hand at a faked clock."""
     # With Kueue the Job starts (is unsuspended) later than Cairn dispatched it: its own clock decides.
     workload, pods = running_training(make_workload, kubelet, max_runtime_seconds=3600)
     kubelet.running(NS, pods[0])
@@ -135,6 +142,7 @@ def test_the_backstop_counts_from_the_jobs_own_start(reconciler, make_workload, 
 
 def test_the_backstop_confirms_the_jobs_start_on_the_api_server(reconciler, make_workload, kubelet, backstop,
                                                                   monkeypatch):
+    """Emulator only: the Job's startTime written by hand at a faked clock."""
     # The cache can lag behind the Job's new startTime (Kueue unsuspending it): a stop is not taken on it alone.
     workload, pods = running_training(make_workload, kubelet, max_runtime_seconds=3600)
     kubelet.running(NS, pods[0])

@@ -4,6 +4,7 @@ turns unhealthy is moved: its Job deleted, the workload requeued, and the next a
 off the node with a NotIn node affinity term; training pods carry the checkpoint volume."""
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
 from apps.backends.services import workload_dispatch
@@ -20,6 +21,7 @@ def _pod_spec(emulator, job):
     return emulator.get("jobs", NS, job)["spec"]["template"]["spec"]
 
 
+@pytest.mark.real_kube
 def test_a_hung_job_is_restarted_as_a_new_job(reconciler, make_workload, kubelet, emulator):
     workload, pods = running_training(make_workload, kubelet, replicas=2, max_restarts=1,
                                       spec={"command": ["python", "train.py"], "hang_timeout_seconds": 30})
@@ -44,6 +46,7 @@ def test_a_hung_job_is_restarted_as_a_new_job(reconciler, make_workload, kubelet
 
 def test_a_gang_on_an_unhealthy_node_moves_and_its_next_job_avoids_the_node(reconciler, make_workload, kubelet,
                                                                              emulator, k8s_pool):
+    """Emulator only: it counts the cluster's nodes (the real one has the session's)."""
     for name in ("gpu-a", "gpu-b", "gpu-c"):
         kubelet.add_node(name)
     assert until(reconciler, lambda: Node.objects.filter(cluster=k8s_pool.cluster).count() == 3)
