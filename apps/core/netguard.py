@@ -108,8 +108,9 @@ class Policy:
     """The hosts an admin allows for one fetch (the pool's list and the server-wide one)."""
 
     def __init__(self, allowed_hosts: Iterable[str] = ()):
+        self.allowed_hosts = list(allowed_hosts)  # as the admin wrote them (cachefill gets these)
         self.allowed = []
-        for entry in allowed_hosts:
+        for entry in self.allowed_hosts:
             try:
                 self.allowed.append(parse_allowed_entry(entry))
             except ValueError:

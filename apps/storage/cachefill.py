@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import ipaddress
 import json
 import os
+import re
 import shutil
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 EX_TEMPFAIL = 75
 COMPLETE = ".complete"
@@ -50,8 +53,63 @@ def log(message: str) -> None:
     print(f"cairn cache: {message}", file=sys.stderr, flush=True)
 
 
+def _allowed(entry: str) -> tuple[str, int | None]:
+    try:
+        return str(ipaddress.ip_address(entry)), None
+    except ValueError:
+        parts = urlsplit(f"//{entry}")
+        return (parts.hostname or "").lower(), parts.port
+
+
+def check_endpoint(store: dict) -> None:
+    """The registration's rule again at fill time, as apps/core/netguard.py applies it (this
+    script cannot import Cairn): every address of the endpoint's host must be public unless the
+    host is one the job allows (`fetch_allowed_hosts`). The name may resolve elsewhere now."""
+    endpoint = store.get("endpoint_url") or ""
+    if not endpoint or "fetch_allowed_hosts" not in store:
+        return  # AWS itself; or a job from a caller that does not pass the rule (datasets_of does)
+    parts = urlsplit(endpoint)
+    host, port = (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80)
+    allowed = [_allowed(e) for e in store.get("fetch_allowed_hosts") or [] if isinstance(e, str)]
+    import socket  # here: see main()
+
+    try:
+        addresses = {info[4][0].split("%", 1)[0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)}
+    except (OSError, UnicodeError):
+        raise FillError(f"the endpoint's host '{host}' could not be resolved") from None
+    for address in addresses:
+        ip = ipaddress.ip_address(address)
+        ip = ip.ipv4_mapped or ip if ip.version == 6 else ip
+        if ip.is_global and not ip.is_multicast and not (ip.version == 4 and ip in ipaddress.ip_network("100.64.0.0/10")):
+            continue
+        if not any(name in (host, str(ipaddress.ip_address(address))) and allowed_port in (None, port)
+                   for name, allowed_port in allowed):
+            raise FillError(f"the endpoint's host '{host}' resolves to a private, loopback or link-local address, "
+                            "which the pool does not allow")
+
+
+_STATUS = re.compile(r"status(?: code)?: (\d{3})\b")
+
+
+def _failure(exc: Exception) -> str:
+    """What failed, without the endpoint's answer (obstore's messages carry its body)."""
+    if isinstance(exc, FillError):
+        return str(exc)
+    status = _STATUS.search(str(exc))
+    if status:
+        return f"the endpoint answered HTTP {status.group(1)}"
+    text = str(exc).lower()
+    if "timed out" in text or "timeout" in text:
+        return "the endpoint did not answer in time"
+    if "connect" in text or "sending request" in text or "dns" in text:
+        return "the endpoint could not be reached"
+    return f"{type(exc).__name__} while reading the store (its answer is not shown)"
+
+
 def _store(store: dict):
     from obstore.store import S3Store
+
+    check_endpoint(store)
 
     options: dict = {"region": store.get("region") or "us-east-1"}  # obstore refuses None values
     if store.get("prefix"):
@@ -212,6 +270,10 @@ def report(root: Path, *, filled: list[str], evicted: list[str]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    # Run as a script, this folder is first on sys.path, and its selectors.py (Cairn's) would
+    # shadow the standard library's, which socket imports.
+    here = os.path.dirname(os.path.realpath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != here]
     if "--" not in argv or len(argv) < 3:
         log("usage: cachefill.py JOB.json -- ARGV...")
         return 64
@@ -237,7 +299,7 @@ def main(argv: list[str]) -> int:
             Path(job["report_path"]).write_text(
                 report(root, filled=[i["digest"] for i in job["entries"]], evicted=evicted))
     except Exception as exc:  # noqa: BLE001 - anything: the replica must not start on a bad cache
-        log(f"the dataset could not be cached: {type(exc).__name__}: {exc}")
+        log(f"the dataset could not be cached: {_failure(exc)}")
         return EX_TEMPFAIL
     if not command:
         return 0

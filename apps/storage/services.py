@@ -476,6 +476,13 @@ def _node_cache_set(*, cluster_id: int, node: str, present: dict[str, int], exac
             for digest, vid in versions.items() if vid not in known], ignore_conflicts=True)
 
 
+def fill_store(dataset: Dataset) -> dict:
+    """What cachefill.py needs to read an S3 dataset: its location, credentials, and the hosts its
+    endpoint may resolve to although private (cachefill checks the endpoint again at fill time)."""
+    return {**dataset.location, **dataset_credentials(dataset),
+            "fetch_allowed_hosts": fetch_policy(project=dataset.project, pool=dataset.pool).allowed_hosts}
+
+
 def datasets_of(workload) -> tuple[dict, ...]:
     """The spec's datasets with what a backend needs to mount them: location, and for S3 the
     manifest and the (decrypted) store settings for the cache fill."""
@@ -491,7 +498,6 @@ def datasets_of(workload) -> tuple[dict, ...]:
             continue
         item = {**entry, "location": version.dataset.location}
         if version.dataset.source == SourceKind.S3:
-            item.update(manifest=version.manifest,
-                        store={**version.dataset.location, **dataset_credentials(version.dataset)})
+            item.update(manifest=version.manifest, store=fill_store(version.dataset))
         out.append(item)
     return tuple(out)

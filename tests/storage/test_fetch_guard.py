@@ -249,3 +249,45 @@ def test_the_pool_admin_form_refuses_a_bad_entry(admin_user, pool):
 ])
 def test_which_addresses_are_refused(address, refused):
     assert (netguard.refused_reason(address) is not None) is refused
+
+
+def test_the_cache_fill_checks_the_endpoint_again_and_never_logs_its_answer(fake_dns):
+    """cachefill.py (run on the node, without Cairn) applies the rule at fill time: the name may
+    resolve elsewhere since registration."""
+    from apps.storage import cachefill
+
+    store = {"bucket": "b", "endpoint_url": "http://s3.lab.example:9000", "fetch_allowed_hosts": []}
+    fake_dns("s3.lab.example", "93.184.216.34")
+    cachefill.check_endpoint(store)  # public: fine
+    fake_dns("s3.lab.example", "127.0.0.1")
+    with pytest.raises(cachefill.FillError, match="loopback"):
+        cachefill.check_endpoint(store)
+    cachefill.check_endpoint({**store, "fetch_allowed_hosts": ["s3.lab.example:9000"]})
+    with pytest.raises(cachefill.FillError):
+        cachefill.check_endpoint({**store, "fetch_allowed_hosts": ["s3.lab.example:9001"]})
+    for address in ("169.254.169.254", "10.0.0.1", "::1"):
+        fake_dns("s3.lab.example", address)
+        with pytest.raises(cachefill.FillError):
+            cachefill.check_endpoint(store)
+    answer = Exception(f"Server returned non-2xx status code: 403 Forbidden: {SECRET}\n\nDebug: status: 403")
+    assert cachefill._failure(answer) == "the endpoint answered HTTP 403"
+    assert SECRET not in cachefill._failure(RuntimeError(SECRET))
+
+
+def test_a_workloads_datasets_carry_the_allowed_hosts(client_for, alice, s3_server, pool, quota, settings):
+    from apps.storage.services import datasets_of
+    from tests.factories import WorkloadFactory
+
+    s3_server.make_bucket("corpus")
+    s3_server.put("corpus", "images/a.bin", b"a")
+    host = s3_server.url.removeprefix("http://")
+    settings.CAIRN = {**settings.CAIRN, "FETCH_ALLOWED_HOSTS": []}
+    pool.fetch_allowed_hosts = [host]
+    pool.save()
+    answer = client_for(alice).post(f"{P}/datasets/", {"name": "imgs", "source": "s3", "pool": pool.name,
+                                                       "location": s3_location(s3_server, "corpus", "images")},
+                                    format="json")
+    assert answer.status_code == 201, answer.content
+    workload = WorkloadFactory(project=quota.project, pool=pool, spec={"datasets": [{"name": "imgs", "version": 1}]})
+    [item] = datasets_of(workload)
+    assert item["store"]["fetch_allowed_hosts"] == [host]
