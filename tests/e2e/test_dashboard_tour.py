@@ -222,7 +222,8 @@ def test_a_running_jobs_page_agrees_with_itself_and_its_stopped_run_says_stopped
             page.wait_for_timeout(1500)
         reasons = page.get_by_test_id("event-row").evaluate_all("rows => rows.map(r => r.dataset.reason)")
         api_reasons = [e["reason"] for e in api.get(f"{jobs}{job}/events/", timeout=10).json()["results"]]
-        assert reasons == api_reasons and reasons[0] == "Submitted", (reasons, api_reasons)
+        # the Events panel lists newest first; the API oldest first
+        assert reasons == api_reasons[::-1] and reasons[-1] == "Submitted", (reasons, api_reasons)
         queued = page.get_by_test_id("condition-row").and_(page.locator("[data-type=Queued]"))
         expect(queued).to_contain_text("False")
         expect(queued).not_to_contain_text("Waiting for the scheduler.")

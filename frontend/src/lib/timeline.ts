@@ -121,7 +121,12 @@ export function runningTime(segments: readonly TimelineSegment[]): { seconds: nu
   return { seconds: running.reduce((sum, s) => sum + Math.max(0, s.end - s.start), 0) / 1000, current: false };
 }
 
-/** Events in the one order the page, the API and the CLI share: oldest first (ties by id). */
+/** Newest first (ties: the later id first): the Events panel's order, so the latest is seen first. */
+export function eventsNewestFirst<T extends { time: string; id: number }>(events: readonly T[]): T[] {
+  return eventsInOrder(events).reverse();
+}
+
+/** Events in the order the API and the CLI share: oldest first (ties by id). */
 export function eventsInOrder<T extends { time: string; id: number }>(events: readonly T[]): T[] {
   return [...events].sort((a, b) => Date.parse(a.time) - Date.parse(b.time) || a.id - b.id);
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { quotaView, resourceNames, resourcesLabel } from "./quotas";
 import { axisTitleX, titleWidth } from "./parcoords";
 import { identicalSeries, sampleAxisLabel, xAxisLabel } from "./series";
-import { deriveSegments, eventsInOrder, runningTime, type TimelineEvent } from "./timeline";
+import { deriveSegments, eventsInOrder, eventsNewestFirst, runningTime, type TimelineEvent } from "./timeline";
 import { statusLine } from "./workloads";
 
 const T0 = Date.parse("2025-06-01T12:00:00Z");
@@ -45,6 +45,12 @@ describe("eventsInOrder: oldest first, like the API and `cairn events`", () => {
       { id: 3, time: iso(9) }, { id: 1, time: iso(1) }, { id: 5, time: iso(5) }, { id: 4, time: iso(5) },
     ];
     expect(eventsInOrder(events).map((e) => e.id)).toEqual([1, 4, 5, 3]);
+  });
+  it("the Events panel reverses it: newest first", () => {
+    const events = [
+      { id: 3, time: iso(9) }, { id: 1, time: iso(1) }, { id: 5, time: iso(5) }, { id: 4, time: iso(5) },
+    ];
+    expect(eventsNewestFirst(events).map((e) => e.id)).toEqual([3, 5, 4, 1]);
   });
 });
 

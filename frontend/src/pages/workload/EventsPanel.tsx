@@ -1,10 +1,13 @@
 // The Events panel: the workload's event trail (submission, scheduling, starts, restarts,
-// stops), oldest first as in the API and `cairn events`.
-import { Badge, Card, Group, Table, Text, Title, Tooltip } from "@mantine/core";
+// stops), newest first, so that what explains the workload's state now (a restart, a preemption,
+// ServerShutdown) is the first row, never below the fold. The API and `cairn events` list oldest
+// first; the panel reverses them. The rows scroll in a native, keyboard-focusable container
+// (wheel, arrows, Page Up/Down), 360 px high at most.
+import { Badge, Box, Card, Group, Table, Text, Title, Tooltip } from "@mantine/core";
 import { useMemo } from "react";
 import { ErrorState, Loading } from "../../components/States";
 import { formatRelative } from "../../lib/format";
-import { eventsInOrder } from "../../lib/timeline";
+import { eventsNewestFirst } from "../../lib/timeline";
 import type { WorkloadEvent } from "./api";
 
 export interface EventsPanelProps {
@@ -17,14 +20,14 @@ export interface EventsPanelProps {
 }
 
 export function EventsPanel({ events, total, loading, error, onRetry }: EventsPanelProps) {
-  const rows = useMemo(() => eventsInOrder(events), [events]);
+  const rows = useMemo(() => eventsNewestFirst(events), [events]);
   return (
     <Card withBorder padding="sm">
       <Group justify="space-between" mb="xs">
         <Title order={4}>Events</Title>
         <Text size="xs" c="dimmed" data-testid="events-order">
-          Oldest first, as in the API and `cairn events`
-          {total > events.length ? ` · ${total.toLocaleString()} events; showing the first and the latest 500` : ""}
+          Newest first (`cairn events` lists oldest first)
+          {total > events.length ? ` · ${total.toLocaleString()} events; showing the latest 500 and the first` : ""}
         </Text>
       </Group>
       {loading ? (
@@ -32,8 +35,15 @@ export function EventsPanel({ events, total, loading, error, onRetry }: EventsPa
       ) : error ? (
         <ErrorState error={error} onRetry={onRetry} />
       ) : (
-        <Table.ScrollContainer minWidth={700} mah={360}>
-          <Table fz="sm" verticalSpacing={4} stickyHeader highlightOnHover data-testid="events-table">
+        <Box
+          data-testid="events-scroll"
+          tabIndex={0}
+          role="region"
+          aria-label="Events, newest first"
+          mah={360}
+          style={{ overflow: "auto", overscrollBehavior: "contain" }}
+        >
+          <Table miw={700} fz="sm" verticalSpacing={4} stickyHeader highlightOnHover data-testid="events-table">
             <Table.Thead>
               <Table.Tr>
                 <Table.Th w={170}>Time</Table.Th>
@@ -80,7 +90,7 @@ export function EventsPanel({ events, total, loading, error, onRetry }: EventsPa
               ))}
             </Table.Tbody>
           </Table>
-        </Table.ScrollContainer>
+        </Box>
       )}
     </Card>
   );
