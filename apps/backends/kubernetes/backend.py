@@ -81,6 +81,9 @@ def options_for(cluster: Cluster) -> m.ClusterOptions:
         dataset_cache_path=config.get("dataset_cache_path", "/var/lib/cairn/dataset-cache"),
         dataset_cache_gb=float(config.get("dataset_cache_gb", settings.CAIRN["DATASET_CACHE_GB"])),
         cache_image=config.get("cache_image", "cairn:latest"),
+        termination_grace_seconds=max(1, math.ceil(float(settings.CAIRN["STOP_GRACE_SECONDS"]))),
+        ephemeral_storage=config.get("ephemeral_storage", base["EPHEMERAL_STORAGE"]),
+        priority_classes=dict(config.get("priority_classes") or base["PRIORITY_CLASSES"] or {}),
         network_policies=bool(config.get("network_policies", base["NETWORK_POLICIES"])),
         cairn_namespace=config.get("cairn_namespace", base["CAIRN_NAMESPACE"]),
         cairn_cidrs=tuple(config.get("cairn_cidrs", base["CAIRN_CIDRS"]) or ()),
@@ -110,6 +113,7 @@ def view_for(workload: Workload, *, attempt: int, run_env: dict | None = None) -
         excluded_nodes=_excluded_nodes(workload),
         volume_sizes=volume_sizes_of(workload),
         datasets=datasets_of(workload),
+        priority=workload.priority,
     )
 
 
@@ -348,10 +352,20 @@ class KubernetesBackend(Backend):
                                               label_selector=f"{m.LABEL_CANARY}={workload.pk}").get("items") or []
                       if is_alive(p)]
         if force:
+            # Only pods whose node cannot end them: on a Ready node the kubelet kills the container
+            # at the pod's terminationGracePeriodSeconds (Cairn's grace), and a forced delete would
+            # only forget a pod still running there (its GPUs then look free to the scheduler).
+            # A pod not being deleted yet (orphaned, say) is deleted with its own grace there.
+            ready = _ready_nodes(clients, {(p.get("spec") or {}).get("nodeName") for p in alive} - {None, ""})
+            acted = 0
             for pod in alive:
+                on_ready_node = (pod.get("spec") or {}).get("nodeName") in ready
+                if on_ready_node and pod["metadata"].get("deletionTimestamp"):
+                    continue
                 _ignore_missing(clients, clients.core.delete_namespaced_pod, pod["metadata"]["name"], namespace,
-                                grace_period_seconds=0)
-            return len(alive)
+                                **({} if on_ready_node else {"grace_period_seconds": 0}))
+                acted += 1
+            return acted
         name = m.object_name(workload.pk)
         kind = kind_spec(workload.kind).kubernetes_object
         if kind == "Job":
@@ -654,6 +668,19 @@ def _scale_up(clients: Clients, manifest: dict) -> None:
     except ApiError as exc:
         raise LaunchError(f"Kubernetes refused to scale {manifest['kind']} {meta['namespace']}/{meta['name']} back "
                           f"up: {exc.status} {exc.reason}: {exc.message}") from None
+
+
+def _ready_nodes(clients: Clients, names: set[str]) -> set[str]:
+    """Those of `names` whose Node is Ready (a kubelet that answers)."""
+    if not names:
+        return set()
+    ready = set()
+    for node in clients.call(clients.core.list_node).get("items") or []:
+        name = (node.get("metadata") or {}).get("name")
+        if name in names and any(c.get("type") == "Ready" and c.get("status") == "True"
+                                 for c in (node.get("status") or {}).get("conditions") or []):
+            ready.add(name)
+    return ready
 
 
 def replace_spec(clients: Clients, kind: str, namespace: str, name: str, change, *, tries: int = 3) -> dict:

@@ -90,6 +90,10 @@ DEFAULTS = {
     # A node not Ready (Unknown: its kubelet is silent) this long is unhealthy, and the training
     # pods on it are requeued elsewhere as a disruption.
     "NODE_LOST_GRACE_SECONDS": 60.0,
+    # Each container's disk on its node (ephemeral-storage limit; "" for none), and Cairn's
+    # priorities as the cluster's PriorityClass names ({"P0": "...", ..., "P5": "..."}; none: unset).
+    "EPHEMERAL_STORAGE": "50Gi",
+    "PRIORITY_CLASSES": {},
 }
 
 # Provisioners whose volumes are ReadWriteOnce only (block devices, node-local paths): a

@@ -94,6 +94,14 @@ class ClusterOptions:
     # (platform/kubernetes/cairn.yaml); `cairn_cidrs`: where Cairn runs when it is outside the
     # cluster (its notebook proxy then comes through the API server: the control plane's
     # addresses); `egress_cidrs`: where else pods may connect (e.g. "0.0.0.0/0" for the internet).
+    # Pods' own lifecycle (issue 45 item 3): the kubelet's grace before SIGKILL is Cairn's stop
+    # grace (Cairn then force-deletes only pods on nodes that are not Ready); each container may
+    # write this much to its node's disk (HOME, /tmp, logs) before it is evicted; Cairn's
+    # priorities P0-P5 as PriorityClass names the cluster has ({"P0": "cairn-p0", ...}).
+    termination_grace_seconds: int = 30
+    ephemeral_storage: str = "50Gi"
+    home_size: str = "10Gi"
+    priority_classes: dict[str, str] = field(default_factory=dict)
     network_policies: bool = True
     cairn_namespace: str = "cairn-system"
     cairn_cidrs: tuple[str, ...] = ()
@@ -135,6 +143,7 @@ class WorkloadView:
     # down at a time while it replaces them (Cairn's admitted surge included; at least 1).
     revision: int = 1
     max_unavailable: int = 1
+    priority: int | None = None  # Cairn's P0-P5 (0-5): priorityClassName when the cluster maps it
 
 
 # -- names and labels ----------------------------------------------------------------------------
@@ -336,6 +345,11 @@ def resources(view: WorkloadView, options: ClusterOptions) -> dict:
     limits = {k: str(v) for k, v in amounts.items()}
     # Extended resources (GPUs) may only be given in limits (requests default to them).
     requests = {k: v for k, v in limits.items() if k in ("cpu", "memory")}
+    if options.ephemeral_storage:
+        # a limit (the kubelet evicts a pod that fills its node's disk) with a small request, so
+        # that nodes reporting little allocatable disk still take it
+        limits["ephemeral-storage"] = options.ephemeral_storage
+        requests["ephemeral-storage"] = "1Gi"
     return {"requests": requests, "limits": limits}
 
 
@@ -428,10 +442,14 @@ def pod_spec(view: WorkloadView, options: ClusterOptions, *, container: dict, re
         "imagePullPolicy": "IfNotPresent",
         "resources": resources(view, options),
         "securityContext": container_security_context(),
+        # a crash's last lines reach the pod's status (and Cairn's event) even when the pod,
+        # and its log with it, is deleted for the next attempt
+        "terminationMessagePolicy": "FallbackToLogsOnError",
         **container,
     }
     spec: dict = {
         "restartPolicy": restart_policy,
+        "terminationGracePeriodSeconds": max(1, int(options.termination_grace_seconds)),
         "securityContext": pod_security_context(),
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
@@ -453,7 +471,23 @@ def pod_spec(view: WorkloadView, options: ClusterOptions, *, container: dict, re
         spec["volumes"] = volumes
     if options.image_pull_secrets:
         spec["imagePullSecrets"] = [{"name": n} for n in options.image_pull_secrets]
+    priority_class = options.priority_classes.get(f"P{view.priority}") if view.priority is not None else None
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     return spec
+
+
+WORK_HOME = "/home/cairn"  # training and serving: HOME and the default working directory
+
+
+def home_pieces(view: WorkloadView, options: ClusterOptions) -> tuple[list[dict], list[dict], dict[str, str]]:
+    """(volumes, mounts, env) giving a training or serving container a writable HOME (and working
+    directory) as uid 1000: an emptyDir, since images' own HOME is often root's or missing, and
+    a memory-backed /dev/shm (serving frameworks use it too)."""
+    volumes = [{"name": "home", "emptyDir": {"sizeLimit": options.home_size}},
+               {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_size_mb(view)}Mi"}}]
+    mounts = [{"name": "home", "mountPath": WORK_HOME}, {"name": "dshm", "mountPath": "/dev/shm"}]
+    return volumes, mounts, {"HOME": WORK_HOME}
 
 
 # -- training ------------------------------------------------------------------------------------
@@ -473,6 +507,7 @@ def training_env(view: WorkloadView, options: ClusterOptions) -> list[dict]:
     """
     service = object_name(view.id)
     fixed = {
+        "HOME": WORK_HOME,  # (a spec's own HOME wins)
         **user_env(view, set(TRAINING_RESERVED)),
         **cairn_env(view, options),
         # Pod DNS of index 0: <job>-0.<headless service> (the Job sets hostname and subdomain).
@@ -519,14 +554,12 @@ def training_storage(view: WorkloadView, options: ClusterOptions) -> tuple[list[
             spec["storageClassName"] = options.storage_class
         objects.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                         "metadata": _meta(view, claim, options), "spec": spec})
-    volumes = [
-        {"name": "checkpoints", "persistentVolumeClaim": {"claimName": claim}},
-        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_size_mb(view)}Mi"}},
-    ]
+    home_volumes, home_mounts, _ = home_pieces(view, options)
+    volumes = [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": claim}}, *home_volumes]
     checkpoint_mount: dict = {"name": "checkpoints", "mountPath": CHECKPOINT_DIR}
     if sub_path:
         checkpoint_mount["subPath"] = sub_path
-    return objects, volumes, [checkpoint_mount, {"name": "dshm", "mountPath": "/dev/shm"}]
+    return objects, volumes, [checkpoint_mount, *home_mounts]
 
 
 def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict]:
@@ -542,8 +575,7 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
     if view.spec.get("command"):
         container["command"] = list(view.spec["command"])
     working_dir = view.spec.get("working_dir")
-    if isinstance(working_dir, str) and working_dir.startswith("/"):
-        container["workingDir"] = working_dir
+    container["workingDir"] = working_dir if isinstance(working_dir, str) and working_dir.startswith("/") else WORK_HOME
     extra: dict = {"subdomain": service}
     pod_annotations: dict[str, str] = {}
     objects: list[dict] = [*run_secret(view, options), *storage, *rank_network_policy(view, options), {
@@ -605,7 +637,7 @@ def podgroup_manifest(view: WorkloadView, options: ClusterOptions) -> dict:
         "memory": f"{view.memory_mb * view.replicas}Mi",
     }
     for name, value in per_replica.items():
-        if name not in ("cpu", "memory"):
+        if name not in ("cpu", "memory", "ephemeral-storage"):
             total[name] = str(int(value) * view.replicas)
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -688,10 +720,13 @@ def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[di
     """
     name = object_name(view.id)
     port = int(view.spec.get("port") or DEPLOYMENT_PORT)
-    env = _env_list({**user_env(view, {"PORT"}), **cairn_env(view, options), "PORT": str(port)})
+    home_volumes, home_mounts, home_env = home_pieces(view, options)
+    env = _env_list({**home_env, **user_env(view, {"PORT"}), **cairn_env(view, options), "PORT": str(port)})
     env.append(_field_env("CAIRN_REPLICA", "metadata.name"))
     container: dict = {
         "env": env,
+        "workingDir": WORK_HOME,
+        "volumeMounts": home_mounts,
         "ports": [{"name": "http", "containerPort": port}],
         # The same readiness check as the local reconciler's (apps/deployments/readiness.py).
         "readinessProbe": {"httpGet": {"path": readiness_path(view.spec), "port": port}, "periodSeconds": 2},
@@ -725,7 +760,7 @@ def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[di
             "template": {
                 "metadata": {"labels": workload_labels(view),
                              "annotations": {ANNOTATION_REVISION: str(view.revision)}},
-                "spec": pod_spec(view, options, container=container, restart_policy="Always"),
+                "spec": pod_spec(view, options, container=container, restart_policy="Always", volumes=home_volumes),
             },
         }},
         *hpa,

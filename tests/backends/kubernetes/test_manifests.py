@@ -199,8 +199,9 @@ def test_pods_satisfy_pod_security_restricted(variant):
 
 def test_whole_gpus_are_requested_as_nvidia_gpu_limits():
     container = pod_template(workload_manifests(view(gpu_milli=2000), ClusterOptions()))["spec"]["containers"][0]
-    assert container["resources"]["limits"] == {"cpu": "4000m", "memory": "32768Mi", "nvidia.com/gpu": "2"}
-    assert container["resources"]["requests"] == {"cpu": "4000m", "memory": "32768Mi"}
+    assert container["resources"]["limits"] == {"cpu": "4000m", "memory": "32768Mi", "nvidia.com/gpu": "2",
+                                                "ephemeral-storage": "50Gi"}
+    assert container["resources"]["requests"] == {"cpu": "4000m", "memory": "32768Mi", "ephemeral-storage": "1Gi"}
 
 
 def test_fractional_gpus_use_the_configured_sharing_resources():
@@ -320,7 +321,7 @@ def test_training_pods_get_the_checkpoint_volume_and_a_memory_backed_shm_sized_f
     assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "16384Mi"}
     container = pod["containers"][0]
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
-    assert mounts == {"checkpoints": "/cairn/checkpoints", "dshm": "/dev/shm"}
+    assert mounts == {"checkpoints": "/cairn/checkpoints", "dshm": "/dev/shm", "home": "/home/cairn"}
     assert env_of(container)["CAIRN_CHECKPOINT_DIR"] == "/cairn/checkpoints"
     small = pod_template(workload_manifests(view(memory_mb=100), ClusterOptions()))["spec"]
     assert {v["name"]: v for v in small["volumes"]}["dshm"]["emptyDir"]["sizeLimit"] == "64Mi"
@@ -591,3 +592,29 @@ def test_the_layout_never_runs_more_pods_than_admitted():
     admitted = _layout(admitted=3, stable=2, surge=1, surge_wanted=1, max_unavailable=0, main_complete=False)
     assert (admitted.main_replicas, admitted.template_ready) == (2, True)
     assert admitted.strategy["rollingUpdate"] == {"maxUnavailable": 0, "maxSurge": 1}
+
+
+@pytest.mark.parametrize("kind, extra", [("training", {"command": ["t"]}), ("deployment", {"command": ["s"], "port": 80})])
+def test_training_and_serving_pods_get_a_writable_home_shm_and_their_own_lifecycle_settings(kind, extra):
+    """Issue 45 item 3: HOME and the working directory on an emptyDir (uid 1000 can write there
+    whatever the image), /dev/shm for serving too, a disk limit, the crash's last lines as the
+    termination message, the kubelet's grace = Cairn's, and Cairn's priority as a PriorityClass."""
+    options = ClusterOptions(termination_grace_seconds=10, priority_classes={"P1": "cairn-high"})
+    objects = workload_manifests(view(kind=kind, replicas=1, spec={"env": {}, **extra}, priority=1), options)
+    for manifest in objects:
+        validate(manifest)
+    pod = pod_template(objects)["spec"]
+    [main] = pod["containers"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["home"] == {"name": "home", "emptyDir": {"sizeLimit": "10Gi"}}
+    assert volumes["dshm"]["emptyDir"]["medium"] == "Memory"
+    mounts = {m["name"]: m["mountPath"] for m in main["volumeMounts"]}
+    assert mounts["home"] == "/home/cairn" and mounts["dshm"] == "/dev/shm"
+    assert env_of(main)["HOME"] == "/home/cairn" and main["workingDir"] == "/home/cairn"
+    assert main["resources"]["limits"]["ephemeral-storage"] == "50Gi"
+    assert main["terminationMessagePolicy"] == "FallbackToLogsOnError"
+    assert pod["terminationGracePeriodSeconds"] == 10
+    assert pod["priorityClassName"] == "cairn-high"
+    plain = pod_template(workload_manifests(view(kind=kind, replicas=1, spec={"env": {}, **extra}, priority=3),
+                                            options))["spec"]
+    assert "priorityClassName" not in plain  # P3 not mapped: the cluster's default

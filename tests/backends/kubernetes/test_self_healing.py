@@ -53,7 +53,7 @@ def test_a_gang_on_an_unhealthy_node_moves_and_its_next_job_avoids_the_node(reco
     workload, pods = running_training(make_workload, kubelet, replicas=2, max_restarts=2,
                                       placement=[{"replica": 0, "node": "gpu-a"}, {"replica": 1, "node": "gpu-b"}])
     pod = _pod_spec(emulator, f"cairn-{workload.pk}-1")
-    assert {v["name"] for v in pod["volumes"]} == {"checkpoints", "dshm"}
+    assert {v["name"] for v in pod["volumes"]} == {"checkpoints", "dshm", "home"}
     assert emulator.get("persistentvolumeclaims", NS, f"cairn-{workload.pk}-checkpoints") is not None
     for name in pods:
         kubelet.running(NS, name)
