@@ -9,6 +9,7 @@ PostgreSQL and Redis let anyone in.
   URL or the Redis URL has no password and a connection without one succeeds. A workload that
   reaches them (any process on the host, if they listen there) could rewrite the database or
   enqueue tasks; docs/operations.md says both need passwords.
+- cairn.W003 (likewise): uvicorn's FORWARDED_ALLOW_IPS is not CAIRN_FORWARDED_ALLOW_IPS.
 
 After each migrate, credentials that the public default key encrypted are re-encrypted with the
 current key: apps/clusters/crypto.py `rotate_legacy` (core may not import the apps that hold them)."""
@@ -94,6 +95,23 @@ def redis_without_password() -> str | None:
             "Cairn's worker and publish on live topics.")
 
 
+def uvicorn_forwarded_mismatch() -> str | None:
+    """Server mode runs `uvicorn` from the command line, which reads FORWARDED_ALLOW_IPS and
+    otherwise believes X-Forwarded-For from 127.0.0.1: a message when that differs from
+    CAIRN_FORWARDED_ALLOW_IPS (docker-compose and the Kubernetes config set both)."""
+    from apps.audit.context import forwarded_allow_ips
+
+    if settings.CAIRN_MODE != "server":
+        return None
+    theirs = os.environ.get("FORWARDED_ALLOW_IPS")
+    ours = forwarded_allow_ips()
+    if theirs is not None and sorted(p.strip() for p in theirs.split(",") if p.strip()) == sorted(ours):
+        return None
+    return (f"uvicorn believes X-Forwarded-For from {theirs if theirs is not None else '127.0.0.1 (its default)'}, "
+            f"Cairn from {','.join(ours) or 'no one'}: a process on the web server's machine could forge its "
+            f"address for the sign-in throttle. Set FORWARDED_ALLOW_IPS='{','.join(ours)}' for uvicorn.")
+
+
 PASSWORD_HINT = ("Give it a password (PostgreSQL: md5 or scram-sha-256 in pg_hba.conf; Redis: requirepass) and put "
                  "it in the URL; docs/operations.md, Passwords.")
 
@@ -104,6 +122,9 @@ def services_without_password(app_configs=None, **kwargs) -> list[checks.CheckMe
     for check_id, message in (("cairn.W001", postgres_without_password()), ("cairn.W002", redis_without_password())):
         if message:
             found.append(checks.Warning(message, hint=PASSWORD_HINT, id=check_id))
+    mismatch = uvicorn_forwarded_mismatch()
+    if mismatch:
+        found.append(checks.Warning(mismatch, hint="docs/permissions.md, Audit log.", id="cairn.W003"))
     return found
 
 
@@ -118,3 +139,6 @@ def check_at_start() -> None:
     for message in (postgres_without_password(), redis_without_password()):
         if message:
             logger.warning("%s %s", message, PASSWORD_HINT)
+    mismatch = uvicorn_forwarded_mismatch()
+    if mismatch:
+        logger.warning("%s", mismatch)

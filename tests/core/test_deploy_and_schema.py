@@ -13,7 +13,8 @@ def test_check_deploy_with_production_settings_prints_no_warnings():
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.production",
            "SECRET_KEY": "a-long-random-production-secret-key-0123456789-abcdefghijklmnop",
            "ALLOWED_HOSTS": "cairn.example.org", "DATABASE_URL": "postgres://cairn:pw@127.0.0.1:5432/cairn",
-           "REDIS_URL": "redis://:pw@127.0.0.1:6379/0"}  # with passwords: cairn.W001/W002 (test_secrets.py)
+           "REDIS_URL": "redis://:pw@127.0.0.1:6379/0",  # with passwords: cairn.W001/W002 (test_secrets.py)
+           "FORWARDED_ALLOW_IPS": ""}  # uvicorn's list, as Cairn's (cairn.W003)
     result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -65,6 +65,10 @@ def test_check_deploy_warns_about_postgresql_and_redis_without_passwords():
     result = _run(["manage.py", "check", "--deploy"], SECRET_KEY="a-real-key-" * 6)
     assert "cairn.W001" in result.stderr + result.stdout and "cairn.W002" in result.stderr + result.stdout
     assert "PostgreSQL" in result.stderr + result.stdout and "without a password" in result.stderr + result.stdout
+    # uvicorn's default (no FORWARDED_ALLOW_IPS) believes 127.0.0.1; Cairn believes no one.
+    assert "cairn.W003" in result.stderr + result.stdout
+    same = _run(["manage.py", "check", "--deploy"], SECRET_KEY="a-real-key-" * 6, FORWARDED_ALLOW_IPS="")
+    assert "cairn.W003" not in same.stderr + same.stdout
 
 
 @pytest.fixture
