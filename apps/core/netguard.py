@@ -266,7 +266,7 @@ class FetchGuard:
         b.settimeout(None)
         peers = {a: b, b: a}
         while not self._closing.is_set():
-            ready, _, _ = select.select(list(peers), [], [], 0.5)
+            ready, _, _ = select.select(list(peers), [], [], 0.2)
             for sock in ready:
                 data = sock.recv(65536)
                 if not data:
