@@ -392,6 +392,8 @@ class RealKube:
             for job in self.batch.list_namespaced_job(namespace).items:
                 lines.append(f"job {job.metadata.name} active={job.status.active} conditions="
                              f"{[(c.type, c.reason) for c in job.status.conditions or []]}")
+            for claim in self.core.list_namespaced_persistent_volume_claim(namespace).items:
+                lines.append(f"claim {claim.metadata.name} {claim.status.phase} volume={claim.spec.volume_name}")
             for event in self.core.list_namespaced_event(namespace).items:
                 if event.type == "Warning":
                     lines.append(f"event {event.involved_object.kind}/{event.involved_object.name} {event.reason}: "

@@ -479,6 +479,9 @@ class ControlPlane:
         ])
         self._spawn("kube-scheduler", [
             f"--kubeconfig={self._kubeconfig_file('scheduler')}", *common, "--secure-port=0",
+            # A pod refused while its claim was being bound can miss the claim's update and wait
+            # for the periodic flush of unschedulable pods (5 min by default): 10 s in tests.
+            "--pod-max-in-unschedulable-pods-duration=10s",
         ])
         self._write("kwok.yaml", KWOK_STAGES)
         self._spawn("kwok", [

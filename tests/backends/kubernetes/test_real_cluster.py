@@ -85,3 +85,17 @@ def test_the_fake_nodes_become_cairns_node_inventory(real_kube, real_reconciler,
     h100 = Node.objects.get(cluster=real_pool.cluster, name="h100-0")
     assert (h100.gpu_count, h100.gpu_model) == (8, "NVIDIA-H100-80GB-HBM3")
     assert h100.health == "healthy" and h100.schedulable is True
+
+
+def test_a_replica_no_node_can_hold_shows_kube_schedulers_reason(real_kube, real_reconciler, make_real_workload):
+    """16 GPUs in one pod: no fake node has more than 8, so kube-scheduler itself refuses it and
+    records FailedScheduling (core/v1 event with its reasons); Cairn's condition quotes it."""
+    workload = make_real_workload(replicas=1, gpu_milli=16000)
+    workload_dispatch(workload_id=workload.pk)
+    ns = namespace_of(workload)
+    scheduled = lambda: condition(workload, "PodScheduled")  # noqa: E731
+    assert eventually(lambda: "Insufficient nvidia.com/gpu" in scheduled().get("message", ""),
+                      step=real_reconciler.reconcile_pass, timeout=60), (scheduled(), real_kube.describe(ns))
+    assert scheduled()["status"] == "False" and scheduled()["reason"] == "Unschedulable"
+    assert scheduled()["message"].startswith("Replica 0 cannot be scheduled: 0/5 nodes are available")
+    assert status_of(workload).status == "running"  # waiting for capacity, not failed
