@@ -123,7 +123,10 @@ kube:
 PORT = 8000
 HOST = 127.0.0.1
 
+# code-server too (VS Code notebooks), best effort: ~2 minutes the first time, a no-op after; where
+# it cannot be installed, Cairn still starts, and a vscode notebook is refused at submit (400).
 run: venv frontend sandbox
+	@$(MAKE) --no-print-directory code-server || echo "warning: VS Code notebooks are off (code-server not installed, see above); JupyterLab works" >&2
 	$(BIN)/python manage.py run_embedded --host $(HOST) --port $(PORT)
 
 test: venv frontend chromium sandbox services code-server kube

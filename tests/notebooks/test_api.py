@@ -81,7 +81,11 @@ def test_reclaimed_gpu_hours_count_until_started_again(bob, project, pool, quota
     assert body["reclaims"] == 2 and 2.99 < body["gpu_hours"] < 3.05
 
 
-def test_create_takes_ide_and_idle_timeout_and_refuses_bad_ones(bob, project, pool, quota, client_for):
+def test_create_takes_ide_and_idle_timeout_and_refuses_bad_ones(bob, project, pool, quota, client_for, settings,
+                                                                 tmp_path):
+    installed = tmp_path / "code-server"  # the check looks for the file only
+    installed.write_text("#!/bin/sh\n")
+    settings.CAIRN = {**settings.CAIRN, "CODE_SERVER": str(installed)}
     client = client_for(bob)
     made = client.post(f"{BASE}/", {"name": "nb", "ide": "vscode", "idle_timeout": 0,
                                     "resources": {"cpu": 0.5, "memory": "256Mi"}}, format="json")
@@ -101,3 +105,20 @@ def test_project_notebook_settings_are_for_maintainers_to_change(alice, bob, pro
                                  format="json").status_code == 403
     assert client_for(alice).patch("/api/v1/projects/vision/", {"notebook_idle_timeout": -5},
                                    format="json").status_code == 400
+
+
+def test_a_vscode_notebook_is_refused_at_submit_where_code_server_is_missing(bob, project, pool, quota, client_for,
+                                                                            settings, tmp_path, monkeypatch):
+    settings.CAIRN = {**settings.CAIRN, "CODE_SERVER": str(tmp_path / "missing")}
+    monkeypatch.setenv("PATH", str(tmp_path))  # none on PATH either
+    client = client_for(bob)
+    answer = client.post(f"{BASE}/", {"name": "code", "ide": "vscode", "resources": {"cpu": 0.5, "memory": "256Mi"}},
+                         format="json")
+    assert answer.status_code == 400, answer.content
+    body = answer.json()
+    assert "make code-server" in body["detail"] and "jupyterlab" in body["detail"], body
+    assert "make code-server" in " ".join(body["errors"]["ide"]), body  # by field, for the form
+    assert not client.get(f"{BASE}/").json()["results"]  # nothing was queued
+    # JupyterLab needs no code-server: still accepted
+    made = client.post(f"{BASE}/", {"name": "lab", "resources": {"cpu": 0.5, "memory": "256Mi"}}, format="json")
+    assert made.status_code == 201, made.content

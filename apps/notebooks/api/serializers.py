@@ -1,10 +1,12 @@
 from rest_framework import serializers
 
+from apps.clusters.choices import Backend
 from apps.workloads.api.isolation import IsolatedSpecMixin
 from apps.workloads.api.serializers import WorkloadCreateSerializer
 from apps.workloads.choices import Kind
 
 from ..choices import IDE, MAX_IDLE_TIMEOUT_SECONDS
+from ..commands import code_server_path
 
 
 class NotebookCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
@@ -20,6 +22,17 @@ class NotebookCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
         required=False, min_value=0, max_value=MAX_IDLE_TIMEOUT_SECONDS,
         help_text="Seconds idle (no busy kernel, GPUs under the threshold) before Cairn stops it; 0: never. "
                   "Default: the project's notebook_idle_timeout.")
+
+    def validate_for_pool(self, pool) -> None:
+        super().validate_for_pool(pool)
+        # The local backend runs code-server from this server's disk (`make code-server`); without
+        # it a vscode notebook could only fail at launch, so it is refused at submit instead.
+        # Kubernetes pools run it from the notebook image.
+        if (self.validated_data.get("ide") == IDE.VSCODE and pool.cluster.backend == Backend.LOCAL
+                and code_server_path() is None):
+            raise serializers.ValidationError({"ide": [
+                f"VS Code (code-server) is not installed on this server, so pool '{pool.name}' cannot run a "
+                "vscode notebook: choose jupyterlab, or ask an admin to run `make code-server` (docs/notebooks.md)."]})
 
     def build_spec(self, data: dict) -> dict:
         spec = super().build_spec(data)

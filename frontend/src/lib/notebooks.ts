@@ -43,3 +43,14 @@ export function idleFacts(a: NotebookActivity, now: number): IdleFacts {
     busy,
   };
 }
+
+export type NotebookIde = "jupyterlab" | "vscode";
+
+/** The IDE a notebook runs (its spec's `ide`, JupyterLab when unset); null for other kinds. */
+export function notebookIde(w: { kind: string; spec?: unknown }): NotebookIde | null {
+  if (w.kind !== "notebook") return null;
+  const spec = w.spec && typeof w.spec === "object" ? (w.spec as Record<string, unknown>) : {};
+  return spec.ide === "vscode" ? "vscode" : "jupyterlab";
+}
+
+export const IDE_LABEL: Record<NotebookIde, string> = { jupyterlab: "JupyterLab", vscode: "VS Code" };

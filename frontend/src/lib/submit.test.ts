@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { flattenFieldErrors } from "../api/client";
 import {
-  buildSubmitBody, DEFAULT_VALUES, mapSubmitErrors, parseDuration, parseEnv, parseRunTimeLimit, type SubmitValues,
+  buildSubmitBody, DEFAULT_VALUES, mapSubmitErrors, parseDuration, parseEnv, parseIdleTimeout, parseRunTimeLimit, type SubmitValues,
 } from "./submit";
 
 const values = (over: Partial<SubmitValues> = {}): SubmitValues => ({ ...DEFAULT_VALUES, ...over });
@@ -114,6 +114,27 @@ describe("buildSubmitBody", () => {
     const { body, errors } = buildSubmitBody("training", values({ env: "oops" }));
     expect(errors.env).toMatch(/Line 1/);
     expect(body).not.toHaveProperty("env");
+  });
+});
+
+describe("notebook IDE and idle timeout", () => {
+  it("sends the IDE and the idle timeout in seconds; empty leaves the project's default", () => {
+    expect(buildSubmitBody("notebook", values({ ide: "vscode", idleTimeout: "45m" })).body).toMatchObject({ ide: "vscode", idle_timeout: 2700 });
+    expect(buildSubmitBody("notebook", values({ idleTimeout: "0" })).body).toMatchObject({ ide: "jupyterlab", idle_timeout: 0 });
+    expect(buildSubmitBody("notebook", values({ idleTimeout: " " })).body).not.toHaveProperty("idle_timeout");
+    const training = buildSubmitBody("training", values({ command: "true", ide: "vscode", idleTimeout: "1h" })).body;
+    expect(training).not.toHaveProperty("ide");
+    expect(training).not.toHaveProperty("idle_timeout");
+  });
+  it("reports an idle timeout the API would refuse", () => {
+    expect(parseIdleTimeout("45")).toEqual({ seconds: null, error: "“45” has no unit: write 45s, 45m or 45h. (0: never)" });
+    expect(parseIdleTimeout("31d").error).toMatch(/at most 30 days/);
+    expect(buildSubmitBody("notebook", values({ idleTimeout: "soon" })).errors.idleTimeout).toMatch(/Expected a duration/);
+  });
+  it("puts the API's ide and idle_timeout errors next to those fields", () => {
+    const mapped = mapSubmitErrors("notebook", { ide: ["VS Code (code-server) is not installed"], idle_timeout: ["Too big."] }, "x");
+    expect(mapped.fields).toEqual({ ide: "VS Code (code-server) is not installed", idleTimeout: "Too big." });
+    expect(mapped.general).toEqual([]);
   });
 });
 

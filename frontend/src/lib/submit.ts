@@ -4,6 +4,7 @@
 import type { WorkloadKind } from "./status";
 
 export type Preemptible = "default" | "yes" | "no";
+export type Ide = "jupyterlab" | "vscode";
 
 export interface SubmitValues {
   name: string;
@@ -24,6 +25,10 @@ export interface SubmitValues {
   maxRuntime: string;
   /** One `KEY=value` per line; blank lines and `# comments` are skipped. */
   env: string;
+  /** Notebooks: the IDE it runs. */
+  ide: Ide;
+  /** Notebooks: idle time before it is stopped, as a duration (`30m`, `2h`); `0` never; empty = the project's default. */
+  idleTimeout: string;
 }
 
 export type SubmitField = keyof SubmitValues;
@@ -46,6 +51,8 @@ export const DEFAULT_VALUES: SubmitValues = {
   port: 8080,
   maxRuntime: "",
   env: "",
+  ide: "jupyterlab",
+  idleTimeout: "",
 };
 
 const COMMON: SubmitField[] = ["name", "image", "gpu", "cpu", "memory", "priority", "pool", "gpuModel", "preemptible", "maxRestarts", "env"];
@@ -53,7 +60,7 @@ const COMMON: SubmitField[] = ["name", "image", "gpu", "cpu", "memory", "priorit
 /** The fields each kind's form shows (and sends). */
 export const KIND_FIELDS: Record<WorkloadKind, ReadonlySet<SubmitField>> = {
   training: new Set<SubmitField>([...COMMON, "command", "workingDir", "replicas", "maxRuntime"]),
-  notebook: new Set<SubmitField>([...COMMON]),
+  notebook: new Set<SubmitField>([...COMMON, "ide", "idleTimeout"]),
   deployment: new Set<SubmitField>([...COMMON, "command", "replicas", "port"]),
 };
 
@@ -74,6 +81,8 @@ export const FIELD_LABEL: Record<SubmitField, string> = {
   port: "Port",
   maxRuntime: "Max run time",
   env: "Environment",
+  ide: "IDE",
+  idleTimeout: "Idle timeout",
 };
 
 /** API field path (first segments) → form field. */
@@ -94,6 +103,8 @@ const API_FIELD: Record<string, SubmitField> = {
   port: "port",
   max_runtime_seconds: "maxRuntime",
   env: "env",
+  ide: "ide",
+  idle_timeout: "idleTimeout",
 };
 
 export type FieldErrors = Partial<Record<SubmitField, string>>;
@@ -194,6 +205,26 @@ export function parseRunTimeLimit(input: string): { seconds: number | null; erro
   return { seconds, error: null };
 }
 
+export const MAX_IDLE_TIMEOUT_SECONDS = 30 * 86400; // apps/notebooks/choices.py
+
+/**
+ * The notebook form's "Idle timeout" as `idle_timeout` seconds: null when empty (the project's
+ * default), 0 for `0` (never stopped for idling), else a duration of at most 30 days.
+ */
+export function parseIdleTimeout(input: string): { seconds: number | null; error: string | null } {
+  const value = input.replace(PY_STRIP, "");
+  if (!value) return { seconds: null, error: null };
+  if (/^0+$/.test(value)) return { seconds: 0, error: null };
+  let seconds: number;
+  try {
+    seconds = parseDuration(input);
+  } catch (error) {
+    return { seconds: null, error: `${(error as Error).message} (0: never)` };
+  }
+  if (seconds > MAX_IDLE_TIMEOUT_SECONDS) return { seconds: null, error: `The idle timeout can be at most 30 days; “${input.trim()}” is longer.` };
+  return { seconds, error: null };
+}
+
 function text(value: string | null | undefined): string {
   return (value ?? "").trim();
 }
@@ -246,6 +277,13 @@ export function buildSubmitBody(kind: WorkloadKind, values: SubmitValues): { bod
     const limit = parseRunTimeLimit(values.maxRuntime);
     if (limit.error) errors.maxRuntime = limit.error;
     else if (limit.seconds !== null) body.max_runtime_seconds = limit.seconds;
+  }
+
+  if (fields.has("ide")) body.ide = values.ide;
+  if (fields.has("idleTimeout")) {
+    const idle = parseIdleTimeout(values.idleTimeout);
+    if (idle.error) errors.idleTimeout = idle.error;
+    else if (idle.seconds !== null) body.idle_timeout = idle.seconds;
   }
 
   const { env, error } = parseEnv(values.env);

@@ -1,8 +1,8 @@
 // Submit a training job, notebook or deployment. The API validates; its messages appear next to
 // the fields they are about (lib/submit.ts maps them), anything else above the button.
 import {
-  Alert, Anchor, Autocomplete, Button, Card, Group, List, NumberInput, Select, SimpleGrid, Stack, Tabs, Text,
-  Textarea, TextInput, Title,
+  Alert, Anchor, Autocomplete, Button, Card, Group, List, NumberInput, SegmentedControl, Select, SimpleGrid, Stack,
+  Tabs, Text, Textarea, TextInput, Title,
 } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
@@ -13,8 +13,8 @@ import { errorAdvice } from "../components/States";
 import { formatGpu, formatRunTimeLimit } from "../lib/format";
 import { KIND_LABEL, KINDS, type WorkloadKind } from "../lib/status";
 import {
-  buildSubmitBody, DEFAULT_VALUES, FIELD_LABEL, KIND_FIELDS, mapSubmitErrors, parseRunTimeLimit, type FieldErrors, type Preemptible,
-  type SubmitField, type SubmitValues,
+  buildSubmitBody, DEFAULT_VALUES, FIELD_LABEL, KIND_FIELDS, mapSubmitErrors, parseIdleTimeout, parseRunTimeLimit, type FieldErrors,
+  type Ide, type Preemptible, type SubmitField, type SubmitValues,
 } from "../lib/submit";
 import { canWrite, useMe } from "../session";
 
@@ -35,7 +35,7 @@ const PREEMPTIBLE: { value: Preemptible; label: string }[] = [
 
 const KIND_HELP: Record<WorkloadKind, string> = {
   training: "A batch job: every replica runs the command, started together (gang); it ends when the command exits.",
-  notebook: "A JupyterLab server (one replica), protected by a token; open it from its page once it runs.",
+  notebook: "An IDE server (one replica): JupyterLab or VS Code, reached through Cairn; open it from its page once it runs.",
   deployment: "A serving command run as replicas, each listening on $PORT, until you stop it.",
 };
 
@@ -154,6 +154,7 @@ export function SubmitPage() {
 
   // Read as it is typed for the field's description; an error shows on leaving the field or on submit.
   const runtimeLimit = useMemo(() => parseRunTimeLimit(values.maxRuntime), [values.maxRuntime]);
+  const idleTimeout = useMemo(() => parseIdleTimeout(values.idleTimeout), [values.idleTimeout]);
   const shows = (field: SubmitField) => KIND_FIELDS[kind].has(field);
   const err = (field: SubmitField) => fieldErrors[field];
   const noQuota = quotas.isSuccess && quotas.data.results.length === 0;
@@ -246,6 +247,48 @@ export function SubmitPage() {
             error={err("image")}
             autoComplete="off"
           />
+          {shows("ide") && (
+            <SimpleGrid cols={{ base: 1, sm: 2 }} spacing="md">
+              <Stack gap={4}>
+                <Text size="sm" fw={500} id="ide-label">
+                  IDE
+                </Text>
+                <SegmentedControl
+                  aria-labelledby="ide-label"
+                  data-testid="ide-choice"
+                  data={[
+                    { value: "jupyterlab", label: "JupyterLab" },
+                    { value: "vscode", label: "VS Code" },
+                  ]}
+                  value={values.ide}
+                  onChange={(value) => set("ide", value as Ide)}
+                />
+                <Text size="xs" c={err("ide") ? "red" : "dimmed"} data-testid={err("ide") ? "ide-error" : undefined} role={err("ide") ? "alert" : undefined}>
+                  {err("ide") ?? (values.ide === "vscode" ? "VS Code in the browser (code-server)." : "JupyterLab, with a Python kernel.")}
+                </Text>
+              </Stack>
+              <TextInput
+                label="Idle timeout"
+                name="idle_timeout"
+                placeholder="Project default"
+                description={
+                  idleTimeout.seconds === 0
+                    ? "Never stopped for being idle."
+                    : idleTimeout.seconds
+                      ? `Stopped after ${formatRunTimeLimit(idleTimeout.seconds)} idle (files kept; start it again).`
+                      : "Stopped after this long idle: 30m, 2h, 1d; 0: never. Empty: the project's default."
+                }
+                value={values.idleTimeout}
+                onChange={(e) => set("idleTimeout", e.currentTarget.value)}
+                onBlur={() => {
+                  if (idleTimeout.error) setFieldErrors((f) => ({ ...f, idleTimeout: idleTimeout.error ?? undefined }));
+                }}
+                error={err("idleTimeout")}
+                autoComplete="off"
+                data-testid="idle-timeout"
+              />
+            </SimpleGrid>
+          )}
           {shows("command") && (
             <Textarea
               label="Command"

@@ -10,6 +10,7 @@ import { api, unwrap } from "../api/client";
 import { useDebounced, useNow } from "../components/hooks";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, Loading } from "../components/States";
+import { IdeBadge } from "../components/IdeBadge";
 import { StatusBadge } from "../components/StatusBadge";
 import { WaitingOnBadge } from "../components/WaitingOnBadge";
 import { formatRelative } from "../lib/format";
@@ -223,7 +224,10 @@ export function WorkloadsPage() {
                       </Anchor>
                     </Table.Td>
                     <Table.Td>
-                      <Text size="sm">{KIND_LABEL[row.kind as WorkloadKind] ?? row.kind}</Text>
+                      <Group gap={6} wrap="nowrap">
+                        <Text size="sm">{KIND_LABEL[row.kind as WorkloadKind] ?? row.kind}</Text>
+                        <IdeBadge workload={row} />
+                      </Group>
                     </Table.Td>
                     <Table.Td>
                       {row.status_message || row.status_reason ? (

@@ -2,6 +2,7 @@
 // Runs / Stop buttons, and the facts (pool, GPUs, replicas, user, priority, attempt, times).
 import { Anchor, Badge, Box, Button, Card, Group, SimpleGrid, Stack, Text, Title, Tooltip } from "@mantine/core";
 import { Link } from "react-router";
+import { IdeBadge } from "../../components/IdeBadge";
 import { StatusBadge } from "../../components/StatusBadge";
 import { formatClock, formatDuration, formatRelative } from "../../lib/format";
 import { lineageLink, servedModel } from "../../lib/models";
@@ -65,6 +66,7 @@ export function WorkloadHeader({
             <Badge variant="outline" color="gray" data-testid="workload-kind">
               {KIND_LABEL[w.kind as WorkloadKind] ?? w.kind}
             </Badge>
+            <IdeBadge workload={w} />
             <StatusBadge status={w.status} />
           </Group>
           {explanation && (

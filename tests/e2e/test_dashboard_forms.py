@@ -1,0 +1,100 @@
+"""The submit form covers what the API accepts for each kind (issue 46, items 4 and 5), in a real
+browser (Debian's chromium through Playwright) against a live Cairn (`manage.py run_embedded` on
+the test PostgreSQL). The server runs without code-server (CAIRN_CODE_SERVER points nowhere), so a
+VS Code notebook is refused at submit, the API's reason shown on the IDE field; a JupyterLab one
+with an idle timeout is made, and the two IDEs tell apart in the workloads list."""
+import re
+
+import pytest
+import requests
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import in_thread
+from tests.e2e.test_dashboard import PASSWORD, field, sign_in
+from tests.processes import EmbeddedServer, cairn_env
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+UI = 15_000
+
+
+def _seed(shared: str) -> None:
+    from apps.clusters.services import local_cluster_register
+    from tests.factories import MembershipFactory, ProjectFactory, QuotaFactory, UserFactory, WorkloadFactory
+
+    node = local_cluster_register()
+    node.pool.allowed_paths = [shared]
+    node.pool.save(update_fields=["allowed_paths"])
+    project = ProjectFactory(slug="dash", name="Dashboard")
+    erin = UserFactory(username="erin")
+    MembershipFactory(project=project, user=erin, role="owner")
+    # Half a CPU of quota: what the tests submit (1 CPU each) waits on quota, nothing is launched.
+    QuotaFactory(project=project, pool=node.pool, nominal_gpu_milli=0, nominal_cpu_milli=500, nominal_memory_mb=4096)
+    WorkloadFactory(project=project, pool=node.pool, kind="notebook", name="old-code", status="stopped",
+                    created_by=erin, spec={"env": {}, "ide": "vscode"})
+
+
+@pytest.fixture
+def server(tmp_path, settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]  # the server's
+    shared = tmp_path / "shared"
+    shared.mkdir(exist_ok=True)
+    shared.chmod(0o777)
+    in_thread(lambda: _seed(str(shared)))
+    server = EmbeddedServer(cairn_env(CAIRN_DATA_DIR=str(tmp_path / "data"), CAIRN_MODE="embedded",
+                                      CAIRN_TASKS_IN_PROCESS="1", CAIRN_CODE_SERVER=str(tmp_path / "no-code-server")),
+                            log=tmp_path / "server.log")
+    server.shared = shared
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _api(server):
+    token = requests.post(f"{server.url}/api/v1/auth/login/", json={"username": "erin", "password": PASSWORD},
+                          timeout=10).json()["token"]
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {token}"
+    return session
+
+
+def test_the_notebook_form_chooses_the_ide_and_idle_timeout_and_says_when_vscode_cannot_run(server, new_page):
+    page = new_page(server.url)
+    sign_in(page, "erin")
+    expect(page).to_have_url(re.compile(r"/projects/dash/workloads$"), timeout=UI)
+    # the list tells a VS Code notebook from others
+    old = page.get_by_test_id("workload-row").filter(has_text="old-code")
+    expect(old.get_by_test_id("ide-badge")).to_have_attribute("data-ide", "vscode", timeout=UI)
+    expect(old.get_by_test_id("ide-badge")).to_contain_text("VS Code")
+
+    page.goto("/projects/dash/workloads/new?kind=notebook")
+    form = page.get_by_test_id("submit-form")
+    field(page, "Name").fill("code")
+    field(page, "Memory").fill("512Mi")
+    page.get_by_test_id("ide-choice").get_by_text("VS Code").click()
+    # a duration without a unit is refused in the browser
+    field(page, "Idle timeout").fill("45")
+    page.get_by_test_id("submit-workload").click()
+    expect(field(page, "Idle timeout")).to_have_attribute("aria-invalid", "true", timeout=UI)
+    expect(form).to_contain_text("“45” has no unit")
+    field(page, "Idle timeout").fill("45m")
+    expect(form).to_contain_text("Stopped after 45 min idle")
+    page.get_by_test_id("submit-workload").click()
+    # this server has no code-server: refused at submit, the API's reason on the IDE field
+    expect(page.get_by_test_id("ide-error")).to_contain_text("make code-server", timeout=UI)
+    expect(page.get_by_test_id("submit-field-errors")).to_contain_text("IDE")
+    expect(page).to_have_url(re.compile(r"/workloads/new"))
+
+    page.get_by_test_id("ide-choice").get_by_text("JupyterLab").click()
+    page.get_by_test_id("submit-workload").click()
+    expect(page).to_have_url(re.compile(r"/projects/dash/workloads/notebook/\d+$"), timeout=UI)
+    notebook = int(page.url.rsplit("/", 1)[1])
+    expect(page.get_by_test_id("ide-badge")).to_have_attribute("data-ide", "jupyterlab", timeout=UI)
+    api = _api(server)
+    body = api.get(f"{server.url}/api/v1/projects/dash/notebooks/{notebook}/", timeout=10).json()
+    assert body["spec"]["ide"] == "jupyterlab" and body["spec"]["idle_timeout"] == 2700, body["spec"]
+    api.post(f"{server.url}/api/v1/projects/dash/notebooks/{notebook}/stop/", timeout=10)
+
+    page.goto("/projects/dash/workloads")
+    made = page.get_by_test_id("workload-row").filter(has_text="code").filter(has_not_text="old-code")
+    expect(made.get_by_test_id("ide-badge")).to_have_attribute("data-ide", "jupyterlab", timeout=UI)
