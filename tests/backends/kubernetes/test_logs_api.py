@@ -34,6 +34,7 @@ def k8s_training(project, k8s_cluster, kubelet, emulator):
 
 @pytest.mark.django_db
 def test_rest_logs_of_a_kubernetes_job_come_from_its_pods(k8s_training, emulator, bob, client_for):
+    """Emulator only: pod log content needs a kubelet."""
     workload, pods = k8s_training
     emulator.write_log(NS, pods[0], "epoch 1\nepoch 2\nepoch 3\n")
     emulator.write_log(NS, pods[1], '{"rank": 1, "loss": 0.5}\n')  # a log that happens to be JSON
@@ -54,6 +55,7 @@ def test_rest_logs_of_a_kubernetes_job_come_from_its_pods(k8s_training, emulator
 @pytest.mark.django_db
 def test_a_followed_pod_log_sends_each_line_once_and_carries_on_in_a_replacement_pod(k8s_training, emulator,
                                                                                      kubelet):
+    """Emulator only: pod log content needs a kubelet."""
     workload, pods = k8s_training
     reader = KubernetesBackend().log_reader(workload, replica=0, attempt=1, tail=None)
     assert reader.read() == ""  # no output yet
@@ -84,6 +86,7 @@ def test_a_followed_pod_log_sends_each_line_once_and_carries_on_in_a_replacement
 @pytest.mark.django_db
 def test_rest_logs_when_the_api_server_keeps_failing_are_a_503_with_a_detail(k8s_training, emulator, bob,
                                                                             client_for):
+    """Emulator only: a real server's 5xx cannot be injected on demand."""
     workload, pods = k8s_training
     emulator.write_log(NS, pods[0], "epoch 1\n")
     emulator.fail("GET", "/log", 500, times=10)
@@ -95,6 +98,7 @@ def test_rest_logs_when_the_api_server_keeps_failing_are_a_503_with_a_detail(k8s
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
 async def test_rest_follow_streams_a_kubernetes_job_until_it_finishes(k8s_training, emulator, bob):
+    """Emulator only: pod log content needs a kubelet."""
     workload, pods = k8s_training
     emulator.write_log(NS, pods[0], "old line\nlast before follow\n")
     token = await sync_to_async(make_token)(bob)
@@ -127,6 +131,7 @@ async def test_rest_follow_streams_a_kubernetes_job_until_it_finishes(k8s_traini
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
 async def test_live_logs_topic_follows_a_kubernetes_pod(k8s_training, emulator, bob):
+    """Emulator only: pod log content needs a kubelet."""
     workload, pods = k8s_training
     emulator.write_log(NS, pods[1], "".join(f"line {i}\n" for i in range(600)))
     token = await sync_to_async(make_token)(bob)

@@ -68,6 +68,7 @@ def pod(notebook, emulator, tmp_path):
 
 def test_from_outside_the_cluster_the_proxy_goes_through_the_api_servers_service_proxy(
         live, notebook, pod, emulator):
+    """Emulator only: the service proxy needs a pod that serves HTTP (no kubelet or container runs)."""
     cookies = session_cookie(notebook.created_by)
     base = f"/nb/vision/{notebook.pk}/"
     deadline = time.monotonic() + 90
@@ -124,6 +125,7 @@ def test_in_the_cluster_the_proxy_goes_to_the_services_dns_name(notebook, settin
 
 
 def test_auto_picks_the_api_server_for_a_kubeconfig_connection(notebook, emulator):
+    """Emulator only: the service proxy needs a pod that serves HTTP (no kubelet or container runs)."""
     upstream = notebook_upstream(notebook, runtime_token(notebook))
     assert upstream.base == f"{emulator.url}/api/v1/namespaces/{NS}/services/http:cairn-{notebook.pk}:8888/proxy"
     assert dict(upstream.headers)[b"authorization"] == f"Bearer {TOKEN}".encode()
