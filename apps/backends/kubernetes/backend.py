@@ -233,6 +233,20 @@ def whoami(clients: Clients) -> str:
     return clients.username
 
 
+def _await_secret_access(clients: Clients, namespace: str) -> None:
+    """A RoleBinding just created reaches the API server's authorizer a moment later: ask it
+    (SelfSubjectAccessReview, allowed to every identity) until Cairn may create Secrets there,
+    rather than be refused (a 403 an audit would show) and retry."""
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+              "spec": {"resourceAttributes": {"namespace": namespace, "verb": "create", "resource": "secrets"}}}
+    deadline = time.monotonic() + RBAC_SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        answer = clients.call(clients.authorization.create_self_subject_access_review, review)
+        if (answer.get("status") or {}).get("allowed"):
+            return
+        time.sleep(0.1)
+
+
 def ensure_namespace(clients: Clients, project: str, options: m.ClusterOptions) -> None:
     """The project's namespace, with Cairn's RoleBinding (its Secrets) and NetworkPolicies in it.
 
@@ -256,7 +270,8 @@ def ensure_namespace(clients: Clients, project: str, options: m.ClusterOptions) 
     username = whoami(clients)
     if username:
         try:
-            ensure(clients, m.project_role_binding(project, options, m.rbac_subject(username)))
+            if ensure(clients, m.project_role_binding(project, options, m.rbac_subject(username))) == "created":
+                _await_secret_access(clients, name)
         except LaunchError as exc:  # e.g. 403 in a namespace an administrator manages
             logger.warning("kubernetes: %s; Secrets in %s need the cairn-project role bound there", exc, name)
     for policy in m.network_policies(project, options):

@@ -171,6 +171,7 @@ class Clients:
         self.networking = k8s.NetworkingV1Api(self.api)
         self.rbac = k8s.RbacAuthorizationV1Api(self.api)
         self.authentication = k8s.AuthenticationV1Api(self.api)
+        self.authorization = k8s.AuthorizationV1Api(self.api)
         self.storage = k8s.StorageV1Api(self.api)
         self.username: str | None = None  # who the API server says Cairn is (SelfSubjectReview), once asked
 

@@ -74,6 +74,7 @@ RESOURCES = [
     Resource("storage.k8s.io/v1", "storageclasses", "StorageClass", namespaced=False),
     Resource("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding"),
     Resource("authentication.k8s.io/v1", "selfsubjectreviews", "SelfSubjectReview", namespaced=False),
+    Resource("authorization.k8s.io/v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False),
 ]
 BY_PATH = {(r.group_version, r.plural): r for r in RESOURCES}
 BY_PLURAL = {r.plural: r for r in RESOURCES}
@@ -519,6 +520,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, obj)
         elif method == "POST" and plural == "selfsubjectreviews":  # who am I: the token's user, nothing stored
             self._send(201, {**self._body(), "status": {"userInfo": {"username": em.username}}})
+        elif method == "POST" and plural == "selfsubjectaccessreviews":  # no authorizer here: all allowed
+            self._send(201, {**self._body(), "status": {"allowed": True}})
         elif method == "POST" and not name:
             self._send(*em.create(plural, self._body(), namespace))
         elif method == "PATCH" and name:

@@ -162,10 +162,11 @@ def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_
     finally:
         reconciler.stop(timeout=0)
     # Pods are created by the test's kubelet, nodes by the test itself: not Cairn's verbs.
-    # SelfSubjectReview (who am I) is granted to every authenticated user by the cluster's own
-    # system:basic-user role: not in Cairn's.
+    # SelfSubjectReview (who am I) and SelfSubjectAccessReview (may I) are granted to every
+    # authenticated user by the cluster's own system:basic-user role: not in Cairn's.
     used = {v for v in emulator.verbs if v not in {("", "pods", "create"), ("", "nodes", "create"),
                                                    ("", "pods/status", "patch"),
-                                                   ("authentication.k8s.io", "selfsubjectreviews", "create")}}
+                                                   ("authentication.k8s.io", "selfsubjectreviews", "create"),
+                                                   ("authorization.k8s.io", "selfsubjectaccessreviews", "create")}}
     assert used - granted() == set(), "Cairn uses verbs the RBAC does not grant"
     assert granted() - used == set(), "the RBAC grants verbs Cairn never uses"

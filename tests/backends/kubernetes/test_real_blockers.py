@@ -139,6 +139,29 @@ def test_b1_pods_refused_by_pod_security_become_a_condition_then_fail_the_worklo
                  .items == []), real_kube.describe(ns)
 
 
+def test_b1_cairns_own_dataset_volumes_pass_pod_security(real_kube, until, make_real_workload, monkeypatch):
+    """NFS exports, host paths and the node cache's folder reach the pods as claims of
+    PersistentVolumes Cairn creates: the real Pod Security admission lets the Job's pods in (an
+    inline nfs / hostPath volume was refused) and they run."""
+    from .test_manifests import DATASETS
+
+    monkeypatch.setattr("apps.backends.kubernetes.backend.datasets_of",
+                        lambda workload: DATASETS if workload.kind == "training" else ())
+    workload = make_real_workload(replicas=2, gpu_milli=1000)
+    assert workload_dispatch(workload_id=workload.pk).status == "running", status_of(workload).status_message
+    ns = namespace_of(workload)
+    pods = eventually(lambda: running(real_kube, workload, 2), timeout=WAIT)
+    assert pods, real_kube.describe(ns)
+    volumes = [v for v in pods[0].spec.volumes if v.name.startswith("dataset") and v.secret is None]
+    assert len(volumes) == 3 and all(v.persistent_volume_claim is not None for v in volumes)
+    claims = {c.metadata.name: c for c in real_kube.core.list_namespaced_persistent_volume_claim(ns).items}
+    for volume in volumes:
+        claim = claims[volume.persistent_volume_claim.claim_name]
+        assert claim.status.phase == "Bound" and claim.spec.volume_name.startswith("cairn-ds-")
+    assert until(lambda: condition(workload, "PodsCreated") == {} and condition(
+        workload, "ContainersReady").get("status") == "True"), status_of(workload).conditions
+
+
 # -- B2 ---------------------------------------------------------------------------------------------
 
 def test_b2_a_drained_gang_is_requeued_without_spending_a_restart(real_kube, until, make_real_workload):
@@ -260,6 +283,10 @@ def test_b4_a_finished_workload_leaves_no_secret_service_or_claim_behind(real_ku
 
     assert until(lambda: not any(left().values())), {k: [o.metadata.name for o in v] for k, v in left().items()}
     assert status_of(workload).runtime["cleaned"] == "all"
+    # every delete went through the shipped RBAC (Secrets: the namespace's RoleBinding)
+    refused = [f"{e['verb']} {e['requestURI']}" for e in real_kube.audit()
+               if (e.get("responseStatus") or {}).get("code") == 403 and f"/namespaces/{ns}/" in e["requestURI"]]
+    assert not refused, refused
 
 
 # -- B5 ---------------------------------------------------------------------------------------------
