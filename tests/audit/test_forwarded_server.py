@@ -68,15 +68,15 @@ def _login(server, forwarded):
 def test_a_local_client_cannot_forge_its_address_or_escape_the_throttle(serve, alice):
     server = serve([])
     codes = [_login(server, f"198.51.100.{i}").status_code for i in range(25)]
-    assert codes[:20] == [400] * 20 and set(codes[20:]) == {429}, codes
+    assert codes[:20] == [401] * 20 and set(codes[20:]) == {429}, codes  # 401: wrong password
     sources = set(AuditEvent.objects.filter(action="auth.login_failed").values_list("source_ip", flat=True))
     assert sources == {"127.0.0.1"}
 
 
 def test_the_header_is_believed_from_an_allowed_proxy(serve, alice):
     server = serve(["127.0.0.1"])
-    assert _login(server, "198.51.100.7").status_code == 400
+    assert _login(server, "198.51.100.7").status_code == 401
     assert AuditEvent.objects.get(action="auth.login_failed").source_ip == "198.51.100.7"
     # Each client counts on its own behind the proxy: another address is not throttled by the first.
     codes = [_login(server, "198.51.100.8").status_code for _ in range(21)]
-    assert codes[-1] == 429 and _login(server, "198.51.100.9").status_code == 400
+    assert codes[-1] == 429 and _login(server, "198.51.100.9").status_code == 401
