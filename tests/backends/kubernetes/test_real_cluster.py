@@ -99,3 +99,21 @@ def test_a_replica_no_node_can_hold_shows_kube_schedulers_reason(real_kube, real
     assert scheduled()["status"] == "False" and scheduled()["reason"] == "Unschedulable"
     assert scheduled()["message"].startswith("Replica 0 cannot be scheduled: 0/5 nodes are available")
     assert status_of(workload).status == "running"  # waiting for capacity, not failed
+
+
+def test_amd_and_ascend_workloads_land_on_their_vendors_nodes(real_kube, real_reconciler, make_real_workload):
+    """docs/accelerators.md: the vendor's resource (amd.com/gpu, huawei.com/Ascend910) and its
+    taint's toleration; kube-scheduler can only place each on the one node that has it."""
+    expected = {"amd": "mi300-0", "ascend": "ascend-0"}
+    workloads = {vendor: make_real_workload(replicas=1, gpu_milli=2000, accelerator_type=vendor)
+                 for vendor in expected}
+    for workload in workloads.values():
+        assert workload_dispatch(workload_id=workload.pk).status == "running", status_of(workload).status_message
+    ns = namespace_of(next(iter(workloads.values())))
+    for vendor, workload in workloads.items():
+        running = lambda w=workload: [p for p in real_kube.pods(ns, f"{m.LABEL_WORKLOAD}={w.pk}")  # noqa: E731
+                                      if p.status.phase == "Running"]
+        assert eventually(running, timeout=60), real_kube.describe(ns)
+        assert running()[0].spec.node_name == expected[vendor]
+        assert eventually(lambda w=workload: condition(w, "ContainersReady").get("status") == "True",
+                          step=real_reconciler.reconcile_pass, timeout=30), status_of(workload).conditions
