@@ -98,3 +98,66 @@ def test_the_notebook_form_chooses_the_ide_and_idle_timeout_and_says_when_vscode
     page.goto("/projects/dash/workloads")
     made = page.get_by_test_id("workload-row").filter(has_text="code").filter(has_not_text="old-code")
     expect(made.get_by_test_id("ide-badge")).to_have_attribute("data-ide", "jupyterlab", timeout=UI)
+
+
+def test_the_deployment_form_makes_the_readmes_deployment_with_autoscaling_and_shows_the_apis_errors(server, new_page):
+    page = new_page(server.url)
+    sign_in(page, "erin")
+    expect(page).to_have_url(re.compile(r"/projects/dash/workloads$"), timeout=UI)
+    page.goto("/projects/dash/workloads/new?kind=deployment")
+    form = page.get_by_test_id("submit-form")
+    field(page, "Name").fill("digits")
+    field(page, "Command").fill("python examples/serve_digits.py")
+    field(page, "Working directory").fill(str(server.shared))
+    field(page, "CPUs").fill("0.5")
+    field(page, "Readiness path").fill("healthz")  # no leading slash: the API refuses it
+    page.get_by_role("switch", name="Scale replicas on the requests in flight").check()
+    field(page, "Min replicas").fill("2")
+    field(page, "Max replicas").fill("1")
+    page.get_by_test_id("submit-workload").click()
+    # the API's 400, each message next to its field
+    expect(field(page, "Readiness path")).to_have_attribute("aria-invalid", "true", timeout=UI)
+    expect(field(page, "Min replicas")).to_have_attribute("aria-invalid", "true")
+    expect(form).to_contain_text("Must not be above max_replicas.")
+    expect(page).to_have_url(re.compile(r"/workloads/new"))
+
+    field(page, "Readiness path").fill("/healthz")
+    field(page, "Min replicas").fill("1")
+    field(page, "Max replicas").fill("3")
+    field(page, "Target requests per replica").fill("4")
+    page.get_by_role("checkbox", name=re.compile("^Public")).check()
+    page.get_by_test_id("submit-workload").click()
+    expect(page).to_have_url(re.compile(r"/projects/dash/workloads/deployment/\d+$"), timeout=UI)
+    deployment = int(page.url.rsplit("/", 1)[1])
+    api = _api(server)
+    spec = api.get(f"{server.url}/api/v1/projects/dash/deployments/{deployment}/", timeout=10).json()["spec"]
+    assert spec["working_dir"] == str(server.shared) and spec["readiness_path"] == "/healthz", spec
+    assert spec["public"] is True and spec["autoscaling"]["max_replicas"] == 3, spec
+    assert spec["autoscaling"]["min_replicas"] == 1 and spec["autoscaling"]["target_concurrency"] == 4, spec
+    api.post(f"{server.url}/api/v1/projects/dash/deployments/{deployment}/stop/", timeout=10)
+
+
+def test_the_training_form_mounts_volumes_and_datasets(server, new_page):
+    api = _api(server)
+    made = api.post(f"{server.url}/api/v1/projects/dash/volumes/", json={"name": "scratch", "size_gb": 1}, timeout=10)
+    assert made.status_code == 201, made.text
+    page = new_page(server.url)
+    sign_in(page, "erin")
+    expect(page).to_have_url(re.compile(r"/projects/dash/workloads$"), timeout=UI)
+    page.goto("/projects/dash/workloads/new?kind=training")
+    field(page, "Name").fill("mounted")
+    field(page, "Command").fill("ls /data")
+    field(page, "Volumes").fill("scratch:not/absolute")
+    page.get_by_test_id("submit-workload").click()
+    expect(field(page, "Volumes")).to_have_attribute("aria-invalid", "true", timeout=UI)
+    field(page, "Volumes").fill("scratch:/mnt/scratch:ro")
+    field(page, "Datasets").fill("no-such-set@1")
+    page.get_by_test_id("submit-workload").click()
+    expect(page.get_by_test_id("submit-form")).to_contain_text("no-such-set", timeout=UI)
+    field(page, "Datasets").fill("")
+    page.get_by_test_id("submit-workload").click()
+    expect(page).to_have_url(re.compile(r"/projects/dash/workloads/training/\d+$"), timeout=UI)
+    job = int(page.url.rsplit("/", 1)[1])
+    spec = api.get(f"{server.url}/api/v1/projects/dash/training-jobs/{job}/", timeout=10).json()["spec"]
+    assert spec["volumes"] == [{"name": "scratch", "mount": "/mnt/scratch", "read_only": True}], spec
+    api.post(f"{server.url}/api/v1/projects/dash/training-jobs/{job}/stop/", timeout=10)

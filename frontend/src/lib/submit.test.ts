@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { flattenFieldErrors } from "../api/client";
 import {
-  buildSubmitBody, DEFAULT_VALUES, mapSubmitErrors, parseDuration, parseEnv, parseIdleTimeout, parseRunTimeLimit, type SubmitValues,
+  buildSubmitBody, DEFAULT_VALUES, mapSubmitErrors, parseDatasets, parseDuration, parseEnv, parseIdleTimeout, parseRunTimeLimit,
+  parseVolumes, type SubmitValues,
 } from "./submit";
 
 const values = (over: Partial<SubmitValues> = {}): SubmitValues => ({ ...DEFAULT_VALUES, ...over });
@@ -134,6 +135,57 @@ describe("notebook IDE and idle timeout", () => {
   it("puts the API's ide and idle_timeout errors next to those fields", () => {
     const mapped = mapSubmitErrors("notebook", { ide: ["VS Code (code-server) is not installed"], idle_timeout: ["Too big."] }, "x");
     expect(mapped.fields).toEqual({ ide: "VS Code (code-server) is not installed", idleTimeout: "Too big." });
+    expect(mapped.general).toEqual([]);
+  });
+});
+
+describe("deployment settings, volumes and datasets", () => {
+  it("builds the README's deployment", () => {
+    const { body, errors } = buildSubmitBody("deployment", values({
+      name: "digits", command: "python examples/serve_digits.py", workingDir: "/src/cairn", cpu: 0.5, readinessPath: "/healthz",
+    }));
+    expect(errors).toEqual({});
+    expect(body).toEqual({
+      name: "digits", command: "python examples/serve_digits.py", working_dir: "/src/cairn", readiness_path: "/healthz",
+      resources: { gpu: "0", cpu: "0.5", memory: "1Gi" }, replicas: 1, port: 8080, priority: "P3", max_restarts: 0,
+    });
+  });
+  it("sends autoscaling, public and model only when asked", () => {
+    const body = buildSubmitBody("deployment", values({
+      command: "serve", autoscale: true, minReplicas: 0, maxReplicas: 3, targetConcurrency: 2.5, isPublic: true, model: "digits@latest",
+    })).body;
+    expect(body).toMatchObject({
+      public: true, model: "digits@latest",
+      autoscaling: { min_replicas: 0, max_replicas: 3, target_concurrency: 2.5, stable_window_seconds: 60, panic_window_seconds: 6 },
+    });
+    const plain = buildSubmitBody("deployment", values({ command: "serve", maxReplicas: 3 })).body;
+    expect(plain).not.toHaveProperty("autoscaling");
+    expect(plain).not.toHaveProperty("public");
+    // max_replicas empty: sent as null so the API's own message names the field
+    expect(buildSubmitBody("deployment", values({ command: "serve", autoscale: true })).body.autoscaling).toMatchObject({ max_replicas: null });
+  });
+  it("reads volumes and datasets one a line", () => {
+    expect(parseVolumes("ckpt\n# note\nshared:/mnt/s:ro\nlogs::ro")).toEqual({
+      volumes: [{ name: "ckpt" }, { name: "shared", mount: "/mnt/s", read_only: true }, { name: "logs", read_only: true }], error: null,
+    });
+    expect(parseVolumes("a:b:c:d").error).toMatch(/Line 1/);
+    expect(parseDatasets("imagenet@2\ndigits@latest:/data/d\nmnist:/m")).toEqual({
+      datasets: [{ name: "imagenet", version: 2 }, { name: "digits", mount: "/data/d" }, { name: "mnist", mount: "/m" }], error: null,
+    });
+    expect(parseDatasets("x@two").error).toMatch(/Line 1/);
+    const training = buildSubmitBody("training", values({ command: "true", volumes: "ckpt", datasets: "imagenet@2" })).body;
+    expect(training).toMatchObject({ volumes: [{ name: "ckpt" }], datasets: [{ name: "imagenet", version: 2 }] });
+    expect(buildSubmitBody("training", values({ command: "true", datasets: "bad name" })).errors.datasets).toMatch(/Line 1/);
+  });
+  it("puts the API's nested errors next to their fields", () => {
+    const mapped = mapSubmitErrors("deployment", {
+      "autoscaling.max_replicas": ["This field may not be null."], "autoscaling.min_replicas": ["Must not be above max_replicas."],
+      "volumes.0.name": ["No volume 'x' in this project."], readiness_path: ["Bad path."], public: ["Must be a valid boolean."],
+    }, "x");
+    expect(mapped.fields).toEqual({
+      maxReplicas: "This field may not be null.", minReplicas: "Must not be above max_replicas.", volumes: "No volume 'x' in this project.",
+      readinessPath: "Bad path.", isPublic: "Must be a valid boolean.",
+    });
     expect(mapped.general).toEqual([]);
   });
 });

@@ -29,6 +29,23 @@ export interface SubmitValues {
   ide: Ide;
   /** Notebooks: idle time before it is stopped, as a duration (`30m`, `2h`); `0` never; empty = the project's default. */
   idleTimeout: string;
+  /** Project volumes, one a line: `name`, `name:/mount`, `name:/mount:ro` (or `name::ro`). */
+  volumes: string;
+  /** Dataset versions, one a line: `name`, `name@3`, `name@3:/mount` (or `name:/mount`: the latest). */
+  datasets: string;
+  /** Deployments: the path whose GET says a replica is ready. */
+  readinessPath: string;
+  /** Deployments: anyone may call it through the gateway, without credentials. */
+  isPublic: boolean;
+  /** Deployments: a registered model to serve, `name@version` or `name@latest`. */
+  model: string;
+  /** Deployments: autoscaling on, and its settings. */
+  autoscale: boolean;
+  minReplicas: number | string;
+  maxReplicas: number | string;
+  targetConcurrency: number | string;
+  stableWindow: number | string;
+  panicWindow: number | string;
 }
 
 export type SubmitField = keyof SubmitValues;
@@ -53,15 +70,32 @@ export const DEFAULT_VALUES: SubmitValues = {
   env: "",
   ide: "jupyterlab",
   idleTimeout: "",
+  volumes: "",
+  datasets: "",
+  readinessPath: "",
+  isPublic: false,
+  model: "",
+  autoscale: false,
+  // The API's defaults (apps/deployments/api/serializers.py, AutoscalingSerializer); max has none.
+  minReplicas: 1,
+  maxReplicas: "",
+  targetConcurrency: 10,
+  stableWindow: 60,
+  panicWindow: 6,
 };
 
-const COMMON: SubmitField[] = ["name", "image", "gpu", "cpu", "memory", "priority", "pool", "gpuModel", "preemptible", "maxRestarts", "env"];
+const COMMON: SubmitField[] = [
+  "name", "image", "gpu", "cpu", "memory", "priority", "pool", "gpuModel", "preemptible", "maxRestarts", "env", "volumes", "datasets",
+];
+const AUTOSCALING: SubmitField[] = ["autoscale", "minReplicas", "maxReplicas", "targetConcurrency", "stableWindow", "panicWindow"];
 
 /** The fields each kind's form shows (and sends). */
 export const KIND_FIELDS: Record<WorkloadKind, ReadonlySet<SubmitField>> = {
   training: new Set<SubmitField>([...COMMON, "command", "workingDir", "replicas", "maxRuntime"]),
   notebook: new Set<SubmitField>([...COMMON, "ide", "idleTimeout"]),
-  deployment: new Set<SubmitField>([...COMMON, "command", "replicas", "port"]),
+  deployment: new Set<SubmitField>([
+    ...COMMON, "command", "workingDir", "replicas", "port", "readinessPath", "isPublic", "model", ...AUTOSCALING,
+  ]),
 };
 
 export const FIELD_LABEL: Record<SubmitField, string> = {
@@ -83,6 +117,17 @@ export const FIELD_LABEL: Record<SubmitField, string> = {
   env: "Environment",
   ide: "IDE",
   idleTimeout: "Idle timeout",
+  volumes: "Volumes",
+  datasets: "Datasets",
+  readinessPath: "Readiness path",
+  isPublic: "Public",
+  model: "Model",
+  autoscale: "Autoscaling",
+  minReplicas: "Min replicas",
+  maxReplicas: "Max replicas",
+  targetConcurrency: "Target requests per replica",
+  stableWindow: "Stable window",
+  panicWindow: "Panic window",
 };
 
 /** API field path (first segments) → form field. */
@@ -105,6 +150,17 @@ const API_FIELD: Record<string, SubmitField> = {
   env: "env",
   ide: "ide",
   idle_timeout: "idleTimeout",
+  volumes: "volumes",
+  datasets: "datasets",
+  readiness_path: "readinessPath",
+  public: "isPublic",
+  model: "model",
+  autoscaling: "autoscale",
+  "autoscaling.min_replicas": "minReplicas",
+  "autoscaling.max_replicas": "maxReplicas",
+  "autoscaling.target_concurrency": "targetConcurrency",
+  "autoscaling.stable_window_seconds": "stableWindow",
+  "autoscaling.panic_window_seconds": "panicWindow",
 };
 
 export type FieldErrors = Partial<Record<SubmitField, string>>;
@@ -225,6 +281,44 @@ export function parseIdleTimeout(input: string): { seconds: number | null; error
   return { seconds, error: null };
 }
 
+type VolumeMount = { name: string; mount?: string; read_only?: boolean };
+type DatasetMount = { name: string; version?: number; mount?: string };
+
+function lines(input: string): [number, string][] {
+  return input.split(/\r?\n/).map((line, i) => [i + 1, line.trim()] as [number, string]).filter(([, line]) => line && !line.startsWith("#"));
+}
+
+/** `name`, `name:/mount`, `name:/mount:ro`, `name::ro`, one a line → the API's `volumes`. */
+export function parseVolumes(input: string): { volumes: VolumeMount[]; error: string | null } {
+  const volumes: VolumeMount[] = [];
+  for (const [n, line] of lines(input)) {
+    const parts = line.split(":");
+    const [name, mount = "", flag = ""] = parts;
+    if (parts.length > 3 || !name.trim() || (flag && flag !== "ro" && flag !== "rw")) {
+      return { volumes, error: `Line ${n}: write name, name:/mount or name:/mount:ro.` };
+    }
+    const volume: VolumeMount = { name: name.trim() };
+    if (mount.trim()) volume.mount = mount.trim();
+    if (flag === "ro") volume.read_only = true;
+    volumes.push(volume);
+  }
+  return { volumes, error: null };
+}
+
+/** `name`, `name@3`, `name@3:/mount`, `name:/mount`, one a line → the API's `datasets`. */
+export function parseDatasets(input: string): { datasets: DatasetMount[]; error: string | null } {
+  const datasets: DatasetMount[] = [];
+  for (const [n, line] of lines(input)) {
+    const m = /^([^@:\s]+)(?:@(\d+|latest))?(?::(\S+))?$/.exec(line);
+    if (!m) return { datasets, error: `Line ${n}: write name, name@version or name@version:/mount.` };
+    const dataset: DatasetMount = { name: m[1] };
+    if (m[2] && m[2] !== "latest") dataset.version = Number(m[2]);
+    if (m[3]) dataset.mount = m[3];
+    datasets.push(dataset);
+  }
+  return { datasets, error: null };
+}
+
 function text(value: string | null | undefined): string {
   return (value ?? "").trim();
 }
@@ -238,6 +332,11 @@ function decimal(value: number | string): string {
   const n = typeof value === "number" ? value : Number(value.trim());
   if (!Number.isFinite(n)) return String(value).trim();
   return String(Number(n.toFixed(3)));
+}
+
+function number(value: number | string): number | string {
+  const n = typeof value === "number" ? value : Number(value.trim());
+  return Number.isFinite(n) ? n : String(value).trim();
 }
 
 function integer(value: number | string): number | string {
@@ -284,6 +383,30 @@ export function buildSubmitBody(kind: WorkloadKind, values: SubmitValues): { bod
     const idle = parseIdleTimeout(values.idleTimeout);
     if (idle.error) errors.idleTimeout = idle.error;
     else if (idle.seconds !== null) body.idle_timeout = idle.seconds;
+  }
+
+  if (fields.has("readinessPath") && text(values.readinessPath)) body.readiness_path = text(values.readinessPath);
+  if (fields.has("isPublic") && values.isPublic) body.public = true;
+  if (fields.has("model") && text(values.model)) body.model = text(values.model);
+  if (fields.has("autoscale") && values.autoscale) {
+    const scaling: Record<string, unknown> = {};
+    if (!isBlank(values.minReplicas)) scaling.min_replicas = integer(values.minReplicas);
+    // max_replicas is required by the API: sent even when empty, so its own message says so.
+    scaling.max_replicas = isBlank(values.maxReplicas) ? null : integer(values.maxReplicas);
+    if (!isBlank(values.targetConcurrency)) scaling.target_concurrency = number(values.targetConcurrency);
+    if (!isBlank(values.stableWindow)) scaling.stable_window_seconds = number(values.stableWindow);
+    if (!isBlank(values.panicWindow)) scaling.panic_window_seconds = number(values.panicWindow);
+    body.autoscaling = scaling;
+  }
+  if (fields.has("volumes")) {
+    const { volumes, error } = parseVolumes(values.volumes);
+    if (error) errors.volumes = error;
+    else if (volumes.length) body.volumes = volumes;
+  }
+  if (fields.has("datasets")) {
+    const { datasets, error } = parseDatasets(values.datasets);
+    if (error) errors.datasets = error;
+    else if (datasets.length) body.datasets = datasets;
   }
 
   const { env, error } = parseEnv(values.env);

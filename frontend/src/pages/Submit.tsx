@@ -1,8 +1,8 @@
 // Submit a training job, notebook or deployment. The API validates; its messages appear next to
 // the fields they are about (lib/submit.ts maps them), anything else above the button.
 import {
-  Alert, Anchor, Autocomplete, Button, Card, Group, List, NumberInput, SegmentedControl, Select, SimpleGrid, Stack,
-  Tabs, Text, Textarea, TextInput, Title,
+  Alert, Anchor, Autocomplete, Button, Card, Checkbox, Fieldset, Group, List, NumberInput, SegmentedControl, Select,
+  SimpleGrid, Stack, Switch, Tabs, Text, Textarea, TextInput, Title,
 } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
@@ -314,7 +314,7 @@ export function SubmitPage() {
                 <TextInput
                   label="Working directory"
                   name="working_dir"
-                  description="Where the command runs, in every replica."
+                  description="Where the command runs, in every replica; on a local pool, a folder the pool allows."
                   placeholder="Default: the replica's own directory"
                   value={values.workingDir}
                   onChange={(e) => set("workingDir", e.currentTarget.value)}
@@ -443,6 +443,97 @@ export function SubmitPage() {
               error={err("port")}
             />
           )}
+          {shows("readinessPath") && (
+            <SimpleGrid cols={{ base: 1, sm: 2 }} spacing="md">
+              <TextInput
+                label="Readiness path"
+                name="readiness_path"
+                placeholder="/"
+                description="A replica gets traffic once a GET here answers below 400 (default /), e.g. /healthz."
+                value={values.readinessPath}
+                onChange={(e) => set("readinessPath", e.currentTarget.value)}
+                error={err("readinessPath")}
+                autoComplete="off"
+              />
+              <TextInput
+                label="Model"
+                name="model"
+                placeholder="None"
+                description="A registered model to serve, name@version or name@latest, mounted read-only at /model."
+                value={values.model}
+                onChange={(e) => set("model", e.currentTarget.value)}
+                error={err("model")}
+                autoComplete="off"
+              />
+            </SimpleGrid>
+          )}
+          {shows("isPublic") && (
+            <Checkbox
+              label="Public: anyone may call it through the gateway, without a token or deployment key"
+              name="public"
+              checked={values.isPublic}
+              onChange={(e) => set("isPublic", e.currentTarget.checked)}
+              error={err("isPublic")}
+              description="Off: callers need a project member's API token or a deployment key (made on the deployment's page or with the API)."
+            />
+          )}
+          {shows("autoscale") && (
+            <Fieldset legend="Autoscaling" data-testid="autoscaling">
+              <Stack gap="sm">
+                <Switch
+                  label="Scale replicas on the requests in flight"
+                  name="autoscale"
+                  checked={values.autoscale}
+                  onChange={(e) => set("autoscale", e.currentTarget.checked)}
+                  error={err("autoscale")}
+                  description="Replicas above is the count it starts with; it must lie between min and max."
+                />
+                {values.autoscale && (
+                  <SimpleGrid cols={{ base: 2, sm: 5 }} spacing="md">
+                    <NumberInput label="Min replicas" name="min_replicas" description="0 scales to zero" min={0} max={64}
+                      allowDecimal={false} value={values.minReplicas} onChange={(v) => set("minReplicas", v)} error={err("minReplicas")} />
+                    <NumberInput label="Max replicas" name="max_replicas" description="Required" min={1} max={64}
+                      allowDecimal={false} value={values.maxReplicas} onChange={(v) => set("maxReplicas", v)} error={err("maxReplicas")} />
+                    <NumberInput label="Target requests per replica" name="target_concurrency" description="In flight" min={0.1}
+                      max={10000} decimalScale={2} value={values.targetConcurrency} onChange={(v) => set("targetConcurrency", v)}
+                      error={err("targetConcurrency")} />
+                    <NumberInput label="Stable window" name="stable_window_seconds" description="Seconds, 6–3600" min={6} max={3600}
+                      value={values.stableWindow} onChange={(v) => set("stableWindow", v)} error={err("stableWindow")} />
+                    <NumberInput label="Panic window" name="panic_window_seconds" description="Seconds, 1–600" min={1} max={600}
+                      value={values.panicWindow} onChange={(v) => set("panicWindow", v)} error={err("panicWindow")} />
+                  </SimpleGrid>
+                )}
+              </Stack>
+            </Fieldset>
+          )}
+          <SimpleGrid cols={{ base: 1, sm: 2 }} spacing="md">
+            <Textarea
+              label="Volumes"
+              name="volumes"
+              description="Project volumes, one a line: name, name:/mount or name:/mount:ro (default /data/<name>)."
+              placeholder={"checkpoints\nshared:/mnt/shared:ro"}
+              value={values.volumes}
+              onChange={(e) => set("volumes", e.currentTarget.value)}
+              error={err("volumes")}
+              autosize
+              minRows={2}
+              maxRows={6}
+              styles={{ input: { fontFamily: "var(--mantine-font-family-monospace)" } }}
+            />
+            <Textarea
+              label="Datasets"
+              name="datasets"
+              description="Dataset versions, read-only, one a line: name (the latest), name@3 or name@3:/mount (default /datasets/<name>)."
+              placeholder={"imagenet@2\ndigits@latest:/data/digits"}
+              value={values.datasets}
+              onChange={(e) => set("datasets", e.currentTarget.value)}
+              error={err("datasets")}
+              autosize
+              minRows={2}
+              maxRows={6}
+              styles={{ input: { fontFamily: "var(--mantine-font-family-monospace)" } }}
+            />
+          </SimpleGrid>
           <Textarea
             label="Environment"
             name="env"
