@@ -315,7 +315,8 @@ def _clean_location(*, source: str, location: dict, credentials: dict | None, po
                 (policy or Policy()).check_url(endpoint)
             except UnsafeDestination as exc:
                 raise ServiceError(f"endpoint_url: {exc}") from None
-        if not isinstance(region, str) or len(region) > 40:
+        # Part of the host name without an endpoint_url (s3.<region>.amazonaws.com): letters, digits, '-'.
+        if not isinstance(region, str) or not re.match(r"^[a-z0-9-]{0,40}$", region):
             raise ServiceError("region must be a short string such as 'us-east-1'.")
         creds = credentials or {}
         if not isinstance(creds, dict) or bool(creds.get("access_key_id")) != bool(creds.get("secret_access_key")):

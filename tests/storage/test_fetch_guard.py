@@ -104,6 +104,13 @@ def test_private_endpoints_are_refused_without_a_connection(endpoint, words, cli
     assert secret_server.hits == []
 
 
+@pytest.mark.parametrize("region", ["x@127.0.0.1:8000/", "us-east-1.evil", "US_EAST"])
+def test_the_region_cannot_steer_the_default_endpoint(region, client_for, alice, no_global_allowance):
+    answer = client_for(alice).post(f"{P}/datasets/", {"name": "d", "source": "s3", "location": {
+        "bucket": "corpus", "region": region}}, format="json")
+    assert answer.status_code == 400 and "region" in answer.json()["detail"]
+
+
 def test_ipv6_loopback_is_refused(client_for, alice, ipv6_secret_server, no_global_allowance):
     answer = _register(client_for(alice), f"http://[::1]:{ipv6_secret_server.server_address[1]}")
     _refused(answer, "loopback")
