@@ -333,6 +333,19 @@ class RealKube:
         k8s.StorageV1Api(self.api).create_storage_class({
             "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
             "provisioner": "fake.cairn.test", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"})
+        # Volcano's PodGroup API only (no Volcano scheduler runs): Cairn creates a PodGroup per
+        # attempt on clusters registered with "volcano": true.
+        k8s.ApiextensionsV1Api(self.api).create_custom_resource_definition({
+            "metadata": {"name": "podgroups.scheduling.volcano.sh"},
+            "spec": {"group": "scheduling.volcano.sh", "scope": "Namespaced",
+                     "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup"},
+                     "versions": [{"name": "v1beta1", "served": True, "storage": True, "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": {"type": "object",
+                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}})
+        established = lambda: any(  # noqa: E731
+            c.type == "Established" and c.status == "True" for c in k8s.ApiextensionsV1Api(self.api)
+            .read_custom_resource_definition("podgroups.scheduling.volcano.sh").status.conditions or [])
+        assert eventually(established, timeout=30), "the PodGroup CRD was never established"
         self.stop_event = threading.Event()
         self.provisioner = threading.Thread(target=self._provision, daemon=True, name="fake-provisioner")
         self.provisioner.start()
@@ -508,13 +521,13 @@ _API_PATHS = {
     "serviceaccounts": "/api/v1", "jobs": "/apis/batch/v1", "statefulsets": "/apis/apps/v1",
     "deployments": "/apis/apps/v1", "replicasets": "/apis/apps/v1",
     "horizontalpodautoscalers": "/apis/autoscaling/v2", "networkpolicies": "/apis/networking.k8s.io/v1",
-    "rolebindings": "/apis/rbac.authorization.k8s.io/v1",
+    "rolebindings": "/apis/rbac.authorization.k8s.io/v1", "podgroups": "/apis/scheduling.volcano.sh/v1beta1",
 }
 _CLUSTER_SCOPED = {"namespaces", "nodes"}
 # What Cairn creates in a project namespace, deleted after each test that ran on the real server
 # (the namespace stays: deleting it is asynchronous and the next test reuses its name).
 _CLEANUP = ("jobs", "statefulsets", "deployments", "horizontalpodautoscalers", "services", "secrets",
-            "persistentvolumeclaims", "pods")
+            "persistentvolumeclaims", "podgroups", "pods")
 
 
 class RealApi:

@@ -51,8 +51,8 @@ def test_notebook_and_deployment_dispatch_create_their_objects(emulator, make_wo
     assert reload(deployment).status == reload(notebook).status == "running"
 
 
+@pytest.mark.real_kube
 def test_volcano_cluster_gets_a_podgroup(emulator, make_workload, k8s_cluster):
-    """Emulator only: the test control plane has no Volcano CRDs."""
     k8s_cluster.config = {"volcano": True}
     k8s_cluster.save(update_fields=["config"])
     workload = make_workload(replicas=3)
