@@ -12,6 +12,8 @@ from django.conf import settings
 from django.http import HttpRequest
 from rest_framework.throttling import ScopedRateThrottle
 
+from apps.core.proxyheaders import forwarded_allow_ips, is_trusted, uvicorn_proxy_options  # noqa: F401 (re-exported)
+
 _current_request: ContextVar[HttpRequest | None] = ContextVar("cairn_audit_request", default=None)
 
 USER_AGENT_MAX = 255
@@ -42,33 +44,6 @@ def _valid_ip(text: str | None) -> str | None:
         return None
 
 
-def forwarded_allow_ips() -> list[str]:
-    """CAIRN_FORWARDED_ALLOW_IPS: the addresses or networks of the reverse proxies whose
-    X-Forwarded-For Cairn believes ("*": any peer). Empty (the default): none."""
-    value = settings.CAIRN.get("FORWARDED_ALLOW_IPS") or []
-    return [value] if isinstance(value, str) else [str(v).strip() for v in value if str(v).strip()]
-
-
-def uvicorn_proxy_options() -> dict:
-    """uvicorn.Config's proxy arguments for Cairn's setting. uvicorn's own default trusts
-    X-Forwarded-For from 127.0.0.1, where every local job is too: a job forged its address."""
-    allowed = forwarded_allow_ips()
-    return {"proxy_headers": bool(allowed), "forwarded_allow_ips": ",".join(allowed) if allowed else ""}
-
-
-def _is_trusted(ip: str, allowed: list[str]) -> bool:
-    address = ipaddress.ip_address(ip)
-    for entry in allowed:
-        if entry == "*":
-            return True
-        try:
-            if address in ipaddress.ip_network(entry, strict=False):
-                return True
-        except ValueError:
-            continue
-    return False
-
-
 def client_ip(request: HttpRequest) -> str | None:
     """The address a request came from: the TCP peer (REMOTE_ADDR), unless the peer is a proxy
     CAIRN_FORWARDED_ALLOW_IPS names. Then X-Forwarded-For: with CAIRN_TRUSTED_PROXIES=N, the N-th
@@ -77,7 +52,7 @@ def client_ip(request: HttpRequest) -> str | None:
     meta = request.META
     remote = _valid_ip(meta.get("REMOTE_ADDR"))
     allowed = forwarded_allow_ips()
-    if remote is None or not allowed or not _is_trusted(remote, allowed):
+    if remote is None or not allowed or not is_trusted(remote, allowed):
         return remote
     hops = [hop.strip() for hop in meta.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
     proxies = int(settings.CAIRN.get("TRUSTED_PROXIES", 0) or 0)
@@ -87,7 +62,7 @@ def client_ip(request: HttpRequest) -> str | None:
         ip = _valid_ip(hop)
         if ip is None:
             return remote
-        if not _is_trusted(ip, allowed):
+        if not is_trusted(ip, allowed):
             return ip
     return _valid_ip(hops[0]) if hops else remote
 

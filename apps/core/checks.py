@@ -99,7 +99,7 @@ def uvicorn_forwarded_mismatch() -> str | None:
     """Server mode runs `uvicorn` from the command line, which reads FORWARDED_ALLOW_IPS and
     otherwise believes X-Forwarded-For from 127.0.0.1: a message when that differs from
     CAIRN_FORWARDED_ALLOW_IPS (docker-compose and the Kubernetes config set both)."""
-    from apps.audit.context import forwarded_allow_ips
+    from .proxyheaders import forwarded_allow_ips
 
     if settings.CAIRN_MODE != "server":
         return None

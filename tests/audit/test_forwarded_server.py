@@ -11,8 +11,8 @@ import pytest
 import uvicorn
 from django.core.cache import cache
 
-from apps.audit.context import uvicorn_proxy_options
 from apps.audit.models import AuditEvent
+from apps.core.proxyheaders import uvicorn_proxy_options
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

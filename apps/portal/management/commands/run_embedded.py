@@ -21,13 +21,13 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.audit.context import uvicorn_proxy_options
 from apps.backends.local import netns, sandbox
 from apps.backends.loops import run_reconciler_loop
 from apps.backends.services import local_backend_shutdown
 from apps.core.loops import run_loop
 from apps.core.outbox import outbox_relay, outbox_wakeup
 from apps.core.proxy import close_pools
+from apps.core.proxyheaders import uvicorn_proxy_options
 from apps.notebooks.loops import run_culler_loop
 from apps.scheduling.services import scheduling_cycle
 from apps.sweeps.driver import sweeps_drive
