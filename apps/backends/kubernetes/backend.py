@@ -276,6 +276,24 @@ def ensure_namespace(clients: Clients, project: str, options: m.ClusterOptions) 
             logger.warning("kubernetes: %s; Secrets in %s need the cairn-project role bound there", exc, name)
     for policy in m.network_policies(project, options):
         ensure(clients, policy)
+    for secret in options.image_pull_secrets:
+        _copy_pull_secret(clients, secret, options.cairn_namespace, name, project)
+
+
+def _copy_pull_secret(clients: Clients, secret: str, source: str, namespace: str, project: str) -> None:
+    """The cluster's `image_pull_secrets` live in Cairn's own namespace: each is copied into the
+    project namespace (pods may only name Secrets of theirs). One that Cairn's namespace does
+    not have is assumed to be in the project namespace already (an administrator's)."""
+    try:
+        original = clients.call(clients.core.read_namespaced_secret, secret, source)
+    except ApiError as exc:
+        if exc.status in (403, 404):
+            return
+        raise
+    ensure(clients, {"apiVersion": "v1", "kind": "Secret", "type": original.get("type") or "Opaque",
+                     "metadata": {"name": secret, "namespace": namespace,
+                                  "labels": {m.LABEL_MANAGED_BY: m.MANAGED_BY, m.LABEL_PROJECT: project}},
+                     "data": original.get("data") or {}})
 
 
 def pods_of(clients: Clients, workload: Workload) -> list[dict]:

@@ -36,6 +36,8 @@ class PodView:
     reason: str  # OOMKilled, Error, Completed, Evicted, ... ('' when running)
     problem: Problem | None
     ready: bool
+    # a failed container's termination message: with FallbackToLogsOnError, its log's last lines
+    output: str = ""
 
 
 def epoch_seconds(value: str | None) -> float | None:
@@ -94,7 +96,10 @@ def pod_view(pod: dict, *, replica: int | None = None) -> PodView:
     last_terminated = (main.get("lastState") or {}).get("terminated") or {}
     name = meta.get("name", "")
     problem: Problem | None = None
+    failed_init = _failed_init(status)
     if phase in ("Succeeded", "Failed"):
+        if not terminated and failed_init is not None:  # the main container never ran
+            terminated = {**failed_init[1], "reason": f"Init:{failed_init[1].get('reason') or 'Error'}"}
         exit_code = terminated.get("exitCode")
         if exit_code is None:
             exit_code = 0 if phase == "Succeeded" else None
@@ -104,7 +109,8 @@ def pod_view(pod: dict, *, replica: int | None = None) -> PodView:
             signal=exit_code - 128 if exit_code and exit_code > 128 else None,
             finished_at=epoch_seconds(terminated.get("finishedAt")),
         )
-        return PodView(name, replica, attempt, replica_state, reason, None, False)
+        output = _tail(terminated.get("message") or "") if exit_code not in (0, None) else ""
+        return PodView(name, replica, attempt, replica_state, reason, None, False, output)
     if meta.get("deletionTimestamp") is None:
         for condition in status.get("conditions") or []:
             if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
@@ -122,6 +128,13 @@ def pod_view(pod: dict, *, replica: int | None = None) -> PodView:
                 text = f"Replica {replica} keeps running out of memory (OOMKilled) and is restarted"
             detail = waiting.get("message")
             problem = Problem("ContainersReady", reason, f"{text}: {detail}" if detail else f"{text}.")
+        elif failed_init is not None:  # an init container (the dataset fill) keeps failing
+            init_name, init_state = failed_init
+            why = init_state.get("reason") or "Error"
+            detail = _tail(init_state.get("message") or "", lines=3)
+            problem = Problem("ContainersReady", f"Init:{why}",
+                              f"Replica {replica} cannot start: its init container {init_name} failed ({why})"
+                              + (f": {detail}" if detail else "."))
     ready = phase == "Running" and bool(main.get("ready", True))
     return PodView(name, replica, attempt, ReplicaState(replica=replica, phase=RUNNING), "", problem, ready)
 
@@ -154,6 +167,26 @@ def job_failure(job: dict | None) -> tuple[str, str] | None:
     return None
 
 
+def _failed_init(status: dict) -> tuple[str, dict] | None:
+    """(name, its state) of an init container that failed (exited non-zero) or waits in a broken
+    state (CrashLoopBackOff, image pull errors); None when they are fine."""
+    for init in status.get("initContainerStatuses") or []:
+        state = init.get("state") or {}
+        done = state.get("terminated") or {}
+        if done and done.get("exitCode") not in (0, None):
+            return init.get("name", ""), done
+        waiting = state.get("waiting") or {}
+        if waiting.get("reason") in BROKEN_REASONS:
+            last = (init.get("lastState") or {}).get("terminated") or {}
+            return init.get("name", ""), {**last, "reason": waiting["reason"],
+                                          "message": waiting.get("message") or last.get("message") or ""}
+    return None
+
+
+def _tail(text: str, *, lines: int = 10, chars: int = 1000) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])[-chars:]
+
+
 def job_deadline_exceeded(job: dict | None) -> str | None:
     """The Job controller's message when the Job was stopped at its activeDeadlineSeconds (condition
     Failed, or FailureTarget while its pods are still terminating, with reason DeadlineExceeded);
@@ -177,6 +210,8 @@ def describe_failure(view: PodView, *, memory_mb: int | None = None) -> str:
     text = state.describe()
     if view.reason and view.reason not in ("Error", "Completed"):
         text = text[:-1] + f" ({view.reason})."
+    if view.output:  # kept here: the pod, and its log, go with the attempt's Job
+        text += f" Its last output:\n{view.output}"
     return text
 
 

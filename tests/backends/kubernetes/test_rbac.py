@@ -56,7 +56,7 @@ def rbac_documents() -> list[dict]:
 
 
 def roles() -> dict[str, dict]:
-    return {d["metadata"]["name"]: d for d in rbac_documents() if d["kind"] == "ClusterRole"}
+    return {d["metadata"]["name"]: d for d in rbac_documents() if d["kind"] in ("ClusterRole", "Role")}
 
 
 def granted(*names: str) -> set[tuple[str, str, str]]:
@@ -69,7 +69,10 @@ def granted(*names: str) -> set[tuple[str, str, str]]:
 
 def test_rbac_manifests_validate_and_have_no_wildcards():
     docs = rbac_documents()
-    assert {d["kind"] for d in docs} == {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
+    assert {d["kind"] for d in docs} == {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+                                         "RoleBinding"}
+    # the one Role: Cairn's own namespace (its image pull Secrets, copied into project namespaces)
+    assert [d["metadata"]["namespace"] for d in docs if d["kind"] == "Role"] == ["cairn-system"]
     for doc in docs:
         kubernetes_validate.validate(doc, "1.37.0", strict=True)
     assert not any("*" in part for grant in granted() for part in grant)
@@ -87,13 +90,19 @@ def test_secrets_are_granted_per_project_namespace_only():
     [binding] = [d for d in rbac_documents() if d["kind"] == "ClusterRoleBinding"]
     assert binding["roleRef"]["name"] == "cairn-dispatcher"
     assert not any(resource == "secrets" for _, resource, _ in granted("cairn-dispatcher"))
+    assert granted("cairn-pull-secrets") == {("", "secrets", "get")}  # in cairn-system only (a Role)
     assert {r for _, r, _ in granted("cairn-project")} == {"secrets"}
 
 
 def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_workload, k8s_cluster, kubelet,
                                                                  monkeypatch):
     """Emulator only: it reads the emulator's request log (test_real_rbac.py checks the real server's audit log)."""
-    k8s_cluster.config = {"volcano": True, "deployment_hpa": True}  # every object kind Cairn may create
+    # every object kind Cairn may create; an image pull Secret copied from Cairn's namespace
+    k8s_cluster.config = {"volcano": True, "deployment_hpa": True, "image_pull_secrets": ["regcred"]}
+    emulator.create("namespaces", {"metadata": {"name": "cairn-system"}})
+    emulator.create("secrets", {"metadata": {"name": "regcred", "namespace": "cairn-system"},
+                                "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}},
+                    "cairn-system")
     # Training mounts an NFS dataset (its PersistentVolume and claim), as resolved by apps.storage.
     nfs = {"name": "shared", "version": 1, "mount": "/mnt/shared", "digest": "e" * 64, "source": "nfs",
            "location": {"server": "nfs.lab", "path": "/export/shared"}}
@@ -159,6 +168,8 @@ def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_
         watches = {("batch", "jobs", "watch"), ("", "pods", "watch"), ("apps", "statefulsets", "watch"),
                    ("apps", "deployments", "watch"), ("", "nodes", "watch"), ("", "events", "watch")}
         assert eventually(lambda: watches <= emulator.verbs)
+        copied = emulator.get("secrets", NS, "regcred")
+        assert copied["type"] == "kubernetes.io/dockerconfigjson" and copied["data"] == {".dockerconfigjson": "e30="}
     finally:
         reconciler.stop(timeout=0)
     # Pods are created by the test's kubelet, nodes by the test itself: not Cairn's verbs.

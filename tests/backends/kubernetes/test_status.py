@@ -91,3 +91,31 @@ def test_other_job_failures_and_states_are_not_a_deadline():
     assert job_deadline_exceeded(job({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"})) is None
     assert job_deadline_exceeded(job({"type": "Failed", "status": "False", "reason": "DeadlineExceeded"})) is None
     assert job_deadline_exceeded(job({"type": "Complete", "status": "True"})) is None
+
+
+def test_a_crashed_replicas_last_output_is_kept_in_its_failure():
+    """terminationMessagePolicy FallbackToLogsOnError puts the log's tail in the terminated
+    state's message: the failure keeps it, as the pod (and its log) goes with the attempt."""
+    lines = "\n".join(f"line {i}" for i in range(30)) + "\nRuntimeError: CUDA error: out of memory"
+    crashed = pod_view(pod("Failed", state={"terminated": {"exitCode": 1, "reason": "Error", "message": lines}}))
+    text = describe_failure(crashed)
+    assert text.startswith("Replica 0 exited with code 1. Its last output:\n")
+    assert text.endswith("RuntimeError: CUDA error: out of memory") and "line 20" not in text  # the last 10 lines
+    ok = pod_view(pod("Succeeded", state={"terminated": {"exitCode": 0, "message": "bye"}}))
+    assert ok.output == ""
+
+
+def test_init_container_failures_are_read():
+    failing = pod("Pending")
+    failing["status"]["initContainerStatuses"] = [{"name": "fill-datasets", "state": {"waiting": {
+        "reason": "CrashLoopBackOff", "message": "back-off 40s"}}, "lastState": {"terminated": {
+            "exitCode": 75, "message": "cairn cache: the store refused the credentials"}}}]
+    view = pod_view(failing)
+    assert view.problem.reason == "Init:CrashLoopBackOff"
+    assert "init container fill-datasets failed" in view.problem.message
+    failed = pod("Failed")
+    failed["status"]["initContainerStatuses"] = [{"name": "fill-datasets", "state": {"terminated": {
+        "exitCode": 75, "reason": "Error", "message": "no space left"}}}]
+    view = pod_view(failed)
+    assert view.state.exit_code == 75 and view.reason == "Init:Error"
+    assert describe_failure(view) == "Replica 0 exited with code 75 (Init:Error). Its last output:\nno space left"
