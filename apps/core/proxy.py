@@ -280,7 +280,11 @@ async def proxy_http(scope, receive, send, *, session: aiohttp.ClientSession, ur
         async with asyncio.timeout(timeout):
             response = await upstream_request(session, method=scope.get("method", "GET"), url=url, headers=headers,
                                               body=content, connect_timeout=connect_timeout)
-    except REFUSED as exc:
+    except (*REFUSED, aiohttp.ServerDisconnectedError) as exc:
+        # A replica in a network of its own is reached through a bridge that Cairn's listener
+        # hands it (apps/backends/local/bridge.py): the connection is accepted, then closed
+        # unanswered while the app inside does not listen yet. Before any answer, that is the
+        # same "still starting" as a refused connection.
         logger.info("proxy: %s refused the connection: %r", what, exc)
         if starting_page is not None:
             await send({"type": "http.response.start", "status": 503, "headers": [
