@@ -546,6 +546,18 @@ def cmd_quotas(app: App) -> int:
     return EXIT_OK
 
 
+def format_autoscaling(scaling: dict) -> str:
+    """'1-5 replicas, 2 requests in flight per replica (windows 60s stable, 6s panic)'; the API's
+    defaults where the spec leaves a setting out."""
+    low = scaling.get("min_replicas", 1)
+    high = scaling.get("max_replicas", low)
+    target = scaling.get("target_concurrency", 10)
+    stable = scaling.get("stable_window_seconds", 60)
+    panic = scaling.get("panic_window_seconds", 6)
+    return (f"{low}-{high} replicas, {format_number(target)} requests in flight per replica "
+            f"(windows {format_number(stable)}s stable, {format_number(panic)}s panic)")
+
+
 def cmd_get(app: App) -> int:
     client = app.client()
     project = app.project()
@@ -581,7 +593,22 @@ def cmd_get(app: App) -> int:
     if priority and w.get("preemptible") is not None:
         priority = f"{priority}, {'preemptible' if w['preemptible'] else 'not preemptible'}"
     row("Priority", priority)
-    row("Replicas", w.get("replicas"))
+    scale = w.get("scale") if isinstance(w.get("scale"), dict) else None
+    if w.get("kind") == "deployment" and scale is not None and w.get("status") == "running":
+        # Ready of desired (the autoscaler's wish), and what the scheduler admitted when it differs.
+        replicas = f"{scale.get('ready')} ready of {scale.get('desired')} desired"
+        if scale.get("admitted") != scale.get("desired"):
+            replicas += f" ({scale.get('admitted')} admitted)"
+        row("Replicas", replicas)
+    else:
+        row("Replicas", w.get("replicas"))
+    if w.get("kind") == "deployment":
+        scaling = (scale or {}).get("autoscaling") or spec.get("autoscaling")
+        row("Autoscaling", format_autoscaling(scaling) if isinstance(scaling, dict) else "off (a fixed count)")
+        row("Gateway", w.get("gateway_url"))
+        row("Readiness", spec.get("readiness_path"))
+        if spec.get("public") is not None:
+            row("Public", "yes: anyone may call it, no credentials" if spec["public"] else "no")
     row("GPU model", w.get("gpu_model"))
     accel = w.get("accelerator")
     if isinstance(accel, dict) and accel.get("type") not in (None, "", "nvidia"):
@@ -699,10 +726,16 @@ def cmd_rollout(app: App) -> int:
         line += f", canary revision {canary} with {status.get('canary_weight')}% of requests"
     if status.get("surge_wanted"):
         line += f", {status.get('surge')} of {status.get('surge_wanted')} surge replica(s) admitted"
-    line += " — complete" if status.get("complete") else " — in progress"
+    if w.get("status") != "running":
+        # A stopped deployment's replicas are gone: nothing is rolled out, complete or not.
+        line += f" — not running ({w.get('status')}): no replica serves, nothing is rolling out"
+    else:
+        line += " — complete" if status.get("complete") else " — in progress"
     app.say(line)
     if status.get("pending_reason"):
         app.say(status["pending_reason"])
+    if w.get("status") != "running":
+        return EXIT_OK  # its replicas' last records are history, not a rollout
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for column in ("REPLICA", "REVISION", "READY", "SURGE"):
         table.add_column(column, no_wrap=True)

@@ -161,3 +161,51 @@ def test_the_training_form_mounts_volumes_and_datasets(server, new_page):
     spec = api.get(f"{server.url}/api/v1/projects/dash/training-jobs/{job}/", timeout=10).json()["spec"]
     assert spec["volumes"] == [{"name": "scratch", "mount": "/mnt/scratch", "read_only": True}], spec
     api.post(f"{server.url}/api/v1/projects/dash/training-jobs/{job}/stop/", timeout=10)
+
+
+def _seed_scaled_deployment() -> int:
+    """A deployment that started with 1 replica and was scaled to 3 by its autoscaler, all ready
+    (rows only: the reconciler is slowed down so that nothing checks on them; min_replicas 3 keeps
+    the autoscaler, which sees no traffic, from scaling it down meanwhile)."""
+    from apps.clusters.models import ResourcePool
+    from apps.deployments.models import DeploymentScale
+    from apps.projects.models import Project
+    from tests.factories import WorkloadFactory
+
+    deployment = WorkloadFactory(
+        project=Project.objects.get(slug="dash"), pool=ResourcePool.objects.get(), kind="deployment", name="scaled",
+        status="running", replicas=3, cpu_milli=100, status_reason="Started", status_message="Started 1 replica(s).",
+        spec={"command": ["serve"], "env": {}, "readiness_path": "/healthz", "public": False,
+              "autoscaling": {"min_replicas": 3, "max_replicas": 5, "target_concurrency": 2.0}},
+        runtime={"backend": "local", "attempt": 1, "alive": True,
+                 "replicas": [{"replica": i, "ready": True} for i in range(3)]})
+    DeploymentScale.objects.create(workload=deployment, desired=3)
+    return deployment.pk
+
+
+def test_the_deployment_page_shows_desired_and_ready_replicas_and_autoscaling(tmp_path, settings, new_page):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]  # the server's
+    shared = tmp_path / "shared"
+    shared.mkdir(exist_ok=True)
+    in_thread(lambda: _seed(str(shared)))
+    deployment = in_thread(_seed_scaled_deployment)
+    server = EmbeddedServer(cairn_env(CAIRN_DATA_DIR=str(tmp_path / "data"), CAIRN_MODE="embedded",
+                                      CAIRN_TASKS_IN_PROCESS="1", CAIRN_RECONCILER_INTERVAL="3600",
+                                      CAIRN_SCHEDULER_INTERVAL="3600"), log=tmp_path / "server.log")
+    try:
+        page = new_page(server.url)
+        sign_in(page, "erin")
+        expect(page).to_have_url(re.compile(r"/projects/dash/workloads$"), timeout=UI)
+        page.goto(f"/projects/dash/workloads/deployment/{deployment}")
+        line = page.get_by_test_id("status-line")
+        expect(line).to_have_text("Serving: 3 of 3 replicas ready", timeout=UI)
+        expect(line).not_to_contain_text("Started 1 replica")
+        expect(page.get_by_test_id("replica-counts")).to_have_text("3 ready / 3 desired")
+        panel = page.get_by_test_id("scaling-panel")
+        expect(panel.get_by_test_id("scaling-mode")).to_have_text("Autoscaling")
+        expect(panel.get_by_test_id("autoscaling-min")).to_have_text("3")
+        expect(panel.get_by_test_id("autoscaling-max")).to_have_text("5")
+        expect(panel.get_by_test_id("autoscaling-target")).to_have_text("2 / replica")
+        expect(panel.get_by_test_id("gateway-url")).to_contain_text("/serve/dash/scaled/")
+    finally:
+        server.stop()

@@ -168,7 +168,7 @@ class FakeCairn:
 
         match = re.fullmatch(
             r"/api/v1/projects/([^/]+)/(workloads|training-jobs|notebooks|deployments)/"
-            r"(?:(\d+)/(?:(stop|start|logs|events)/)?)?",
+            r"(?:(\d+)/(?:(stop|start|logs|events|rollout)/)?)?",
             path,
         )
         if not match:
@@ -222,6 +222,11 @@ class FakeCairn:
             return self._page(h, self.events.get(w["id"], []), query)
         if action == "logs" and h.command == "GET":
             return self._logs(h, w, query)
+        if action == "rollout" and h.command == "GET" and route == "deployments":
+            return h.reply(200, w.get("rollout_status") or {
+                "stable_revision": 1, "canary_revision": None, "canary_weight": 10, "max_unavailable": 0,
+                "max_surge": 1, "surge": 0, "surge_wanted": 0, "pending_reason": "",
+                "replicas": [{"replica": 0, "revision": 1, "ready": True, "surge": False}], "complete": True})
         return h.reply(405, {"detail": f'Method "{h.command}" not allowed.'})
 
     def _login(self, h: _Handler, body: Any) -> None:

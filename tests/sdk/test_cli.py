@@ -634,3 +634,42 @@ def test_a_job_file_asks_for_an_accelerator_and_arch_and_get_shows_them(run, log
                            arch=["arm64"])
     out = run("get", "npu").out
     assert "8 x ascend 910B3" in out and "arm64" in out
+
+
+# -- deployments: replicas, autoscaling, gateway, rollout of a stopped one (issue 46, item 6) ---
+
+
+def test_get_shows_a_deployments_gateway_replicas_and_autoscaling(run, logged_in):
+    logged_in.add_workload(
+        kind="deployment", name="digits", status="running", replicas=3,
+        status_reason="Started", status_message="Started 1 replica(s).",
+        gateway_url="http://127.0.0.1:8000/serve/vision/digits/",
+        spec={"command": "python serve.py", "readiness_path": "/healthz", "public": False,
+              "autoscaling": {"min_replicas": 1, "max_replicas": 5, "target_concurrency": 2.0}},
+        scale={"desired": 4, "admitted": 3, "ready": 3,
+               "autoscaling": {"min_replicas": 1, "max_replicas": 5, "target_concurrency": 2.0,
+                               "stable_window_seconds": 60.0, "panic_window_seconds": 6.0}})
+    result = run("get", "digits")
+    assert result.code == 0, result.err
+    lines = {line.split("  ")[0]: line for line in result.out.splitlines() if line.strip()}
+    assert lines["Gateway"].split()[-1] == "http://127.0.0.1:8000/serve/vision/digits/"
+    assert lines["Autoscaling"].split(None, 1)[1].strip() == (
+        "1-5 replicas, 2 requests in flight per replica (windows 60s stable, 6s panic)")
+    assert lines["Replicas"].split(None, 1)[1].strip() == "3 ready of 4 desired (3 admitted)"
+    assert "/healthz" in lines["Readiness"]
+    logged_in.add_workload(kind="deployment", name="fixed", status="stopped", replicas=2,
+                           gateway_url="http://127.0.0.1:8000/serve/vision/fixed/", spec={"command": "serve"})
+    out = run("get", "fixed").out
+    assert "off (a fixed count)" in out and "/serve/vision/fixed/" in out
+
+
+def test_rollout_status_of_a_stopped_deployment_is_not_complete(run, logged_in):
+    logged_in.add_workload(kind="deployment", name="live", status="running")
+    live = run("rollout", "status", "live")
+    assert live.code == 0, live.err
+    assert "Revision 1 — complete" in live.out
+    logged_in.add_workload(kind="deployment", name="gone", status="stopped")
+    gone = run("rollout", "status", "gone")
+    assert gone.code == 0, gone.err
+    assert "complete" not in gone.out and "in progress" not in gone.out
+    assert "not running (stopped)" in gone.out

@@ -1,5 +1,6 @@
 from decimal import Decimal
 
+from django.core.exceptions import ObjectDoesNotExist
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -15,10 +16,10 @@ from apps.workloads.api.serializers import (
     WorkloadSerializer,
 )
 from apps.workloads.api.workdir import WorkingDirMixin
-from apps.workloads.choices import Kind
+from apps.workloads.choices import Kind, WorkloadStatus
 
 from ..conf import DEPLOYMENT_PORT
-from ..models import KEY_PREFIX, DeploymentKey, DeploymentRevision
+from ..models import KEY_PREFIX, DeploymentKey, DeploymentRevision, DeploymentScale
 from ..selectors import deployment_gateway_url, model_source
 
 
@@ -97,6 +98,57 @@ class ModelSourceSerializer(serializers.Serializer):
     workload = serializers.IntegerField(allow_null=True, help_text="The workload of that run.")
 
 
+class DeploymentAutoscalingOutSerializer(serializers.Serializer):
+    min_replicas = serializers.IntegerField()
+    max_replicas = serializers.IntegerField()
+    target_concurrency = serializers.FloatField()
+    stable_window_seconds = serializers.FloatField()
+    panic_window_seconds = serializers.FloatField()
+
+
+class DeploymentScaleSerializer(serializers.Serializer):
+    desired = serializers.IntegerField(
+        help_text="Replicas wanted now: the autoscaler's choice (or the fixed count); 0 when it is not running.")
+    admitted = serializers.IntegerField(help_text="Replicas the scheduler has admitted (the workload's replicas).")
+    ready = serializers.IntegerField(help_text="Replicas that passed their readiness check and get traffic.")
+    autoscaling = DeploymentAutoscalingOutSerializer(
+        allow_null=True, help_text="The autoscaler's settings, with defaults filled in; null: a fixed count.")
+
+
+AUTOSCALING_DEFAULTS = {"min_replicas": 1, "target_concurrency": 10.0, "stable_window_seconds": 60.0,
+                        "panic_window_seconds": 6.0}
+
+
+def deployment_scale(obj) -> dict:
+    """Desired, admitted and ready replicas of a deployment, and its autoscaling settings."""
+    spec = obj.spec if isinstance(obj.spec, dict) else {}
+    scaling = spec.get("autoscaling") if isinstance(spec.get("autoscaling"), dict) else None
+    if scaling is not None:
+        scaling = {**AUTOSCALING_DEFAULTS, "max_replicas": scaling.get("min_replicas", 1), **scaling}
+    running = obj.status == WorkloadStatus.RUNNING
+    runtime = obj.runtime if isinstance(obj.runtime, dict) else {}
+    if not running:
+        ready = 0
+    elif "main_rollout" in runtime:  # Kubernetes: the controller's counts
+        main, canary = runtime.get("main_rollout") or {}, runtime.get("canary") or {}
+        ready = int(main.get("ready") or 0) + (1 if isinstance(canary, dict) and canary.get("ready") else 0)
+    else:
+        ready = sum(1 for r in runtime.get("replicas") or [] if isinstance(r, dict) and r.get("ready"))
+    desired = 0
+    if running:
+        # The autoscaler's wish (DeploymentScale.desired) once it has decided; else the admitted count.
+        row = _scale_row(obj) if scaling is not None else None
+        desired = row.desired if row is not None else obj.replicas
+    return {"desired": desired, "admitted": obj.replicas if running else 0, "ready": ready, "autoscaling": scaling}
+
+
+def _scale_row(obj) -> DeploymentScale | None:
+    try:
+        return obj.scale
+    except ObjectDoesNotExist:
+        return None
+
+
 class DeploymentSerializer(WorkloadSerializer):
     """A deployment as the API shows it: a workload plus the URL to call it through Cairn."""
 
@@ -107,9 +159,16 @@ class DeploymentSerializer(WorkloadSerializer):
     model_source = serializers.SerializerMethodField(
         help_text="The model it serves and the run that produced it (lineage); null when it serves none.")
 
+    scale = serializers.SerializerMethodField(
+        help_text="Replicas desired (autoscaler), admitted and ready, and the autoscaling settings.")
+
     class Meta(WorkloadSerializer.Meta):
-        fields = [*WorkloadSerializer.Meta.fields, "gateway_url", "model_source"]
+        fields = [*WorkloadSerializer.Meta.fields, "gateway_url", "model_source", "scale"]
         read_only_fields = fields
+
+    @extend_schema_field(DeploymentScaleSerializer)
+    def get_scale(self, obj) -> dict:
+        return deployment_scale(obj)
 
     def get_gateway_url(self, obj) -> str:
         return deployment_gateway_url(obj) or ""

@@ -22,6 +22,7 @@ import { LogPanel } from "./workload/LogPanel";
 import { MetricsPanel } from "./workload/MetricsPanel";
 import { ResiliencePanel, useResilience } from "./workload/ResiliencePanel";
 import { RevisionsPanel } from "./workload/RevisionsPanel";
+import { deploymentKey, ScalingPanel, useDeployment } from "./workload/ScalingPanel";
 import { ServingPanel } from "./workload/ServingPanel";
 import { NotebookPanel } from "./workload/NotebookPanel";
 import { StatusTimeline } from "./workload/StatusTimeline";
@@ -88,12 +89,16 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
   });
 
   const resilience = useResilience(project, id, active);
+  const deployment = useDeployment(project, id, kind === "deployment");
 
   const refreshEvents = useDebounced(() => queryClient.invalidateQueries({ queryKey: eventsKey }), 800);
   // Checkpoints, stragglers and restarts come with events: read the resilience again after them.
   const refreshResilience = useDebounced(
     () => queryClient.invalidateQueries({ queryKey: ["workload-resilience", project, id] }), 1500);
-  const refreshWorkload = useDebounced(() => queryClient.invalidateQueries({ queryKey: workloadKey }), 800);
+  const refreshWorkload = useDebounced(() => {
+    void queryClient.invalidateQueries({ queryKey: workloadKey });
+    if (kind === "deployment") void queryClient.invalidateQueries({ queryKey: deploymentKey(project, id) });
+  }, 800);
   const refreshRuns = useDebounced(() => queryClient.invalidateQueries({ queryKey: runsKey }), 1500);
 
   useTopic(`workload:${id}`, (frame) => {
@@ -186,11 +191,13 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
         canStart={!deleted && w.kind === "notebook" && w.status === "stopped" && canWrite(role)}
         starting={start.isPending}
         onStart={() => start.mutate()}
+        scale={deployment.data?.scale}
       />
       {w.kind === "notebook" && <NotebookPanel project={project} workload={w} now={now} />}
       <StatusTimeline workload={w} now={now} segments={segments} eventsError={events.error}
         checkpoints={resilience.data?.checkpoints} />
       <ResiliencePanel data={resilience.data} now={now} attempt={w.attempt} />
+      {kind === "deployment" && <ScalingPanel deployment={deployment.data} />}
       {kind === "deployment" && <ServingPanel project={project} workload={w} />}
       {kind === "deployment" && <RevisionsPanel project={project} workload={w} canWrite={!deleted && canWrite(role)} />}
       {showMetrics && (

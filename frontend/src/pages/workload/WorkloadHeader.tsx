@@ -10,6 +10,7 @@ import { KIND_LABEL, type WorkloadKind } from "../../lib/status";
 import { runningTime, type TimelineSegment } from "../../lib/timeline";
 import { formatTimeLeft, gpuLabel, runTimeLimitInfo, statusExplanation, statusLine } from "../../lib/workloads";
 import type { Workload } from "./api";
+import { servingLine, type DeploymentScale } from "./ScalingPanel";
 
 function Field({ label, children }: { label: string; children: React.ReactNode }) {
   return (
@@ -37,11 +38,16 @@ export interface WorkloadHeaderProps {
   canStart?: boolean;
   starting?: boolean;
   onStart?: () => void;
+  /** A deployment's desired, admitted and ready replicas (GET .../deployments/<id>/). */
+  scale?: DeploymentScale;
 }
 
 export function WorkloadHeader({
-  workload: w, now, segments, project, canStop, stopping, onStop, canStart, starting, onStart,
+  workload: w, now, segments, project, canStop, stopping, onStop, canStart, starting, onStart, scale,
 }: WorkloadHeaderProps) {
+  // A running deployment's start message ("Started 1 replica(s).") goes stale as it scales: say
+  // what serves now instead.
+  const serving = w.kind === "deployment" && w.status === "running" && scale ? servingLine(scale) : null;
   const ran = runningTime(segments);
   // Where a running notebook or deployment is reached. The API gives it only to those who may
   // reach it: a notebook's creator (and owners/maintainers of a project that shares notebooks),
@@ -74,7 +80,11 @@ export function WorkloadHeader({
               {explanation}
             </Text>
           )}
-          {(w.status_reason || w.status_message) && (
+          {serving ? (
+            <Text size="sm" c="dimmed" data-testid="status-line">
+              {serving}
+            </Text>
+          ) : (w.status_reason || w.status_message) && (
             <Text size="sm" c="dimmed" data-testid="status-line">
               {statusLine(w.status_reason, w.status_message)}
               {w.exit_code !== null && w.exit_code !== undefined ? ` (exit code ${w.exit_code})` : ""}
@@ -108,7 +118,15 @@ export function WorkloadHeader({
           <span data-testid="workload-gpus">{gpuLabel(w.resources, w.replicas)}</span>
           {w.gpu_model ? <Text span size="xs" c="dimmed">{` ${w.gpu_model}`}</Text> : null}
         </Field>
-        <Field label="Replicas">{w.replicas}</Field>
+        <Field label="Replicas">
+          {scale && w.kind === "deployment" ? (
+            <span data-testid="replica-counts">
+              {scale.ready} ready / {scale.desired} desired
+            </span>
+          ) : (
+            w.replicas
+          )}
+        </Field>
         {model && (
           <Field label="Model">
             <span data-testid="served-model">{model.ref}</span>
