@@ -350,6 +350,22 @@ CAIRN_KUBERNETES = {
     # Run-time limits: the Job controller enforces activeDeadlineSeconds; a training Job still
     # running this long after the limit is stopped by Cairn's reconciler instead.
     "DEADLINE_BACKSTOP_SECONDS": env.float("CAIRN_K8S_DEADLINE_BACKSTOP_SECONDS", default=120.0),
+    # Isolation (docs/kubernetes.md, "Exactly what Cairn creates"): default-deny NetworkPolicies
+    # per project namespace; Cairn's namespace; Cairn's addresses when it runs outside the
+    # cluster; where else pods may connect (CIDRs, e.g. 0.0.0.0/0).
+    "NETWORK_POLICIES": env.bool("CAIRN_K8S_NETWORK_POLICIES", default=True),
+    "CAIRN_NAMESPACE": env.str("CAIRN_K8S_CAIRN_NAMESPACE", default="cairn-system"),
+    "CAIRN_CIDRS": env.list("CAIRN_K8S_CAIRN_CIDRS", default=[]),
+    "EGRESS_CIDRS": env.list("CAIRN_K8S_EGRESS_CIDRS", default=[]),
+    # A finished workload's objects are deleted this long after it ended (its Secrets at once).
+    "RETENTION_SECONDS": env.float("CAIRN_K8S_RETENTION_SECONDS", default=86400.0),
+    # Pods a controller keeps failing to create (Pod Security, quota) fail the workload after this.
+    "POD_CREATE_TIMEOUT_SECONDS": env.float("CAIRN_K8S_POD_CREATE_TIMEOUT_SECONDS", default=300.0),
+    # A node not Ready this long is unhealthy and its training pods are requeued elsewhere.
+    "NODE_LOST_GRACE_SECONDS": env.float("CAIRN_K8S_NODE_LOST_GRACE_SECONDS", default=60.0),
+    # Each container's ephemeral-storage limit ("" for none); P0-P5 -> PriorityClass names.
+    "EPHEMERAL_STORAGE": env.str("CAIRN_K8S_EPHEMERAL_STORAGE", default="50Gi"),
+    "PRIORITY_CLASSES": env.dict("CAIRN_K8S_PRIORITY_CLASSES", default={}),
 }
 # Key for credentials encrypted at rest (cluster kubeconfigs); SECRET_KEY when empty.
 CAIRN_ENCRYPTION_KEY = env.str("CAIRN_ENCRYPTION_KEY", default="")

@@ -85,6 +85,7 @@ logger = logging.getLogger(__name__)
 S = WorkloadStatus
 WATCHED_CONDITIONS = ("PodScheduled", "ContainersReady")
 NODE_SEEN_REFRESH_SECONDS = 30.0  # last_seen_at of an unchanged node is refreshed this often
+CLEANUP_INTERVAL_SECONDS = 10.0  # finished workloads are looked for at most this often
 SERVICE_INFORMERS = {"StatefulSet": "statefulsets", "Deployment": "deployments"}  # object kind -> its informer
 
 
@@ -106,6 +107,7 @@ class ClusterReconciler:
         self.threads: list[threading.Thread] = []
         # Cache reports already recorded (pod uid -> its fill's finish time) and the newest one
         # per node: an older report seen later (a list after a restart) must not undo a newer one.
+        self.cleaned_at = float("-inf")  # the last clean_finished()
         self.cache_reports_seen: dict[str, str] = {}
         self.cache_report_at: dict[str, str] = {}
         opts = kube_settings()
@@ -182,7 +184,10 @@ class ClusterReconciler:
                 logger.warning("kubernetes reconciler: workload %s: %s (next pass)", workload_id, exc)
             except Exception:
                 logger.exception("kubernetes reconciler: workload %s", workload_id)
-        return acted + self.clean_finished()
+        if time.monotonic() - self.cleaned_at >= CLEANUP_INTERVAL_SECONDS:  # a query over finished work
+            self.cleaned_at = time.monotonic()
+            acted += self.clean_finished()
+        return acted
 
     def clean_finished(self) -> int:
         """Finished workloads leave nothing behind: their Secrets (run tokens, dataset credentials)
