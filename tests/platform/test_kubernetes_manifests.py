@@ -17,7 +17,7 @@ from tests.platform.test_compose import loop_commands
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "platform" / "kubernetes"
-PRODUCTION = BASE / "overlays" / "production"
+PRODUCTION = ROOT / "platform" / "overlays" / "production"
 SUPPORTED = {"apiVersion", "kind", "resources", "images", "replicas", "configMapGenerator", "secretGenerator",
              "generatorOptions"}
 

@@ -17,10 +17,11 @@ WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"}
 
 
 def kustomize_build(tmp_path, target: str) -> subprocess.CompletedProcess:
-    """`kustomize build platform/kubernetes/<target>` on a copy of the tree, with the secrets.env a
-    site writes from secrets.env.example (the overlay's secretGenerator reads it)."""
-    tree = tmp_path / "kubernetes"
-    shutil.copytree(ROOT / "platform" / "kubernetes", tree)
+    """`kustomize build platform/<target>` on a copy of the tree, with the secrets.env a site
+    writes from secrets.env.example (the overlay's secretGenerator reads it)."""
+    tree = tmp_path / "platform"
+    shutil.copytree(ROOT / "platform" / "kubernetes", tree / "kubernetes")
+    shutil.copytree(ROOT / "platform" / "overlays", tree / "overlays")
     overlay = tree / "overlays" / "production"
     shutil.copy(overlay / "secrets.env.example", overlay / "secrets.env")
     return subprocess.run([str(bin_dir() / "kustomize"), "build", str(tree / target)], capture_output=True,
@@ -28,14 +29,14 @@ def kustomize_build(tmp_path, target: str) -> subprocess.CompletedProcess:
 
 
 def test_the_production_overlay_builds(real_kube, tmp_path):
-    """docs/operations.md installs with `kubectl apply -k platform/kubernetes/overlays/production`."""
+    """docs/operations.md installs with `kubectl apply -k platform/overlays/production`."""
     out = kustomize_build(tmp_path, "overlays/production")
     assert out.returncode == 0, out.stderr
 
 
 def test_cairns_manifests_are_admitted_as_written(real_kube, tmp_path):
     """The base (`kubectl apply -k platform/kubernetes`): what every overlay builds on."""
-    out = kustomize_build(tmp_path, ".")
+    out = kustomize_build(tmp_path, "kubernetes")
     assert out.returncode == 0, out.stderr
     objects = [obj for obj in yaml.safe_load_all(out.stdout) if obj]
     kinds = {obj["kind"] for obj in objects}
