@@ -37,6 +37,23 @@ def in_thread(work: Callable[[], T]) -> T:
         return pool.submit(run).result()
 
 
+def spare_node(*, add: bool, name: str = "spare", cpu: int = 32, gpus: int = 0, pool: str = "local") -> None:
+    """A cordoned node in `pool`: work larger than this machine is then work the pool could run
+    once the node is back (larger than every node, it is refused at submission: issue 46, item 3),
+    so it queues and says what it waits on. `add=False` removes it. ORM work: call through
+    `in_thread` where a browser runs."""
+    from apps.clusters.models import Node, ResourcePool
+
+    if not add:
+        Node.objects.filter(name=name).delete()
+        return
+    where = ResourcePool.objects.get(name=pool)
+    Node.objects.create(cluster=where.cluster, pool=where, name=name, cpu_milli_capacity=cpu * 1000,
+                        cpu_milli_allocatable=cpu * 1000, memory_mb_capacity=65536, memory_mb_allocatable=65536,
+                        gpu_count=gpus, accelerator_type="nvidia" if gpus else "none", schedulable=False,
+                        health="healthy", cordon_reason="a spare that lets the test's large work wait")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Keep each phase's report on the item, so fixtures can tell that their test failed."""

@@ -19,7 +19,7 @@ import pytest
 import requests
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import in_thread
+from tests.e2e.conftest import in_thread, spare_node
 from tests.processes import EmbeddedServer, cairn_env
 
 # django_db: so that pytest-django sets up the test database; the rows the server reads are
@@ -351,7 +351,8 @@ def test_the_queue_says_what_work_waits_on_and_filters_by_it(cairn, new_page):
     headers = {"Authorization": f"Bearer {cairn.token('erin')}"}
     jobs = f"{cairn.url}/api/v1/projects/{PROJECT}/training-jobs/"
     # 64 GPUs against a nominal of 8, and no other project lends: it waits on quota whatever
-    # GPUs this machine has.
+    # GPUs this machine has (a cordoned 64-GPU spare makes it work the pool could run).
+    in_thread(lambda: spare_node(add=True, name="spare-64gpu", gpus=64))
     created = requests.post(jobs, json={"name": "too-big", "command": "true", "resources": {"gpu": 64}},
                             headers=headers, timeout=10)
     assert created.status_code == 201, created.text
@@ -382,6 +383,7 @@ def test_the_queue_says_what_work_waits_on_and_filters_by_it(cairn, new_page):
         expect(queued).to_contain_text("nothing to borrow (GPUs): 64 GPUs")
     finally:
         stopped = requests.post(f"{jobs}{job}/stop/", headers=headers, timeout=10)
+        in_thread(lambda: spare_node(add=False, name="spare-64gpu"))
         assert stopped.status_code in (200, 202), stopped.text
 
 

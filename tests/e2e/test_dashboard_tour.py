@@ -16,7 +16,7 @@ import requests
 from playwright.sync_api import expect
 
 from tests.e2e import test_dashboard as dashboard
-from tests.e2e.conftest import VIEWPORT, in_thread
+from tests.e2e.conftest import VIEWPORT, in_thread, spare_node
 from tests.e2e.test_dashboard import PASSWORD, PROJECT, UI, sign_in, workloads_url
 from tests.processes import wait_for
 
@@ -49,24 +49,10 @@ def test_the_local_node_is_sampled_in_embedded_mode(cairn):
     assert series and 0 < series[0]["points"][-1][1] <= 100
 
 
-def _spare_node(*, add: bool) -> None:
-    """A cordoned 32-core node in the local pool: a 16-CPU job is then one the pool could run
-    (larger than every node, it is refused at submission: issue 46, item 3), and it waits on quota."""
-    from apps.clusters.models import Node, ResourcePool
-
-    if not add:
-        Node.objects.filter(name="spare-32").delete()
-        return
-    pool = ResourcePool.objects.get(name="local")
-    Node.objects.create(cluster=pool.cluster, pool=pool, name="spare-32", cpu_milli_capacity=32000,
-                        cpu_milli_allocatable=32000, memory_mb_capacity=65536, memory_mb_allocatable=65536,
-                        schedulable=False, health="healthy", cordon_reason="a spare for the tour's 16-CPU job")
-
-
 def test_quota_and_cluster_pages_show_cpu_and_memory_and_what_waits_on_cpu(cairn, new_page):
     api = _api(cairn)
     jobs = f"{cairn.url}/api/v1/projects/{PROJECT}/training-jobs/"
-    in_thread(lambda: _spare_node(add=True))
+    in_thread(lambda: spare_node(add=True, name="spare-32"))  # so the 16-CPU job can wait on quota
     # 16 cores against the project's 8 (tests/e2e/test_dashboard.py), no GPU: it waits on CPU.
     created = api.post(jobs, json={"name": "cpu-hungry", "command": "true", "resources": {"gpu": 0, "cpu": 16}},
                        timeout=10)
@@ -103,7 +89,7 @@ def test_quota_and_cluster_pages_show_cpu_and_memory_and_what_waits_on_cpu(cairn
         expect(queue).to_contain_text("16 CPU")
     finally:
         stopped = api.post(f"{jobs}{job}/stop/", timeout=10)
-        in_thread(lambda: _spare_node(add=False))
+        in_thread(lambda: spare_node(add=False, name="spare-32"))
         assert stopped.status_code in (200, 202), stopped.text
 
 

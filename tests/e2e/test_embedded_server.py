@@ -12,6 +12,7 @@ import pytest
 import requests
 
 from apps.workloads.models import Workload
+from tests.e2e.conftest import spare_node
 from tests.factories import MembershipFactory, ProjectFactory, QuotaFactory, UserFactory
 from tests.processes import ROOT, cairn_env, manage, wait_for
 
@@ -153,7 +154,9 @@ def test_cli_submit_follow_against_the_real_server(server_env):
                                  text=True, timeout=60, cwd=ROOT)
         assert missing.returncode != 0 and "Traceback" not in missing.stderr and missing.stderr.strip()
 
-        # More CPU than the project's quota: it waits, and `cairn queue` says why.
+        # More CPU than the project's quota: it waits, and `cairn queue` says why (a cordoned
+        # 32-core spare makes it work the pool could run; larger than every node, it is refused).
+        spare_node(add=True, name="spare-32")
         big = server_env["tmp"] / "big.yaml"
         big.write_text("kind: training\nproject: e2e\nname: too-big\ncommand: python -c pass\n"
                        "resources: {cpu: 10, memory: 256Mi}\n")
