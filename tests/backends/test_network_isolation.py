@@ -8,6 +8,7 @@ here (veth, 203.0.113.2 public-looking and 10.213.0.2 private), never a real net
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -111,6 +112,10 @@ def outside():
     tag = os.getpid() % 100000
     name, host_if, inner_if = f"cairn-test-outside-{tag}", f"cto{tag}", f"cti{tag}"
     server = None
+    # One outside at a time on this host: the addresses are fixed, and pytest-xdist's workers (or
+    # two runs) would otherwise route them to two namespaces at once.
+    lock = open("/tmp/cairn-test-outside.lock", "w")  # noqa: SIM115 - held until the fixture ends
+    fcntl.flock(lock, fcntl.LOCK_EX)
     try:
         _run("ip", "netns", "add", name)
         _run("ip", "link", "add", host_if, "type", "veth", "peer", "name", inner_if)
@@ -122,15 +127,17 @@ def outside():
                      ("route", "add", "default", "via", "203.0.113.1")):
             _run("ip", "-n", name, *argv)
         _run("ip", "route", "add", f"{PRIVATE}/32", "via", PUBLIC)
+        # Both sockets listen before "serving" is printed: the checks below must not race the bind.
         serve = textwrap.dedent(f"""
             import socket, threading
-            def serve(address):
-                s = socket.create_server((address, {OUTSIDE_PORT}))
+            def serve(s, address):
                 while True:
                     c, _ = s.accept(); c.sendall(b"outside " + address.encode()); c.close()
-            for a in ("{PUBLIC}", "{PRIVATE}"):
-                threading.Thread(target=serve, args=(a,)).start()
+            listening = [(socket.create_server((a, {OUTSIDE_PORT})), a) for a in ("{PUBLIC}", "{PRIVATE}")]
+            for s, a in listening:
+                threading.Thread(target=serve, args=(s, a), daemon=True).start()
             print("serving", flush=True)
+            threading.Event().wait()
         """)
         server = subprocess.Popen(["ip", "netns", "exec", name, "/usr/bin/python3", "-c", serve],
                                   stdout=subprocess.PIPE, text=True)
@@ -147,6 +154,7 @@ def outside():
         _run("ip", "route", "del", f"{PRIVATE}/32", check=False)
         _run("ip", "link", "del", host_if, check=False)
         _run("ip", "netns", "del", name, check=False)
+        lock.close()  # releases the flock
 
 
 def _probe_job(script, targets: dict, *, replicas: int = 1, rendezvous: bool = False, **fields):
