@@ -436,7 +436,7 @@ class KubernetesBackend(Backend):
             "Service": c.delete_namespaced_service, "NetworkPolicy": n.delete_namespaced_network_policy,
             "PersistentVolumeClaim": c.delete_namespaced_persistent_volume_claim,
         }
-        restartable = workload.kind == "notebook" and workload.status == "stopped"
+        restartable = m.starts_again_after_stop(workload.kind, workload.status)
         names = m.workload_object_names(workload.pk, max(workload.attempt, 1))
         names["PersistentVolumeClaim"].remove(m.home_claim_name(workload.pk))
         if restartable or secrets_only:

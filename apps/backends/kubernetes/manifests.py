@@ -204,6 +204,12 @@ def home_claim_name(workload_id: int) -> str:
     return f"cairn-{workload_id}-home"
 
 
+def starts_again_after_stop(kind: str, status: str) -> bool:
+    """A stopped notebook may be started again: its objects but its token Secret may go, its home
+    claim stays (kind names live in this module only: tests/workloads/test_kinds.py)."""
+    return kind == "notebook" and status == "stopped"
+
+
 def namespace_for(project: str, options: ClusterOptions) -> str:
     """One namespace per project: `<prefix><slug>` (slugs are DNS labels of at most 40 chars)."""
     return f"{options.namespace_prefix}{project}"[:63].rstrip("-")
