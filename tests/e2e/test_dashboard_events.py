@@ -83,11 +83,19 @@ def test_events_card_shows_the_newest_first_and_scrolls_by_wheel_and_keyboard(tm
         assert seen["height"] <= 361 and seen["scrollTop"] == 0 and seen["inside"] == [True, True], seen
         assert seen["overflowY"] in ("auto", "scroll") and seen["scrollHeight"] > seen["clientHeight"], seen
 
-        # the wheel moves it
-        box = scroller.bounding_box()
-        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        page.mouse.wheel(0, 300)
-        page.wait_for_function("el => el.scrollTop > 0", arg=scroller.element_handle(), timeout=UI)
+        # the wheel moves it (the pointer is placed again if the page's other panels, still
+        # loading, shifted the card from under it)
+        scrolled = 0
+        for _ in range(10):
+            scroller.scroll_into_view_if_needed()
+            box = scroller.bounding_box()
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            page.mouse.wheel(0, 300)
+            page.wait_for_timeout(300)
+            scrolled = scroller.evaluate("el => el.scrollTop")
+            if scrolled > 0:
+                break
+        assert scrolled > 0, "the wheel did not scroll the events"
 
         # so does the keyboard, once the card has focus: it is in the Tab order and named
         scroller.evaluate("el => { el.scrollTop = 0; }")
