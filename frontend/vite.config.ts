@@ -15,7 +15,6 @@ export default defineConfig(({ mode }) => {
       emptyOutDir: true,
       manifest: true,
       target: "es2022",
-      chunkSizeWarningLimit: 1500,
       rollupOptions: { input: "index.html" },
     },
     server: {

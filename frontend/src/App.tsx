@@ -1,110 +1,24 @@
-// Routes. Every page but sign-in needs a session; project pages share one live socket.
-import { Navigate, Outlet, Route, Routes, useLocation, useParams } from "react-router";
-import { Layout } from "./components/Layout";
-import { EmptyState, ErrorState, Loading } from "./components/States";
-import { LiveProvider } from "./live/LiveProvider";
-import { ClusterPage } from "./pages/Cluster";
-import { ComparePage } from "./pages/Compare";
-import { QuotasPage } from "./pages/Quotas";
-import { RunsPage } from "./pages/Runs";
+// Routes. The sign-in page is in the entry chunk; everything behind a session (the frame, the
+// pages, their charts) loads on demand (SignedIn.tsx), so signing in fetches no charting code.
+import { lazy, Suspense } from "react";
+import { Route, Routes } from "react-router";
+import { Loading } from "./components/States";
 import { SignInPage } from "./pages/SignIn";
-import { StoragePage } from "./pages/Storage";
-import { SubmitPage } from "./pages/Submit";
-import { SweepDetailPage } from "./pages/SweepDetail";
-import { SweepsPage } from "./pages/Sweeps";
-import { TokensPage } from "./pages/Tokens";
-import { WorkloadDetailPage } from "./pages/WorkloadDetail";
-import { WorkloadsPage } from "./pages/Workloads";
-import { defaultProject, isSignedOut, MeProvider, useMe, useMeQuery } from "./session";
 
-function RequireSession() {
-  const query = useMeQuery();
-  const location = useLocation();
-  if (query.isPending) return <Loading label="Signing in…" />;
-  if (query.error) {
-    if (isSignedOut(query.error)) {
-      const next = encodeURIComponent(location.pathname + location.search);
-      return <Navigate to={`/signin?next=${next}`} replace />;
-    }
-    return <ErrorState error={query.error} onRetry={() => query.refetch()} />;
-  }
-  return (
-    <MeProvider me={query.data}>
-      <Outlet />
-    </MeProvider>
-  );
-}
-
-function Home() {
-  const me = useMe();
-  const slug = defaultProject(me);
-  if (!slug) {
-    return (
-      <EmptyState title="You are not in any project yet">
-        Ask a project owner or your administrator to add you to a project; it will appear here.
-      </EmptyState>
-    );
-  }
-  return <Navigate to={`/projects/${slug}/workloads`} replace />;
-}
-
-/** Project pages: only the caller's projects; one websocket for the page. */
-function ProjectScope() {
-  const me = useMe();
-  const { project = "" } = useParams();
-  if (!me.projects.some((p) => p.slug === project)) {
-    return (
-      <EmptyState title="Project not found">
-        There is no project “{project}”, or you are not a member of it. Pick one of yours in the project switcher.
-      </EmptyState>
-    );
-  }
-  return (
-    <LiveProvider project={project}>
-      <Outlet />
-    </LiveProvider>
-  );
-}
-
-/** Pages outside a project still get a socket, through the caller's default project. */
-function GlobalLive() {
-  const me = useMe();
-  const slug = defaultProject(me);
-  return slug ? (
-    <LiveProvider project={slug}>
-      <Outlet />
-    </LiveProvider>
-  ) : (
-    <Outlet />
-  );
-}
+const SignedInApp = lazy(() => import("./SignedIn").then((m) => ({ default: m.SignedInApp })));
 
 export function App() {
   return (
     <Routes>
       <Route path="/signin" element={<SignInPage />} />
-      <Route element={<RequireSession />}>
-        <Route element={<Layout />}>
-          <Route index element={<Home />} />
-          <Route path="projects/:project" element={<ProjectScope />}>
-            <Route index element={<Navigate to="workloads" replace />} />
-            <Route path="workloads" element={<WorkloadsPage />} />
-            <Route path="workloads/new" element={<SubmitPage />} />
-            <Route path="workloads/:kind/:id" element={<WorkloadDetailPage />} />
-            <Route path="runs" element={<RunsPage />} />
-            <Route path="compare" element={<ComparePage />} />
-            <Route path="sweeps" element={<SweepsPage />} />
-            <Route path="sweeps/:id" element={<SweepDetailPage />} />
-            <Route path="quotas" element={<QuotasPage />} />
-            <Route path="storage" element={<StoragePage />} />
-          </Route>
-          <Route element={<GlobalLive />}>
-            <Route path="cluster" element={<ClusterPage />} />
-            <Route path="tokens" element={<TokensPage />} />
-          </Route>
-          <Route path="*" element={<EmptyState title="Page not found">Use the navigation on the left.</EmptyState>} />
-        </Route>
-      </Route>
+      <Route
+        path="*"
+        element={
+          <Suspense fallback={<Loading label="Loading Cairn…" />}>
+            <SignedInApp />
+          </Suspense>
+        }
+      />
     </Routes>
   );
 }

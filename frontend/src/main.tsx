@@ -1,16 +1,18 @@
 import "@mantine/core/styles.css";
 import "@mantine/notifications/styles.css";
-import "uplot/dist/uPlot.min.css";
 import "./styles.css";
 
 import { localStorageColorSchemeManager, MantineProvider } from "@mantine/core";
-import { Notifications } from "@mantine/notifications";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { StrictMode } from "react";
+import { lazy, StrictMode, Suspense } from "react";
 import { createRoot } from "react-dom/client";
 import { BrowserRouter } from "react-router";
 import { App } from "./App";
 import { theme } from "./theme";
+
+// The toasts' container (and its transition library) loads after the first paint: the sign-in page
+// shows none, and `notifications.show` from any page reaches it through the shared store.
+const Notifications = lazy(() => import("@mantine/notifications").then((m) => ({ default: m.Notifications })));
 
 const queryClient = new QueryClient({
   defaultOptions: { queries: { staleTime: 5_000, refetchOnWindowFocus: false } },
@@ -21,7 +23,9 @@ const colorSchemeManager = localStorageColorSchemeManager({ key: "cairn.colorSch
 createRoot(document.getElementById("app")!).render(
   <StrictMode>
     <MantineProvider theme={theme} defaultColorScheme="auto" colorSchemeManager={colorSchemeManager}>
-      <Notifications position="top-right" />
+      <Suspense fallback={null}>
+        <Notifications position="top-right" />
+      </Suspense>
       <QueryClientProvider client={queryClient}>
         <BrowserRouter>
           <App />

@@ -1,11 +1,12 @@
 // The frame of every signed-in page: header (project switcher, theme, user menu) and navigation.
-import {
-  ActionIcon, AppShell, Anchor, Group, Menu, NavLink, Select, Text, Title, Tooltip, useMantineColorScheme,
-} from "@mantine/core";
+import { AppShell, Anchor, Group, Menu, NavLink, Select, Text, Title } from "@mantine/core";
 import { useQueryClient } from "@tanstack/react-query";
+import { useEffect, useRef } from "react";
 import { Link, Outlet, useLocation, useNavigate, useParams } from "react-router";
 import { config } from "../config";
+import { titleFor } from "../lib/titles";
 import { defaultProject, ME_KEY, rememberProject, signOut, useMe } from "../session";
+import { ThemeToggle } from "./ThemeToggle";
 
 const PROJECT_PAGES = [
   { path: "workloads", label: "Workloads" },
@@ -15,21 +16,42 @@ const PROJECT_PAGES = [
   { path: "storage", label: "Storage" },
 ] as const;
 
-export function ThemeToggle() {
-  const { colorScheme, setColorScheme } = useMantineColorScheme();
-  const dark = colorScheme === "dark";
-  return (
-    <Tooltip label={dark ? "Light theme" : "Dark theme"}>
-      <ActionIcon
-        variant="default"
-        aria-label="Toggle colour theme"
-        data-testid="theme-toggle"
-        onClick={() => setColorScheme(dark ? "light" : "dark")}
-      >
-        {dark ? "☀" : "☾"}
-      </ActionIcon>
-    </Tooltip>
-  );
+const MAIN_ID = "main-content";
+
+/** Focus the page's main heading (made focusable for it), else the main region itself. Pages load
+ * on demand, so the heading is looked for until it appears (up to 3 s). */
+function focusMainHeading(main: HTMLElement | null): () => void {
+  let tries = 0;
+  let timer: number | undefined;
+  const attempt = () => {
+    if (!main) return;
+    const heading = main.querySelector<HTMLElement>("h1, h2");
+    if (heading || tries >= 30) {
+      const target = heading ?? main;
+      if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
+      target.focus({ preventScroll: false });
+      return;
+    }
+    tries += 1;
+    timer = window.setTimeout(attempt, 100);
+  };
+  attempt();
+  return () => window.clearTimeout(timer);
+}
+
+/** A route's title, and focus moved to its heading when the route changes (not on first load:
+ * there the skip link is the first stop of Tab). */
+function useRouteAnnouncement(main: React.RefObject<HTMLElement | null>) {
+  const { pathname } = useLocation();
+  const first = useRef(true);
+  useEffect(() => {
+    document.title = titleFor(pathname);
+    if (first.current) {
+      first.current = false;
+      return undefined;
+    }
+    return focusMainHeading(main.current);
+  }, [pathname, main]);
 }
 
 export function Layout() {
@@ -41,6 +63,8 @@ export function Layout() {
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   if (routeProject) rememberProject(routeProject);
+  const main = useRef<HTMLElement>(null);
+  useRouteAnnouncement(main);
 
   const switchProject = (slug: string | null) => {
     if (!slug || slug === routeProject) return;
@@ -61,6 +85,17 @@ export function Layout() {
 
   return (
     <AppShell header={{ height: 52 }} navbar={{ width: 200, breakpoint: "sm" }} padding="md">
+      <a
+        className="skip-link"
+        href={`#${MAIN_ID}`}
+        data-testid="skip-link"
+        onClick={(event) => {
+          event.preventDefault();
+          focusMainHeading(main.current);
+        }}
+      >
+        Skip to content
+      </a>
       <AppShell.Header>
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group gap="md" wrap="nowrap">
@@ -99,21 +134,36 @@ export function Layout() {
           </Group>
         </Group>
       </AppShell.Header>
-      <AppShell.Navbar p="xs">
+      <AppShell.Navbar p="xs" component="nav" aria-label="Main">
         {project &&
-          PROJECT_PAGES.map((page) => (
+          PROJECT_PAGES.map((page) => {
+            const active = location.pathname.startsWith(`/projects/${project}/${page.path}`);
+            return (
+              <NavLink
+                key={page.path}
+                component={Link}
+                to={`/projects/${project}/${page.path}`}
+                label={page.label}
+                active={active}
+                aria-current={active ? "page" : undefined}
+              />
+            );
+          })}
+        {(["cluster", "tokens"] as const).map((path) => {
+          const active = location.pathname.startsWith(`/${path}`);
+          return (
             <NavLink
-              key={page.path}
+              key={path}
               component={Link}
-              to={`/projects/${project}/${page.path}`}
-              label={page.label}
-              active={location.pathname.startsWith(`/projects/${project}/${page.path}`)}
+              to={`/${path}`}
+              label={path === "cluster" ? "Cluster" : "API tokens"}
+              active={active}
+              aria-current={active ? "page" : undefined}
             />
-          ))}
-        <NavLink component={Link} to="/cluster" label="Cluster" active={location.pathname.startsWith("/cluster")} />
-        <NavLink component={Link} to="/tokens" label="API tokens" active={location.pathname.startsWith("/tokens")} />
+          );
+        })}
       </AppShell.Navbar>
-      <AppShell.Main>
+      <AppShell.Main id={MAIN_ID} ref={main}>
         <Outlet />
       </AppShell.Main>
     </AppShell>

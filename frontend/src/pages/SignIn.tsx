@@ -1,9 +1,9 @@
 import { Alert, Button, Center, Paper, PasswordInput, Stack, Text, TextInput, Title } from "@mantine/core";
 import { useQueryClient } from "@tanstack/react-query";
-import { useState, type FormEvent } from "react";
+import { useEffect, useState, type FormEvent } from "react";
 import { useNavigate, useSearchParams } from "react-router";
 import { errorAdvice } from "../components/States";
-import { ThemeToggle } from "../components/Layout";
+import { ThemeToggle } from "../components/ThemeToggle";
 import { ME_KEY, signIn } from "../session";
 
 /** Only same-site paths are followed after sign-in (no open redirect). */
@@ -24,6 +24,9 @@ export function SignInPage() {
   const navigate = useNavigate();
   const [params] = useSearchParams();
   const queryClient = useQueryClient();
+  useEffect(() => {
+    document.title = "Sign in · Cairn";
+  }, []);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();

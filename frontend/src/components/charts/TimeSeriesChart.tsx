@@ -5,6 +5,7 @@
 import { Box, Button, Group, Loader, Slider, Switch, Text, Tooltip, UnstyledButton, useComputedColorScheme } from "@mantine/core";
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
 import { formatNumber } from "../../lib/format";
 import {
   alignSeries, countPoints, mergeSeries, positiveOnly, sliceRange, type AlignedData, type SeriesData,
