@@ -11,7 +11,8 @@ code before its fix:
   back on another node; a restart's next Job waits until every pod of the last is gone;
 - B4: a finished workload leaves no Secret, Service or claim behind after the retention;
 - B5: Secrets only in the project namespaces (SubjectAccessReview), the NetworkPolicies exist
-  with their selectors (no CNI runs here: nothing enforces them; the objects are asserted).
+  with their selectors, and evaluated on the stored objects they let Cairn's pods and nothing
+  else reach a deployment's pod (no CNI runs here: nothing enforces them).
 """
 import time
 
@@ -334,3 +335,59 @@ def test_b5_secrets_only_in_project_namespaces_and_the_policies_exist(real_kube,
     refused = [f"{e['verb']} {e['requestURI']}" for e in real_kube.audit()
                if (e.get("responseStatus") or {}).get("code") == 403 and f"/namespaces/{ns}/" in e["requestURI"]]
     assert not refused, refused
+
+
+def _selects(selector: dict | None, labels: dict) -> bool:
+    """A LabelSelector (as the API returns it, dict) against labels; {} selects everything."""
+    selector = selector or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, op, values = expression["key"], expression["operator"], expression.get("values") or []
+        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and labels.get(key) in values) or (
+                op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
+            return False
+    return True
+
+
+def ingress_allowed(policies: list[dict], *, pod: dict, source_namespace: dict, source_pod: dict) -> bool:
+    """NetworkPolicy semantics for ingress (what an enforcing CNI does, for the rules Cairn
+    writes: peers by namespace and pod selectors): a pod selected by some Ingress policy accepts
+    only what one of their rules lets in."""
+    selecting = [p for p in policies if "Ingress" in (p["spec"].get("policyTypes") or ["Ingress"])
+                 and _selects(p["spec"].get("podSelector"), pod["metadata"]["labels"])]
+    if not selecting:
+        return True
+    for policy in selecting:
+        for rule in policy["spec"].get("ingress") or []:
+            for peer in rule.get("from") or []:
+                namespace_ok = ("namespaceSelector" not in peer and source_namespace["metadata"]["name"] ==
+                                pod["metadata"]["namespace"]) or ("namespaceSelector" in peer and _selects(
+                                    peer["namespaceSelector"], source_namespace["metadata"]["labels"]))
+                if namespace_ok and _selects(peer.get("podSelector"), source_pod["metadata"]["labels"]):
+                    return True
+    return False
+
+
+def test_b5_another_namespaces_pod_cannot_reach_a_deployment_but_cairn_can(real_kube, until, make_real_workload):
+    """No CNI runs here, so nothing enforces the policies: their semantics are evaluated on the
+    objects the API server stored (ingress_allowed), for the deployment's real pod."""
+    workload = make_real_workload(kind="deployment", replicas=1, spec={"command": ["serve"], "port": 8000, "env": {}})
+    assert workload_dispatch(workload_id=workload.pk).status == "running"
+    ns = namespace_of(workload)
+    [pod] = eventually(lambda: running(real_kube, workload, 1), timeout=WAIT) or [None]
+    assert pod is not None, real_kube.describe(ns)
+    api = real_kube.api
+    policies = [api.sanitize_for_serialization(p) for p in k8s.NetworkingV1Api(api).list_namespaced_network_policy(
+        ns).items]
+    target = api.sanitize_for_serialization(pod)
+
+    def namespace(name):
+        return api.sanitize_for_serialization(real_kube.core.read_namespace(name))
+
+    stranger = {"metadata": {"labels": {"app": "curl"}}}
+    gateway = {"metadata": {"labels": {"app.kubernetes.io/name": "cairn", "app.kubernetes.io/component": "web"}}}
+    assert not ingress_allowed(policies, pod=target, source_namespace=namespace("default"), source_pod=stranger)
+    assert not ingress_allowed(policies, pod=target, source_namespace=namespace("default"), source_pod=gateway)
+    assert not ingress_allowed(policies, pod=target, source_namespace=namespace(ns), source_pod=stranger)
+    assert ingress_allowed(policies, pod=target, source_namespace=namespace("cairn-system"), source_pod=gateway)
