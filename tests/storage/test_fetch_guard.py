@@ -324,3 +324,28 @@ def test_the_guard_tunnels_only_to_checked_destinations(secret_server):
         assert tunnel(guard, f"127.0.0.1:{port}").startswith(b"HTTP/1.1 403")
         assert "loopback" in guard.refusal
     assert secret_server.hits == ["/through"]
+
+
+def test_the_local_cache_fill_job_carries_the_allowed_hosts(client_for, alice, s3_server, pool, quota, settings,
+                                                           tmp_path):
+    """The local backend's fill job (read by cachefill.py on the node) has the rule's hosts too:
+    without them cachefill cannot apply the rule at fill time."""
+    import json
+
+    from apps.backends.local.storage import fill_prefix
+    from tests.factories import WorkloadFactory
+
+    s3_server.make_bucket("corpus")
+    s3_server.put("corpus", "images/a.bin", b"a")
+    host = s3_server.url.removeprefix("http://")
+    settings.CAIRN = {**settings.CAIRN, "FETCH_ALLOWED_HOSTS": []}
+    pool.fetch_allowed_hosts = [host]
+    pool.save()
+    answer = client_for(alice).post(f"{P}/datasets/", {"name": "imgs", "source": "s3", "pool": pool.name,
+                                                       "location": s3_location(s3_server, "corpus", "images")},
+                                    format="json")
+    assert answer.status_code == 201, answer.content
+    workload = WorkloadFactory(project=quota.project, pool=pool, spec={"datasets": [{"name": "imgs", "version": 1}]})
+    argv = fill_prefix(workload, directory=tmp_path, replica=0)
+    [entry] = json.loads((tmp_path / "cache-fill-0.json").read_text())["entries"]
+    assert argv[-1] == "--" and entry["store"]["fetch_allowed_hosts"] == [host]

@@ -21,7 +21,7 @@ from apps.storage.choices import SourceKind
 from apps.storage.models import Dataset, DatasetVersion, Volume
 from apps.storage.mounts import ARTIFACTS_VOLUME
 from apps.storage.paths import cache_root, model_version_relpath, volume_path
-from apps.storage.services import dataset_credentials, node_cache_sync
+from apps.storage.services import fill_store, node_cache_sync
 
 from . import sandbox
 
@@ -117,7 +117,7 @@ def fill_prefix(workload, *, directory: Path, replica: int) -> list[str]:
             continue
         entries.append({"name": f"{version.dataset.name}@{version.number}", "digest": version.digest,
                         "manifest": version.manifest,
-                        "store": {**version.dataset.location, **dataset_credentials(version.dataset)}})
+                        "store": fill_store(version.dataset)})  # with the hosts it may reach
     if not entries:
         return []
     for node in {p.get("node") for p in workload.placement or [] if isinstance(p, dict) and p.get("node")}:
