@@ -133,6 +133,7 @@ test: venv frontend chromium sandbox services code-server kube
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	cd frontend && npm test
+	cd frontend && npm run lint
 	scripts/with-test-services.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Regenerate the dashboard's API types after changing an endpoint (a test checks they match).
@@ -140,9 +141,10 @@ api-types: venv
 	$(BIN)/python manage.py spectacular --format openapi-json --file frontend/openapi.json
 	cd frontend && npm run gen:api
 
-lint: venv
+lint: venv frontend
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
+	cd frontend && npm run lint
 
 bench: venv
 	@echo "See docs/benchmarks.md for the benchmark commands."

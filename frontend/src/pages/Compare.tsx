@@ -137,6 +137,7 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
   const onRunStatus = useCallback((run: number, status: string) => setStatuses((s) => ({ ...s, [run]: status })), []);
   const curves = useRunSeries(project, specs, { onRunStatus });
   // Runs with the very same points would hide each other: the later ones are dashed, and named.
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- revision: the series' points grow in place
   const same = useMemo(() => identicalSeries(curves.series), [curves.series, curves.revision]);
   const chartSeries = useMemo(
     () => curves.series.map((s) => (same.has(s.id) ? { ...s, dash: [6, 4] } : s)),

@@ -58,6 +58,8 @@ export function SignInPage() {
               {error}
             </Alert>
           )}
+          {/* The page's one task is this form: starting in its first field is what users expect. */}
+          {/* eslint-disable-next-line jsx-a11y/no-autofocus */}
           <TextInput label="Username" name="username" autoComplete="username" required withAsterisk={false} autoFocus
             value={username} onChange={(e) => setUsername(e.currentTarget.value)} />
           <PasswordInput label="Password" name="password" autoComplete="current-password" required withAsterisk={false}

@@ -74,6 +74,8 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
             statusReason: w0.status_reason, statusMessage: w0.status_message,
           })
         : [],
+    // Field by field: the workload object is new on every read, its history only when these change.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
     [w0?.status, w0?.created_at, w0?.finished_at, w0?.status_reason, w0?.status_message, eventList, now],
   );
   const runs = useQuery({

@@ -129,6 +129,7 @@ export function TimeSeriesChart({
         return full ? mergeSeries(full, inRange) : inRange;
       }),
     // `revision` stands for in-place changes of the series' arrays.
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- revision: the arrays change in place
     [series, revision, zoom],
   );
   const pointCount = useMemo(() => countPoints(view), [view]);
@@ -257,6 +258,7 @@ export function TimeSeriesChart({
       if (plotRef.current === plot) plotRef.current = null;
     };
     // Re-created only when the structure changes; data goes through setData below.
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- `structure` keys every input the plot is built from
   }, [structure]);
 
   useEffect(() => {

@@ -76,7 +76,10 @@ export function WorkloadResources({ project, workloadId, gpus, since, until, run
   });
 
   // The run's own system metrics (SDK): GPU keys system/gpu<i>/<name>, CPU keys system/cpu_percent...
-  const runKeys = run?.keys ?? [];
+  // Compared by content: the run object (and its keys array) is new on every read.
+  const runId = run?.id;
+  const runKeysJoined = (run?.keys ?? []).join("\n");
+  const runKeys = useMemo(() => (runKeysJoined ? runKeysJoined.split("\n") : []), [runKeysJoined]);
   const gpuIndexes = useMemo(() => {
     const out = new Set<number>();
     for (const key of runKeys) {
@@ -84,23 +87,23 @@ export function WorkloadResources({ project, workloadId, gpus, since, until, run
       if (m) out.add(Number(m[1]));
     }
     return [...out].sort((a, b) => a - b);
-  }, [runKeys.join(",")]);
+  }, [runKeys]);
   const useRunGpus = !telemetry.hasData && gpuIndexes.length > 0;
   const specs = useMemo<RunSeriesSpec[]>(() => {
-    if (!run) return [];
+    if (runId === undefined) return [];
     const out: RunSeriesSpec[] = CPU_KEYS.filter((c) => runKeys.includes(c.key)).map((c) => ({
-      run: run.id, key: c.key, label: c.title, color: seriesColour(0),
+      run: runId, key: c.key, label: c.title, color: seriesColour(0),
     }));
     if (useRunGpus) {
       for (const m of GPU_METRICS) {
         gpuIndexes.forEach((gpu, i) => {
           const key = `system/gpu${gpu}/${m.runKey}`;
-          if (runKeys.includes(key)) out.push({ run: run.id, key, label: `GPU ${gpu}`, color: seriesColour(i) });
+          if (runKeys.includes(key)) out.push({ run: runId, key, label: `GPU ${gpu}`, color: seriesColour(i) });
         });
       }
     }
     return out;
-  }, [run?.id, runKeys.join(","), useRunGpus, gpuIndexes]);
+  }, [runId, runKeys, useRunGpus, gpuIndexes]);
   const runSeries = useRunSeries(project, specs, { runs: run ? [run.id] : [] });
   const byKey = new Map(runSeries.series.map((s) => [s.id.slice(s.id.indexOf(":") + 1), s]));
 

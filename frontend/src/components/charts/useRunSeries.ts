@@ -228,11 +228,13 @@ export function useRunSeries(
         data: store.current.get(idOf(s.run, s.key)) ?? emptySeries(),
       })),
     // revision: the store changed
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- specKey/labels/revision stand for specsRef and the store, mutated in place
     [specKey, labels, revision],
   );
   const runKey = runs.join(",");
   const topics = useMemo(
     () => [...new Set([...specsRef.current.map((s) => s.run), ...runKey.split(",").filter(Boolean).map(Number)])].map((r) => `run:${r}`),
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- specKey stands for specsRef's content
     [specKey, runKey],
   );
 

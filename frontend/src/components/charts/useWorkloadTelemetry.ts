@@ -132,6 +132,7 @@ export function useWorkloadTelemetry(project: string, workloadId: number, since:
         }));
         return { ...m, series };
       }),
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- revision: the store is mutated in place
     [revision],
   );
   const hasData = panels.some((p) => p.series.some((s) => s.data.steps.length > 0)) || GPU_METRICS.some((m) => known.has(m.metric));
