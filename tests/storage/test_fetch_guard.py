@@ -281,8 +281,10 @@ def test_the_cache_fill_checks_the_endpoint_again_and_never_logs_its_answer(fake
     assert SECRET not in cachefill._failure(RuntimeError(SECRET))
 
 
-def test_a_workloads_datasets_carry_the_allowed_hosts(client_for, alice, s3_server, pool, quota, settings):
-    from apps.storage.services import datasets_of
+@pytest.fixture
+def dataset_workload(client_for, alice, s3_server, pool, quota, settings):
+    """A workload mounting an S3 dataset whose endpoint (the emulator's 127.0.0.1 address) the
+    pool allows, and not the server-wide setting; returns (workload, the allowed host)."""
     from tests.factories import WorkloadFactory
 
     s3_server.make_bucket("corpus")
@@ -296,56 +298,25 @@ def test_a_workloads_datasets_carry_the_allowed_hosts(client_for, alice, s3_serv
                                     format="json")
     assert answer.status_code == 201, answer.content
     workload = WorkloadFactory(project=quota.project, pool=pool, spec={"datasets": [{"name": "imgs", "version": 1}]})
+    return workload, host
+
+
+def test_a_workloads_datasets_carry_the_allowed_hosts(dataset_workload):
+    from apps.storage.services import datasets_of
+
+    workload, host = dataset_workload
     [item] = datasets_of(workload)
     assert item["store"]["fetch_allowed_hosts"] == [host]
 
 
-def test_the_guard_tunnels_only_to_checked_destinations(secret_server):
-    """CONNECT (what an https endpoint uses): a tunnel to an allowed destination carries bytes both
-    ways; one to a refused destination gets 403 and no connection."""
-    port = secret_server.server_address[1]
-
-    def tunnel(guard, target):
-        with socket.create_connection(("127.0.0.1", int(guard.proxy_url.rsplit(":", 1)[1])), timeout=5) as sock:
-            sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
-            head = sock.recv(4096)
-            if b" 200 " not in head.split(b"\r\n", 1)[0]:
-                return head
-            sock.sendall(b"GET /through HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            answer = b""
-            while chunk := sock.recv(4096):
-                answer += chunk
-            return head + answer
-
-    with netguard.FetchGuard(netguard.Policy([f"127.0.0.1:{port}"])) as guard:
-        assert SECRET.encode() in tunnel(guard, f"127.0.0.1:{port}")
-        assert guard.refusal is None
-    with netguard.FetchGuard(netguard.Policy()) as guard:
-        assert tunnel(guard, f"127.0.0.1:{port}").startswith(b"HTTP/1.1 403")
-        assert "loopback" in guard.refusal
-    assert secret_server.hits == ["/through"]
-
-
-def test_the_local_cache_fill_job_carries_the_allowed_hosts(client_for, alice, s3_server, pool, quota, settings,
-                                                           tmp_path):
+def test_the_local_cache_fill_job_carries_the_allowed_hosts(dataset_workload, tmp_path):
     """The local backend's fill job (read by cachefill.py on the node) has the rule's hosts too:
     without them cachefill cannot apply the rule at fill time."""
     import json
 
     from apps.backends.local.storage import fill_prefix
-    from tests.factories import WorkloadFactory
 
-    s3_server.make_bucket("corpus")
-    s3_server.put("corpus", "images/a.bin", b"a")
-    host = s3_server.url.removeprefix("http://")
-    settings.CAIRN = {**settings.CAIRN, "FETCH_ALLOWED_HOSTS": []}
-    pool.fetch_allowed_hosts = [host]
-    pool.save()
-    answer = client_for(alice).post(f"{P}/datasets/", {"name": "imgs", "source": "s3", "pool": pool.name,
-                                                       "location": s3_location(s3_server, "corpus", "images")},
-                                    format="json")
-    assert answer.status_code == 201, answer.content
-    workload = WorkloadFactory(project=quota.project, pool=pool, spec={"datasets": [{"name": "imgs", "version": 1}]})
+    workload, host = dataset_workload
     argv = fill_prefix(workload, directory=tmp_path, replica=0)
     [entry] = json.loads((tmp_path / "cache-fill-0.json").read_text())["entries"]
     assert argv[-1] == "--" and entry["store"]["fetch_allowed_hosts"] == [host]
