@@ -309,6 +309,32 @@ def test_a_workloads_datasets_carry_the_allowed_hosts(dataset_workload):
     assert item["store"]["fetch_allowed_hosts"] == [host]
 
 
+def test_the_guard_tunnels_only_to_checked_destinations(secret_server):
+    """CONNECT (what an https endpoint uses): a tunnel to an allowed destination carries bytes both
+    ways; one to a refused destination gets 403 and no connection."""
+    port = secret_server.server_address[1]
+
+    def tunnel(guard, target):
+        with socket.create_connection(("127.0.0.1", int(guard.proxy_url.rsplit(":", 1)[1])), timeout=5) as sock:
+            sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+            head = sock.recv(4096)
+            if b" 200 " not in head.split(b"\r\n", 1)[0]:
+                return head
+            sock.sendall(b"GET /through HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = b""
+            while chunk := sock.recv(4096):
+                answer += chunk
+            return head + answer
+
+    with netguard.FetchGuard(netguard.Policy([f"127.0.0.1:{port}"])) as guard:
+        assert SECRET.encode() in tunnel(guard, f"127.0.0.1:{port}")
+        assert guard.refusal is None
+    with netguard.FetchGuard(netguard.Policy()) as guard:
+        assert tunnel(guard, f"127.0.0.1:{port}").startswith(b"HTTP/1.1 403")
+        assert "loopback" in guard.refusal
+    assert secret_server.hits == ["/through"]
+
+
 def test_the_local_cache_fill_job_carries_the_allowed_hosts(dataset_workload, tmp_path):
     """The local backend's fill job (read by cachefill.py on the node) has the rule's hosts too:
     without them cachefill cannot apply the rule at fill time."""
