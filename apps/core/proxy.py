@@ -283,8 +283,12 @@ async def proxy_http(scope, receive, send, *, session: aiohttp.ClientSession, ur
     except (*REFUSED, aiohttp.ServerDisconnectedError) as exc:
         # A replica in a network of its own is reached through a bridge that Cairn's listener
         # hands it (apps/backends/local/bridge.py): the connection is accepted, then closed
-        # unanswered while the app inside does not listen yet. Before any answer, that is the
-        # same "still starting" as a refused connection.
+        # unanswered while the app inside does not listen yet. For a page load that is the same
+        # "still starting" as a refused connection; any other request keeps the 502 below.
+        if isinstance(exc, aiohttp.ServerDisconnectedError) and starting_page is None:
+            logger.warning("proxy: forwarding to %s failed: %r", what, exc)
+            await answer(send, 502, f"Forwarding to {what} failed: {exc.__class__.__name__}.")
+            return None
         logger.info("proxy: %s refused the connection: %r", what, exc)
         if starting_page is not None:
             await send({"type": "http.response.start", "status": 503, "headers": [

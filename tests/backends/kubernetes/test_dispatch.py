@@ -9,6 +9,8 @@ from apps.backends.tasks import workload_dispatch_task
 from apps.notebooks.access import runtime_token
 from apps.workloads.models import Workload
 
+from .conftest import eventually
+
 NS = "cairn-vision"
 
 
@@ -148,7 +150,8 @@ def test_stop_training_deletes_the_job_with_its_pods(emulator, make_workload, ku
     workload_stop(workload=reload(workload))
     assert workload_stop_signal(workload_id=workload.pk) == 2
     assert emulator.get("jobs", NS, f"cairn-{workload.pk}-1") is None
-    assert emulator.list("pods", NS) == []  # propagated to the pods
+    # propagated to the pods: a real garbage collector deletes them shortly after, not at once
+    assert eventually(lambda: emulator.list("pods", NS) == [], timeout=30)
 
 
 @pytest.mark.real_kube
