@@ -8,7 +8,7 @@ import { lazy, StrictMode, Suspense } from "react";
 import { createRoot } from "react-dom/client";
 import { BrowserRouter } from "react-router";
 import { App } from "./App";
-import { theme } from "./theme";
+import { cssVariablesResolver, theme } from "./theme";
 
 // The toasts' container (and its transition library) loads after the first paint: the sign-in page
 // shows none, and `notifications.show` from any page reaches it through the shared store.
@@ -22,7 +22,7 @@ const colorSchemeManager = localStorageColorSchemeManager({ key: "cairn.colorSch
 
 createRoot(document.getElementById("app")!).render(
   <StrictMode>
-    <MantineProvider theme={theme} defaultColorScheme="auto" colorSchemeManager={colorSchemeManager}>
+    <MantineProvider theme={theme} cssVariablesResolver={cssVariablesResolver} defaultColorScheme="auto" colorSchemeManager={colorSchemeManager}>
       <Suspense fallback={null}>
         <Notifications position="top-right" />
       </Suspense>
