@@ -1,7 +1,8 @@
 """Getting around the dashboard (issue 46, items 17 and 19), in Debian's chromium against a live
 Cairn: the sign-in page loads no charting code (pages are chunks of their own); every route has
 its own document title; the first Tab stop is a skip link to the content; the navigation marks
-the current page (aria-current) and moving to another page moves focus to its heading."""
+the current page (aria-current) and moving to another page moves focus to its heading; each page
+has one h1 (the logo is no heading) and the sign-in page a main landmark (item 16)."""
 import gzip
 import re
 from urllib.parse import urlsplit
@@ -63,14 +64,32 @@ def test_titles_skip_link_current_page_and_focus_on_navigation(server, new_page)
     assert skip.bounding_box()["x"] >= 0  # on screen once focused
     page.keyboard.press("Enter")
     focused = page.evaluate("() => [document.activeElement.tagName, !!document.activeElement.closest('main')]")
-    assert focused[1] and focused[0] in ("H1", "H2", "MAIN"), focused
+    assert focused[1] and focused[0] in ("H1", "MAIN"), focused
 
     # the navigation moves focus to the new page's heading, and the title follows
     nav.get_by_role("link", name="Storage").click()
     expect(page).to_have_url(re.compile(r"/projects/dash/storage$"), timeout=UI)
     expect(page).to_have_title("Storage · dash · Cairn")
     expect(nav.get_by_role("link", name="Storage")).to_have_attribute("aria-current", "page")
-    expect(page.locator("main h1, main h2").first).to_be_focused(timeout=UI)
+    expect(page.locator("main h1").first).to_be_focused(timeout=UI)
     nav.get_by_role("link", name="Cluster").click()
     expect(page).to_have_title("Cluster · Cairn", timeout=UI)
-    expect(page.locator("main h1, main h2").first).to_be_focused(timeout=UI)
+    expect(page.locator("main h1").first).to_be_focused(timeout=UI)
+
+
+def test_one_h1_per_page_and_the_sign_in_page_has_main(server, new_page):  # noqa: F811
+    page = new_page(server.url)
+    page.goto("/signin")
+    expect(page.get_by_role("main")).to_have_count(1, timeout=UI)
+    expect(page.get_by_role("heading", level=1)).to_have_text("Sign in to Cairn")
+    sign_in(page, "erin")
+    expect(page).to_have_url(re.compile(r"/projects/dash/workloads$"), timeout=UI)
+    for path, title in [("/projects/dash/workloads", "Workloads"), ("/projects/dash/storage", "Storage"),
+                        ("/cluster", "Cluster"), ("/tokens", "API tokens")]:
+        page.goto(path)
+        h1 = page.get_by_role("heading", level=1)
+        expect(h1).to_have_text(title, timeout=UI)
+        expect(h1).to_have_count(1)
+    # the logo is a link home, not a heading
+    expect(page.get_by_role("heading", name="Cairn", exact=True)).to_have_count(0)
+    expect(page.get_by_role("banner").get_by_role("link", name="Cairn", exact=True)).to_be_visible()

@@ -1,5 +1,5 @@
 // The frame of every signed-in page: header (project switcher, theme, user menu) and navigation.
-import { AppShell, Anchor, Group, Menu, NavLink, Select, Text, Title } from "@mantine/core";
+import { AppShell, Anchor, Group, Menu, NavLink, Select, Text } from "@mantine/core";
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef } from "react";
 import { Link, Outlet, useLocation, useNavigate, useParams } from "react-router";
@@ -25,7 +25,7 @@ function focusMainHeading(main: HTMLElement | null): () => void {
   let timer: number | undefined;
   const attempt = () => {
     if (!main) return;
-    const heading = main.querySelector<HTMLElement>("h1, h2");
+    const heading = main.querySelector<HTMLElement>("h1");
     if (heading || tries >= 30) {
       const target = heading ?? main;
       if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
@@ -100,7 +100,7 @@ export function Layout() {
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group gap="md" wrap="nowrap">
             <Anchor component={Link} to="/" underline="never">
-              <Title order={3}>Cairn</Title>
+              <Text component="span" fw={700} fz="h3">Cairn</Text>
             </Anchor>
             <Select
               aria-label="Project"

@@ -282,7 +282,7 @@ function QueueSection({ pools, now }: { pools: OverviewPool[]; now: number }) {
   return (
     <Stack gap="sm">
       <Group justify="space-between" align="flex-end">
-        <Title order={3}>Queue</Title>
+        <Title order={2} size="h3">Queue</Title>
         <Group gap="sm" align="flex-end">
           <Select
             label="Waiting on"
@@ -451,7 +451,7 @@ export function ClusterPage() {
   if (overview.error && !overview.data) {
     return (
       <Stack>
-        <Title order={2}>Cluster</Title>
+        <Title order={1} size="h2">Cluster</Title>
         <ErrorState error={overview.error} onRetry={() => overview.refetch()} />
       </Stack>
     );
@@ -462,7 +462,7 @@ export function ClusterPage() {
     <Stack gap="lg">
       <Group justify="space-between" align="baseline">
         <Group gap="sm" align="baseline">
-          <Title order={2}>Cluster</Title>
+          <Title order={1} size="h2">Cluster</Title>
           {me.projects.length > 0 && <LiveIndicator />}
         </Group>
         <Text size="xs" c="dimmed">
@@ -471,7 +471,7 @@ export function ClusterPage() {
       </Group>
 
       <Stack gap="sm">
-        <Title order={3}>Pools</Title>
+        <Title order={2} size="h3">Pools</Title>
         <div data-testid="cluster-pools">
           {data.pools.length === 0 ? (
             <EmptyState title="No pools yet">
@@ -490,12 +490,12 @@ export function ClusterPage() {
       </Stack>
 
       <Stack gap="sm">
-        <Title order={3}>GPU utilisation</Title>
+        <Title order={2} size="h3">GPU utilisation</Title>
         <GpuHeatmap nodes={nodes} />
       </Stack>
 
       <Stack gap="sm">
-        <Title order={3}>Nodes</Title>
+        <Title order={2} size="h3">Nodes</Title>
         <NodesTable nodes={nodes} now={now} />
       </Stack>
 

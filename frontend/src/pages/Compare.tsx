@@ -71,7 +71,7 @@ function CompareView({ project }: { project: string }) {
   if (!runIds.length) {
     return (
       <Stack>
-        <Title order={2}>Compare runs</Title>
+        <Title order={1} size="h2">Compare runs</Title>
         <EmptyState
           title="No runs picked"
           action={
@@ -90,7 +90,7 @@ function CompareView({ project }: { project: string }) {
     const missing = missingRuns(compare.error);
     return (
       <Stack>
-        <Title order={2}>Compare runs</Title>
+        <Title order={1} size="h2">Compare runs</Title>
         <ErrorState error={compare.error} onRetry={() => compare.refetch()} />
         {missing.length > 0 && runIds.length > missing.length && (
           <Group>
@@ -180,7 +180,7 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
       <LiveTopics topics={liveTopics} onFrame={curves.handleFrame} />
       <Group justify="space-between" align="flex-end" wrap="wrap">
         <div>
-          <Title order={2}>Compare runs</Title>
+          <Title order={1} size="h2">Compare runs</Title>
           <Text size="sm" c="dimmed">
             {runs.length} run{runs.length === 1 ? "" : "s"} · drag on the chart to zoom (re-read at full resolution), double-click to reset.
           </Text>
@@ -242,7 +242,7 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
 
       <Card withBorder padding="sm">
         <Group justify="space-between" mb="xs" wrap="wrap">
-          <Title order={4}>Params</Title>
+          <Title order={2} size="h4">Params</Title>
           <Group gap="md">
             <Text size="xs" c="dimmed">
               {differing.size} of {allParamKeys.length} differ
@@ -325,7 +325,7 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
 
       <Card withBorder padding="sm">
         <Group justify="space-between" mb="xs" wrap="wrap" align="flex-end">
-          <Title order={4}>Parallel coordinates</Title>
+          <Title order={2} size="h4">Parallel coordinates</Title>
           <Group gap="sm" wrap="wrap" align="flex-end">
             <MultiSelect
               size="xs"
@@ -360,7 +360,7 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
       </Card>
 
       <Card withBorder padding="sm">
-        <Title order={4} mb="xs">
+        <Title order={2} size="h4" mb="xs">
           Metric summaries
         </Title>
         <Table.ScrollContainer minWidth={200 + runs.length * 140}>

@@ -171,7 +171,7 @@ export function QuotasPage() {
     <Stack gap="md" maw={1200}>
       <Stack gap={2}>
         <Group gap="sm" align="baseline">
-          <Title order={2}>Quotas</Title>
+          <Title order={1} size="h2">Quotas</Title>
           <LiveIndicator />
         </Group>
         <Text size="sm" c="dimmed">

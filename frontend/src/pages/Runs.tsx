@@ -165,7 +165,7 @@ function RunsView({ project }: { project: string }) {
     <Stack gap="md">
       <Group justify="space-between" align="flex-end" wrap="wrap">
         <div>
-          <Title order={2}>Runs</Title>
+          <Title order={1} size="h2">Runs</Title>
           <Text c="dimmed" size="sm">
             What jobs and scripts log with the cairn SDK. Tick two or more runs to compare their curves and params.
           </Text>

@@ -46,11 +46,11 @@ export function SignInPage() {
   };
 
   return (
-    <Center mih="100vh" p="md">
+    <Center component="main" mih="100vh" p="md">
       <Paper withBorder shadow="sm" p="xl" w={380} component="form" onSubmit={submit}>
         <Stack>
           <Stack gap={2}>
-            <Title order={2}>Sign in to Cairn</Title>
+            <Title order={1} size="h2">Sign in to Cairn</Title>
             <Text c="dimmed" size="sm">Use the account your administrator gave you.</Text>
           </Stack>
           {error && (

@@ -240,7 +240,7 @@ export function StoragePage() {
 
   return (
     <Stack gap="md">
-      <Title order={2}>Storage</Title>
+      <Title order={1} size="h2">Storage</Title>
       <Text c="dimmed" size="sm">
         Volumes are shared folders of the project. A workload mounts one with{" "}
         <code>volumes: [{"{"}name: images{"}"}]</code> at <code>/data/&lt;name&gt;</code> (or a path it gives),
@@ -290,9 +290,9 @@ export function StoragePage() {
           </Table.Tbody>
         </Table>
       )}
-      <Title order={3}>Datasets</Title>
+      <Title order={2} size="h3">Datasets</Title>
       <Datasets project={project} />
-      <Title order={3}>Models</Title>
+      <Title order={2} size="h3">Models</Title>
       <Models project={project} />
     </Stack>
   );

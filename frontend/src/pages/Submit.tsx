@@ -162,7 +162,7 @@ export function SubmitPage() {
   return (
     <Stack gap="md" maw={960}>
       <Group justify="space-between">
-        <Title order={2}>Submit work</Title>
+        <Title order={1} size="h2">Submit work</Title>
         <Anchor component={Link} to={`/projects/${project}/workloads`} size="sm">
           Back to workloads
         </Anchor>

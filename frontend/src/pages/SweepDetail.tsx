@@ -110,7 +110,7 @@ function SweepView({ project, id }: { project: string; id: number }) {
       <Group justify="space-between" align="flex-start" wrap="wrap">
         <Stack gap={4}>
           <Group gap="sm">
-            <Title order={2}>{s.name}</Title>
+            <Title order={1} size="h2">{s.name}</Title>
             <SweepStatusBadge status={s.status} />
             <LiveIndicator />
           </Group>
@@ -145,7 +145,7 @@ function SweepView({ project, id }: { project: string; id: number }) {
 
       <SimpleGrid cols={{ base: 1, md: 2 }}>
         <Card withBorder padding="sm" data-testid="best-trial">
-          <Title order={4} mb="xs">Best trial so far</Title>
+          <Title order={2} size="h4" mb="xs">Best trial so far</Title>
           {best ? (
             <Stack gap={4}>
               <Text size="xl" fw={700}>
@@ -158,7 +158,7 @@ function SweepView({ project, id }: { project: string; id: number }) {
           )}
         </Card>
         <Card withBorder padding="sm" data-testid="param-importance">
-          <Title order={4} mb="xs">Parameter importance</Title>
+          <Title order={2} size="h4" mb="xs">Parameter importance</Title>
           {bars.length ? (
             <Stack gap={6}>
               {bars.map((b) => (
@@ -176,7 +176,7 @@ function SweepView({ project, id }: { project: string; id: number }) {
       </SimpleGrid>
 
       <Card withBorder padding="sm">
-        <Title order={4} mb="xs">{metric} by trial</Title>
+        <Title order={2} size="h4" mb="xs">{metric} by trial</Title>
         <TimeSeriesChart
           testId="objective-chart"
           xLabel="trial"
@@ -190,7 +190,7 @@ function SweepView({ project, id }: { project: string; id: number }) {
       </Card>
 
       <Card withBorder padding="sm">
-        <Title order={4} mb="xs">Parallel coordinates</Title>
+        <Title order={2} size="h4" mb="xs">Parallel coordinates</Title>
         {pcRuns.length ? (
           <ParallelCoordinates runs={pcRuns} paramKeys={axes} metricLabel={metric} />
         ) : (
@@ -199,7 +199,7 @@ function SweepView({ project, id }: { project: string; id: number }) {
       </Card>
 
       <Card withBorder padding="sm">
-        <Title order={4} mb="xs">Trials</Title>
+        <Title order={2} size="h4" mb="xs">Trials</Title>
         {trials.error && !trials.data ? (
           <Alert color="red">{errorAdvice(trials.error).detail}</Alert>
         ) : rows.length === 0 ? (

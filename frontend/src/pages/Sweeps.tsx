@@ -43,7 +43,7 @@ export function SweepsPage() {
     <Stack gap="md">
       <Stack gap={2}>
         <Group gap="sm" align="baseline">
-          <Title order={2}>Sweeps</Title>
+          <Title order={1} size="h2">Sweeps</Title>
           <LiveIndicator />
         </Group>
         <Text c="dimmed" size="sm">

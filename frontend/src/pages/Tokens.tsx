@@ -74,7 +74,7 @@ function CreateToken({ onCreated }: { onCreated: (token: Created) => void }) {
   return (
     <Card withBorder padding="md" component="form" onSubmit={submit} noValidate data-testid="token-create-form">
       <Stack gap="sm">
-        <Title order={4}>New token</Title>
+        <Title order={2} size="h4">New token</Title>
         <Group align="flex-start" gap="sm" wrap="wrap">
           <TextInput
             label="Name"
@@ -221,7 +221,7 @@ export function TokensPage() {
   return (
     <Stack gap="md" maw={1100}>
       <Stack gap={2}>
-        <Title order={2}>API tokens</Title>
+        <Title order={1} size="h2">API tokens</Title>
         <Text c="dimmed" size="sm">
           Tokens let the cairn CLI, the Python SDK and scripts act as you. Create one per machine or program, so you can revoke
           it alone.

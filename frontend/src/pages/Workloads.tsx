@@ -116,7 +116,7 @@ export function WorkloadsPage() {
     <Stack gap="md">
       <Group justify="space-between" wrap="nowrap">
         <Group gap="sm" align="baseline">
-          <Title order={2}>Workloads</Title>
+          <Title order={1} size="h2">Workloads</Title>
           <LiveIndicator />
         </Group>
         {writable && (

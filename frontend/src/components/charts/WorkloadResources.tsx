@@ -125,7 +125,7 @@ export function WorkloadResources({ project, workloadId, gpus, since, until, run
     <Card withBorder padding="sm" data-testid="gpu-panels" data-gpu-source={telemetry.hasData ? "telemetry" : useRunGpus ? "run" : "none"}>
       <LiveTopics topics={runSeries.topics} onFrame={runSeries.handleFrame} />
       <Group justify="space-between" mb="xs">
-        <Title order={4}>GPU and CPU</Title>
+        <Title order={2} size="h4">GPU and CPU</Title>
         {useRunGpus && (
           <Text size="xs" c="dimmed">
             GPU samples logged by the training script (cairn SDK), one every 5 s

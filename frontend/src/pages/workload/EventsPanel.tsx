@@ -24,7 +24,7 @@ export function EventsPanel({ events, total, loading, error, onRetry }: EventsPa
   return (
     <Card withBorder padding="sm">
       <Group justify="space-between" mb="xs">
-        <Title order={4}>Events</Title>
+        <Title order={2} size="h4">Events</Title>
         <Text size="xs" c="dimmed" data-testid="events-order">
           Newest first (`cairn events` lists oldest first)
           {total > events.length ? ` · ${total.toLocaleString()} events; showing the latest 500 and the first` : ""}

@@ -71,7 +71,7 @@ function LogView({ workload: w, project }: LogPanelProps) {
     <Card withBorder padding="sm">
       <Group justify="space-between" mb="xs" wrap="wrap">
         <Group gap="sm">
-          <Title order={4}>Logs</Title>
+          <Title order={2} size="h4">Logs</Title>
           {ended && (
             <Badge size="sm" variant="light" color="gray">
               ended: {ended}

@@ -131,7 +131,7 @@ export function MetricsPanel({ project, workload: w, runs, runsLoading, runsErro
         <LiveTopics topics={metrics.topics} onFrame={metrics.handleFrame} />
         <Group justify="space-between" mb="xs" wrap="wrap">
           <Group gap="sm">
-            <Title order={4}>Metrics</Title>
+            <Title order={2} size="h4">Metrics</Title>
             {chosenRuns.map((r) => (
               <Badge key={r.id} size="sm" variant="light" tt="none" color={RUN_STATUS_COLOUR[runStatus[r.id] ?? r.status] ?? "gray"}>
                 {r.name}: {runStatus[r.id] ?? r.status}

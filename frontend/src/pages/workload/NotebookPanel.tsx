@@ -17,7 +17,7 @@ export function NotebookPanel({ project, workload, now }: { project: string; wor
   return (
     <Card withBorder padding="md" data-testid="notebook-idle">
       <Group justify="space-between">
-        <Title order={4}>Idle reclaim</Title>
+        <Title order={2} size="h4">Idle reclaim</Title>
         <Text size="xs" c="dimmed">{activity.data.summary}</Text>
       </Group>
       <SimpleGrid cols={{ base: 3 }} spacing="sm" mt="sm">

@@ -37,7 +37,7 @@ export function ResiliencePanel({ data, now, attempt }: ResiliencePanelProps) {
   return (
     <Card withBorder padding="md" data-testid="resilience-panel">
       <Group justify="space-between" mb="xs">
-        <Title order={4}>Goodput</Title>
+        <Title order={2} size="h4">Goodput</Title>
         <Text size="xs" c="dimmed">
           hang timeout {formatDuration(data.hang_timeout_seconds)} · stragglers: {data.straggler_policy}
         </Text>

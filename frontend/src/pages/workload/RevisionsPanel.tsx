@@ -80,7 +80,7 @@ export function RevisionsPanel({ project, workload: w, canWrite }: { project: st
     <Card withBorder padding="sm" data-testid="revisions-panel">
       <Group justify="space-between" mb="xs">
         <Group gap="sm">
-          <Title order={4}>Revisions</Title>
+          <Title order={2} size="h4">Revisions</Title>
           {r && (
             <Badge variant="light" color={r.complete ? "green" : "yellow"} data-testid="rollout-state">
               {r.canary_revision !== null

@@ -55,7 +55,7 @@ export function ScalingPanel({ deployment }: { deployment: Deployment | undefine
   return (
     <Card withBorder padding="sm" data-testid="scaling-panel">
       <Group justify="space-between" mb="xs">
-        <Title order={4}>Replicas</Title>
+        <Title order={2} size="h4">Replicas</Title>
         <Badge variant="light" color={auto ? "blue" : "gray"} data-testid="scaling-mode">
           {auto ? "Autoscaling" : "Fixed count"}
         </Badge>

@@ -89,7 +89,7 @@ export function ServingPanel({ project, workload: w }: { project: string; worklo
 
   return (
     <Card withBorder padding="sm" data-testid="serving-panel">
-      <Title order={4} mb="xs">
+      <Title order={2} size="h4" mb="xs">
         Requests
       </Title>
       {namesQuery.error ? <ErrorState error={namesQuery.error} onRetry={() => namesQuery.refetch()} /> : null}

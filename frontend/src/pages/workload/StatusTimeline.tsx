@@ -33,7 +33,7 @@ export function StatusTimeline({ workload: w, now, segments: history, eventsErro
   return (
     <Card withBorder padding="sm" data-testid="status-timeline" data-status={w.status}>
       <Group justify="space-between" mb="xs">
-        <Title order={4}>Status</Title>
+        <Title order={2} size="h4">Status</Title>
         {eventsError ? (
           <Text size="xs" c="red">
             Could not read the event trail; the timeline shows the current status only.

@@ -66,7 +66,7 @@ export function WorkloadHeader({
             ← Workloads
           </Anchor>
           <Group gap="sm" wrap="wrap">
-            <Title order={2} data-testid="workload-name" style={{ wordBreak: "break-all" }}>
+            <Title order={1} size="h2" data-testid="workload-name" style={{ wordBreak: "break-all" }}>
               {w.name}
             </Title>
             <Badge variant="outline" color="gray" data-testid="workload-kind">
