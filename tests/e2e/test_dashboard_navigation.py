@@ -93,3 +93,36 @@ def test_one_h1_per_page_and_the_sign_in_page_has_main(server, new_page):  # noq
     # the logo is a link home, not a heading
     expect(page.get_by_role("heading", name="Cairn", exact=True)).to_have_count(0)
     expect(page.get_by_role("banner").get_by_role("link", name="Cairn", exact=True)).to_be_visible()
+
+
+def test_at_390px_a_menu_button_opens_the_navigation(server, new_page, tmp_path):  # noqa: F811
+    """Item 18: on a phone-sized screen the navigation does not cover the content; a menu button
+    in the header opens it, and the header's controls stay on screen."""
+    page = new_page(server.url)
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, "erin")
+    expect(page).to_have_url(re.compile(r"/projects/dash/workloads$"), timeout=UI)
+    expect(page.get_by_role("heading", level=1)).to_have_text("Workloads", timeout=UI)
+    menu = page.get_by_role("button", name="Navigation menu")
+    expect(menu).to_be_visible()
+    expect(menu).to_have_attribute("aria-expanded", "false")
+    nav = page.get_by_role("navigation", name="Main")
+    storage = nav.get_by_role("link", name="Storage")
+    expect(storage).not_to_be_in_viewport()
+    # nothing in the header, or the page's own Submit button, is cut off
+    submit = page.get_by_test_id("submit-work")
+    expect(submit).to_be_visible()
+    assert submit.evaluate("b => b.scrollWidth <= b.clientWidth"), "Submit button's label clipped"
+    for control in (menu, page.get_by_test_id("project-switcher"), page.get_by_test_id("user-menu"), submit):
+        box = control.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    assert page.screenshot(path=str(tmp_path / "workloads-390.png"))
+    menu.click()
+    expect(menu).to_have_attribute("aria-expanded", "true")
+    expect(storage).to_be_in_viewport()
+    storage.click()
+    expect(page).to_have_url(re.compile(r"/projects/dash/storage$"), timeout=UI)
+    expect(page.get_by_role("heading", level=1)).to_have_text("Storage", timeout=UI)
+    # the navigation closes once a page is chosen, uncovering it
+    expect(menu).to_have_attribute("aria-expanded", "false")
+    expect(storage).not_to_be_in_viewport()

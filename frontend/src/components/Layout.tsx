@@ -1,5 +1,6 @@
 // The frame of every signed-in page: header (project switcher, theme, user menu) and navigation.
-import { AppShell, Anchor, Group, Menu, NavLink, Select, Text } from "@mantine/core";
+import { AppShell, Anchor, Burger, Group, Menu, NavLink, Select, Text } from "@mantine/core";
+import { useDisclosure } from "@mantine/hooks";
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef } from "react";
 import { Link, Outlet, useLocation, useNavigate, useParams } from "react-router";
@@ -17,6 +18,7 @@ const PROJECT_PAGES = [
 ] as const;
 
 const MAIN_ID = "main-content";
+const NAV_ID = "main-navigation";
 
 /** Focus the page's main heading (made focusable for it), else the main region itself. Pages load
  * on demand, so the heading is looked for until it appears (up to 3 s). */
@@ -65,6 +67,10 @@ export function Layout() {
   if (routeProject) rememberProject(routeProject);
   const main = useRef<HTMLElement>(null);
   useRouteAnnouncement(main);
+  // Below the "sm" breakpoint the navigation is collapsed behind a menu button (item 18).
+  const [navOpened, nav] = useDisclosure(false);
+  const closeNav = nav.close;
+  useEffect(() => closeNav(), [location.pathname, closeNav]);
 
   const switchProject = (slug: string | null) => {
     if (!slug || slug === routeProject) return;
@@ -84,7 +90,11 @@ export function Layout() {
   };
 
   return (
-    <AppShell header={{ height: 52 }} navbar={{ width: 200, breakpoint: "sm" }} padding="md">
+    <AppShell
+      header={{ height: 52 }}
+      navbar={{ width: 200, breakpoint: "sm", collapsed: { mobile: !navOpened } }}
+      padding="md"
+    >
       <a
         className="skip-link"
         href={`#${MAIN_ID}`}
@@ -97,8 +107,18 @@ export function Layout() {
         Skip to content
       </a>
       <AppShell.Header>
-        <Group h="100%" px="md" justify="space-between" wrap="nowrap">
-          <Group gap="md" wrap="nowrap">
+        <Group h="100%" px={{ base: "xs", sm: "md" }} justify="space-between" wrap="nowrap" gap="xs">
+          <Group gap="xs" wrap="nowrap">
+            <Burger
+              opened={navOpened}
+              onClick={nav.toggle}
+              hiddenFrom="sm"
+              size="sm"
+              aria-label="Navigation menu"
+              aria-expanded={navOpened}
+              aria-controls={NAV_ID}
+              data-testid="nav-toggle"
+            />
             <Anchor component={Link} to="/" underline="never">
               <Text component="span" fw={700} fz="h3">Cairn</Text>
             </Anchor>
@@ -110,12 +130,12 @@ export function Layout() {
               value={project ?? null}
               onChange={switchProject}
               searchable
-              w={260}
+              w={{ base: 130, sm: 260 }}
               allowDeselect={false}
               nothingFoundMessage="No such project"
             />
           </Group>
-          <Group gap="sm" wrap="nowrap">
+          <Group gap="xs" wrap="nowrap">
             <ThemeToggle />
             <Menu position="bottom-end">
               <Menu.Target>
@@ -134,7 +154,7 @@ export function Layout() {
           </Group>
         </Group>
       </AppShell.Header>
-      <AppShell.Navbar p="xs" component="nav" aria-label="Main">
+      <AppShell.Navbar p="xs" component="nav" aria-label="Main" id={NAV_ID}>
         {project &&
           PROJECT_PAGES.map((page) => {
             const active = location.pathname.startsWith(`/projects/${project}/${page.path}`);

@@ -114,7 +114,7 @@ export function WorkloadsPage() {
 
   return (
     <Stack gap="md">
-      <Group justify="space-between" wrap="nowrap">
+      <Group justify="space-between" wrap="wrap">
         <Group gap="sm" align="baseline">
           <Title order={1} size="h2">Workloads</Title>
           <LiveIndicator />
