@@ -24,6 +24,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.secret_key import DEFAULT_SECRET_KEY
 
+from .proxyheaders import forwarded_allow_ips
+
 logger = logging.getLogger(__name__)
 
 TIMEOUT = 2  # seconds per connection attempt
@@ -99,8 +101,6 @@ def uvicorn_forwarded_mismatch() -> str | None:
     """Server mode runs `uvicorn` from the command line, which reads FORWARDED_ALLOW_IPS and
     otherwise believes X-Forwarded-For from 127.0.0.1: a message when that differs from
     CAIRN_FORWARDED_ALLOW_IPS (docker-compose and the Kubernetes config set both)."""
-    from .proxyheaders import forwarded_allow_ips
-
     if settings.CAIRN_MODE != "server":
         return None
     theirs = os.environ.get("FORWARDED_ALLOW_IPS")

@@ -20,6 +20,7 @@ from apps.clusters.workdir import WorkingDirError, check_working_dir
 from apps.core.errors import ConflictError, ServiceError
 from apps.core.netguard import Policy, UnsafeDestination
 from apps.projects.models import Project
+from apps.quotas.models import Quota
 
 from . import cachefill
 from .artifacts import ArchiveError, make_read_only, remove_tree, unpack
@@ -290,8 +291,6 @@ def fetch_policy(*, project: Project, pool: ResourcePool | None) -> Policy:
     pool's when the project has a quota on it (a pool it may use)."""
     allowed = list(settings.CAIRN.get("FETCH_ALLOWED_HOSTS") or [])
     if pool is not None and pool.fetch_allowed_hosts:
-        from apps.quotas.models import Quota
-
         if Quota.objects.filter(project=project, pool=pool).exists():
             allowed += [h for h in pool.fetch_allowed_hosts if isinstance(h, str)]
     return Policy(allowed)
