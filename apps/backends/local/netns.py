@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 import psutil
 from django.conf import settings
 
+from . import sandbox  # sandbox imports netns only inside log_start_up_warning
 from .paths import attempt_dir
 
 logger = logging.getLogger(__name__)
@@ -124,8 +125,6 @@ def network() -> Network:
         return Network(False, "CAIRN_SANDBOX=off")
     if os.geteuid() != 0:
         return Network(False, "Cairn is not root: it cannot create network namespaces")
-    from . import sandbox
-
     if sandbox.isolation().uid is None:  # a replica running as root could rewrite its own firewall
         return Network(False, "replicas run as root (no run user)")
     tools = _tools()
