@@ -130,6 +130,7 @@ run: venv frontend sandbox
 	$(BIN)/python manage.py run_embedded --host $(HOST) --port $(PORT)
 
 test: venv frontend chromium sandbox services code-server kube
+	scripts/check-commit-subjects.sh
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	cd frontend && npm test
@@ -142,6 +143,7 @@ api-types: venv
 	cd frontend && npm run gen:api
 
 lint: venv frontend
+	scripts/check-commit-subjects.sh
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	cd frontend && npm run lint
