@@ -33,11 +33,11 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
     A failing pass (database down, ...) is logged and retried on the next tick.
     """
 
-    from .local import netns, sandbox
+    from .local import netns, sandbox, startup
     from .services import reconcile_once
 
     logger.info("reconciler: started (interval %gs)", interval)
-    sandbox.log_start_up_warning()  # server mode's log says how replicas here are isolated
+    startup.log_start_up_warning()  # server mode's log says how replicas here are isolated
     last_heartbeat = float("-inf")
     try:
         while not stop.is_set():

@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from apps.backends.local import limits
+from apps.backends.local import limits, startup
 from apps.backends.local.limits import DiskUsage, Watchdog
 from apps.backends.selectors import workload_log_read
 from apps.backends.services import workload_dispatch
@@ -260,11 +260,9 @@ def test_a_replicas_cgroup_gets_its_memory_limit(tmp_path):
 
 
 def test_the_start_up_log_says_how_memory_is_limited(caplog, monkeypatch):
-    from apps.backends.local import sandbox
-
     monkeypatch.setattr(limits, "_cgroup_parent", [None])
     with caplog.at_level("INFO", logger="apps.backends.local.sandbox"):
-        sandbox.log_start_up_warning()
+        startup.log_start_up_warning()
     assert any("replica memory watched every 0.5 s" in r.getMessage() for r in caplog.records)
     monkeypatch.setattr(limits, "_cgroup_parent", ["/sys/fs/cgroup/cairn"])
     assert "cgroup v2" in limits.describe() and "/sys/fs/cgroup/cairn" in limits.describe()

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from apps.backends.local import netns, sandbox
+from apps.backends.local import netns, sandbox, startup
 from apps.backends.local.paths import home_dir, work_dir
 from apps.backends.selectors import workload_log_read
 from apps.backends.services import workload_dispatch
@@ -429,7 +429,7 @@ def test_without_root_the_log_says_workloads_share_the_host_network(not_root, ca
     assert not net.available and netns.label() == netns.HOST
     assert "workloads share the host's network (Cairn is not root" in net.describe()
     with caplog.at_level(logging.INFO, logger="apps.backends.local.sandbox"):
-        sandbox.log_start_up_warning()
+        startup.log_start_up_warning()
     warned = [r for r in caplog.records if r.levelno == logging.WARNING and "share the host's network" in r.getMessage()]
     assert warned, caplog.text
 

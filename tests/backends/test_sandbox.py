@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from apps.backends.local import sandbox
+from apps.backends.local import sandbox, startup
 from apps.backends.local.backend import LocalBackend
 from apps.backends.local.paths import replica_log_path, work_dir
 from apps.backends.selectors import workload_log_read
@@ -299,7 +299,7 @@ def test_the_reconciler_log_says_when_replicas_are_not_isolated(monkeypatch, cap
     """Server mode has no `make run` banner: the reconciler's start-up log line says it."""
     monkeypatch.setattr(sandbox, "isolation", lambda: sandbox.Isolation(sandbox.NONE, problem="bubblewrap (bwrap) is not installed"))
     with caplog.at_level("INFO", logger="apps.backends.local.sandbox"):
-        sandbox.log_start_up_warning()
+        startup.log_start_up_warning()
     warning = [r for r in caplog.records if r.levelname == "WARNING"]
     assert len(warning) == 1 and "NOT isolated" in warning[0].getMessage()
     assert "bubblewrap (bwrap) is not installed" in warning[0].getMessage()

@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 import psutil
 from django.conf import settings
 
-from . import sandbox  # sandbox imports netns only inside log_start_up_warning
+from . import sandbox
 from .paths import attempt_dir
 
 logger = logging.getLogger(__name__)

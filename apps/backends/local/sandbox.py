@@ -296,21 +296,3 @@ def prepare_dirs(iso: Isolation, *, writable: Sequence[Path], traverse: Sequence
         for child in data_dir.iterdir():
             if child.name != "workloads":
                 os.chmod(child, child.stat().st_mode & ~0o007)
-
-
-def log_start_up_warning() -> None:
-    iso = isolation()
-    if iso.isolated and iso.level != RUN_USER:
-        logger.info("local backend: %s", iso.describe())
-    else:
-        logger.warning("local backend: %s%s", iso.describe(), f" ({iso.problem})" if iso.problem else "")
-    from . import netns  # a network namespace per workload (netns.py)
-
-    net = netns.network()
-    (logger.info if net.available else logger.warning)("local backend: %s", net.describe())
-    netns.sweep(force=True)  # namespaces a previous run left behind
-    from . import limits, seccomp
-
-    logger.info("local backend: %s", limits.describe())
-    if iso.level in (BWRAP_ROOT, BWRAP):
-        seccomp.program()  # built at start: a host without libseccomp is told now, not at the first launch
