@@ -27,7 +27,7 @@ from datetime import timedelta
 import optuna
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 from optuna.trial import TrialState
 
@@ -35,6 +35,7 @@ from apps.core.errors import ConflictError, ServiceError
 from apps.tracking.choices import MAX_STEP, RunStatus
 from apps.tracking.models import MetricSummary, Run
 from apps.tracking.selectors import raw_points
+from apps.tracking.services import run_count_as_finished
 from apps.training.api.serializers import TrainingJobCreateSerializer
 from apps.workloads.choices import TERMINAL, EventType, WorkloadStatus
 from apps.workloads.lifecycle import SERVER_SHUTDOWN
@@ -289,28 +290,50 @@ def _prune(sweep: Sweep, study: optuna.Study, trial: Trial, workload: Workload, 
 
 
 def _settle_pruned(sweep: Sweep, study: optuna.Study, trial: Trial) -> None:
-    """A pruned trial whose workload has ended: pruned, or completed when its script had finished
-    on its own (its run marked finished, which a script killed by the stop never does) before the
-    stop was asked for. Then it reports its final value, and best and importance count it."""
+    """A pruned trial whose workload has ended: pruned, or completed when its script had done all
+    its work before the prune's SIGTERM reached it. Then it reports its final value, the run says
+    finished (the sweep page and the runs comparison agree), and best and importance count it."""
     workload = Workload.objects.filter(pk=trial.workload_id).first()
     if workload is not None and workload.status not in TERMINAL:
         return  # still stopping
     run = _latest_run(workload) if workload is not None else None
     summary = MetricSummary.objects.filter(run=run, key=sweep.objective_key).first() if run else None
-    finished_first = (run is not None and run.status == RunStatus.FINISHED and run.finished_at is not None
-                      and (workload.stop_requested_at is None or run.finished_at <= workload.stop_requested_at))
-    if finished_first and summary is not None and math.isfinite(summary.last_value):
-        message = (f"{sweep.objective_key} = {summary.last_value:g} at step {summary.last_step}: it ran to the end "
+    how = _ran_to_the_end(sweep, trial, workload, run, summary)
+    if how:
+        message = (f"{sweep.objective_key} = {summary.last_value:g} at step {summary.last_step}: it {how} "
                    f"before the prune at step {trial.pruned_step} took effect, so it counts as completed.")
         Trial.objects.filter(pk=trial.pk).update(pruned_step=None, pruned_rung=None, last_step=summary.last_step,
                                                  last_value=summary.last_value)
         trial.pruned_step = trial.pruned_rung = None
         trial.last_step, trial.last_value = summary.last_step, summary.last_value
-        if workload is not None:
-            workload_event_record(workload=workload, reason="TrialCompleted", message=message)
+        run_count_as_finished(run=run)
+        workload_event_record(workload=workload, reason="TrialCompleted", message=message)
         _end(sweep, study, trial, status=TrialStatus.SUCCEEDED, objective=summary.last_value, message=message)
         return
     _tell(study, trial)
+
+
+def _ran_to_the_end(sweep: Sweep, trial: Trial, workload: Workload | None, run: Run | None,
+                    summary: MetricSummary | None) -> str:
+    """How a pruned trial's script had finished its work before the prune's SIGTERM was sent
+    (the stop is asked for first, the signal follows; a process already gone gets none), or "":
+
+    - "ran to the end": its run was marked finished (the SDK does it as the script exits; a
+      script killed by the signal never does);
+    - "reported its final value": it had logged the objective at the last step the trials that
+      completed reached (the same template runs the same number of steps), and was killed while
+      it wrapped up.
+    """
+    if workload is None or run is None or summary is None or not math.isfinite(summary.last_value):
+        return ""
+    cutoff = workload.term_sent_at or workload.finished_at or timezone.now()
+    if run.status == RunStatus.FINISHED and run.finished_at is not None and run.finished_at <= cutoff:
+        return "ran to the end"
+    final = (Trial.objects.filter(sweep=sweep, status=TrialStatus.SUCCEEDED).exclude(pk=trial.pk)
+             .aggregate(step=Max("last_step"))["step"])
+    if final is not None and summary.last_step >= final and summary.last_time <= cutoff:
+        return "reported its final value"
+    return ""
 
 
 def _end(sweep: Sweep, study: optuna.Study, trial: Trial, *, status: str, message: str,

@@ -100,6 +100,22 @@ def run_finish(*, run: Run, status: str = RunStatus.FINISHED) -> Run:
     return run
 
 
+def run_count_as_finished(*, run: Run) -> Run:
+    """A run its workload's stop closed as stopped (or left running) whose script had in fact done
+    all its work first (a sweep trial pruned after it ran to the end, apps/sweeps/driver.py): it
+    says finished, so that every page showing it tells the same story. Its finished_at stays."""
+    if run.status == RunStatus.FINISHED:
+        return run
+    with transaction.atomic():
+        updated = Run.objects.filter(pk=run.pk, status__in=(RunStatus.STOPPED, RunStatus.RUNNING)).update(
+            status=RunStatus.FINISHED, finished_at=run.finished_at or timezone.now())
+        if updated:
+            publish(run_group(run.pk), status_event(run_id=run.pk, status=RunStatus.FINISHED))
+            publish(project_runs_group(run.project_id), status_event(run_id=run.pk, status=RunStatus.FINISHED))
+    run.refresh_from_db()
+    return run
+
+
 def tracking_prune_batch_ids(*, now: datetime | None = None, chunk: int = 50_000) -> int:
     """Delete batch ids older than TRACKING_BATCH_ID_RETENTION_HOURS, in chunks (short
     transactions beside the ingestion); returns how many went."""

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import optuna
 import pytest
+from django.utils import timezone
 
 from apps.sweeps.choices import SweepStatus, TrialStatus
 from apps.sweeps.driver import sweep_drive
@@ -159,6 +160,63 @@ def test_a_pruned_trial_that_had_run_to_the_end_counts_as_completed(setup, clien
     assert best_trial(sweep).pk == late.pk
     body = client_for(alice).get(f"/api/v1/projects/{project.slug}/sweeps/{sweep.pk}/").json()
     assert body["best_trial"]["number"] == late.number and body["best_trial"]["objective"] == 0.95
+
+
+def _pruned_then_logged_to_the_end(project, alice, *, sigterm_after_the_points: bool):
+    """A trial pruned at step 1 whose script meanwhile logged every step up to the last one the
+    completed trial reached (9), but was killed while it wrapped up (its run never finished)."""
+    sweep, late = _asha_with_a_good_first_trial(project, alice)
+    run = start(late.workload)
+    log(run, "val_acc", {1: 0.1})
+    sweep_drive(sweep_id=sweep.pk)
+    workload = Workload.objects.get(pk=late.workload_id)
+    assert workload.status == S.STOPPING
+    before = timezone.now()
+    log(run, "val_acc", {step: 0.96 for step in range(2, 10)})
+    # The stop is asked for first; the backend sends SIGTERM a moment later (workload_stop_signal).
+    sent = timezone.now() + timedelta(seconds=1) if sigterm_after_the_points else before - timedelta(seconds=1)
+    Workload.objects.filter(pk=workload.pk).update(term_sent_at=sent)
+    workload.refresh_from_db()
+    workload_observe(workload=workload, observation=AllGone())
+    run.refresh_from_db()
+    assert run.status == "stopped"  # closed by the stop, as a killed script's run is
+    sweep_drive(sweep_id=sweep.pk)
+    late.refresh_from_db()
+    run.refresh_from_db()
+    return sweep, late, run
+
+
+def test_a_trial_killed_by_the_prune_after_reporting_its_final_value_counts_as_completed(setup, client_for):
+    """Issue 46, item 8: the prune's SIGTERM arrived after the script had reported the objective at
+    its last step: completed with its final value, everywhere (sweep, trials, runs comparison)."""
+    project, alice = setup
+    sweep, late, run = _pruned_then_logged_to_the_end(project, alice, sigterm_after_the_points=True)
+    assert (late.status, late.objective, late.pruned_step) == (TrialStatus.SUCCEEDED, 0.96, None)
+    assert "reported its final value before the prune at step 1" in late.message
+    assert study(sweep).trials[1].state == optuna.trial.TrialState.COMPLETE
+    assert best_trial(sweep).pk == late.pk
+    client = client_for(alice)
+    base = f"/api/v1/projects/{project.slug}"
+    body = client.get(f"{base}/sweeps/{sweep.pk}/").json()
+    assert body["best_trial"]["number"] == late.number and body["trials"].get("pruned", 0) == 0
+    rows = {t["number"]: t for t in client.get(f"{base}/sweeps/{sweep.pk}/trials/").json()["results"]}
+    assert (rows[late.number]["status"], rows[late.number]["pruned_step"]) == ("succeeded", None)
+    # The runs comparison tells the same story: the trial's run finished, with the same last value.
+    compared = client.get(f"{base}/runs/compare/", {"runs": str(run.pk)}).json()
+    assert compared["runs"][0]["status"] == "finished"
+    assert compared["summaries"][str(run.pk)]["val_acc"]["last"] == 0.96
+    events = Workload.objects.get(pk=late.workload_id).events.filter(reason="TrialCompleted")
+    assert events.count() == 1
+
+
+def test_a_trial_that_logged_on_after_the_prune_signal_stays_pruned(setup):
+    """Points logged after SIGTERM was sent come from a script that handled the signal: the prune
+    stopped it, whatever it reported while it wound down."""
+    project, alice = setup
+    sweep, late, run = _pruned_then_logged_to_the_end(project, alice, sigterm_after_the_points=False)
+    assert (late.status, late.pruned_step) == (TrialStatus.PRUNED, 1)
+    assert run.status == "stopped"
+    assert study(sweep).trials[1].state == optuna.trial.TrialState.PRUNED
 
 
 def test_a_pruned_trial_stopped_before_it_finished_stays_pruned(setup):
