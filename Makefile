@@ -9,7 +9,7 @@ FRONTEND_SOURCES := $(shell find frontend/src -type f ! -name schema.d.ts 2>/dev
 # Parallel by default (pytest-xdist); e.g. `make test PYTEST_ARGS="-n 0 -x tests/workloads"`.
 PYTEST_ARGS ?= -n auto
 
-.PHONY: run test venv frontend chromium sandbox services kube api-types lint clean bench code-server
+.PHONY: run test venv frontend chromium sandbox services kube slurm api-types lint clean bench code-server
 
 venv: $(STAMP)
 
@@ -112,6 +112,25 @@ services:
 	    || { echo "error: apt-get install$$missing failed" >&2; exit 1; }; \
 	fi
 
+# A real Slurm for the Slurm backend's tests (docs/slurm.md): Debian's slurmctld, slurmd, the client
+# commands and munge, installed with apt when missing (as root). tests/backends/slurm/testbed.py
+# starts them per test session with a private configuration in a temporary directory.
+slurm:
+	@missing=""; \
+	for p in slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge; do \
+	  command -v $${p%%:*} >/dev/null 2>&1 || [ -x /usr/sbin/$${p%%:*} ] || missing="$$missing $${p#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "error: the Slurm tests need$$missing:" >&2; \
+	    echo "       sudo apt-get install -y$$missing   (then run make test again, as root)" >&2; \
+	    exit 1; \
+	  fi; \
+	  echo "installing$$missing for the Slurm tests (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends$$missing >/dev/null \
+	    || { echo "error: apt-get install$$missing failed" >&2; exit 1; }; \
+	fi
+
 # A real Kubernetes control plane for the Kubernetes tests (docs/kubernetes.md, "How this is
 # tested"): kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok and kustomize, built
 # from Go modules once per version into ~/.cache/cairn (outside the clone, so a clean clone reuses
@@ -129,7 +148,7 @@ run: venv frontend sandbox
 	@$(MAKE) --no-print-directory code-server || echo "warning: VS Code notebooks are off (code-server not installed, see above); JupyterLab works" >&2
 	$(BIN)/python manage.py run_embedded --host $(HOST) --port $(PORT)
 
-test: venv frontend chromium sandbox services code-server kube
+test: venv frontend chromium sandbox services code-server kube slurm
 	scripts/check-commit-subjects.sh
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
