@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from apps.core.admin import ReadOnlyAdmin, ServiceDeleteMixin, cores, gpus, memory
 
 from .models import Quota, UsageRecord
-from .selectors import quota_usage, wait_kind_labels
+from .selectors import quota_beyond_capacity, quota_usage, wait_kind_labels
 from .services import quota_create, quota_delete, quota_update
 
 MILLI = Decimal(1000)
@@ -55,6 +55,21 @@ class QuotaForm(forms.ModelForm):
             for name, (field, per) in self.UNITS.items():
                 value = getattr(self.instance, field)
                 self.initial[name] = None if value is None else _shown(Decimal(value) / per)
+
+    FORM_FIELD = {"nominal_gpu_milli": "nominal_gpus", "nominal_cpu_milli": "nominal_cpus",
+                  "nominal_memory_mb": "nominal_memory_gib"}
+
+    def clean(self):
+        """The same refusal as the API's: nominal beyond what the pool's nodes hold together."""
+        cleaned = super().clean()
+        pool = cleaned.get("pool") or (self.instance.pool if self.instance.pk else None)
+        if pool is not None and not self.errors:
+            values = self.stored_values()
+            beyond = quota_beyond_capacity(pool=pool, gpu_milli=values["nominal_gpu_milli"],
+                                           cpu_milli=values["nominal_cpu_milli"], memory_mb=values["nominal_memory_mb"])
+            for field, message in beyond.items():
+                self.add_error(self.FORM_FIELD[field], message)
+        return cleaned
 
     def stored_values(self) -> dict:
         """The cleaned amounts in the model's units. A field left as shown keeps the stored value

@@ -5,6 +5,8 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.clusters.models import Node
+
 from .models import BudgetPeriod, Quota, UsageRecord
 
 # quota_usage's view of the workloads, given by the app that owns them at AppConfig.ready()
@@ -152,3 +154,30 @@ def _waits(rows: list[dict], *, free: dict[str, int]) -> list[dict]:
             group["resources"].add("gpu")
     out = [{**g, "resources": [r for r in RESOURCES if r in g["resources"]]} for g in groups.values()]
     return sorted(out, key=lambda g: (-g["workloads"], g["waiting_on"]))
+
+
+def quota_beyond_capacity(*, pool, gpu_milli: int | None, cpu_milli: int | None,
+                          memory_mb: int | None) -> dict[str, str]:
+    """Nominal amounts a quota could never get: more than every node of its pool holds together
+    (cordoned ones included), as {model field: message}. A pool with no nodes yet says nothing
+    (its capacity is unknown until nodes join). Refused by the API and the admin alike (issue 46,
+    item 12): a guarantee of 16 CPUs on a 2-core pool promises what no scheduler can give."""
+    nodes = list(Node.objects.filter(pool=pool).values_list("gpu_count", "cpu_milli_allocatable",
+                                                            "memory_mb_allocatable"))
+    if not nodes:
+        return {}
+    total_gpu = sum(n[0] for n in nodes) * 1000
+    total_cpu = sum(n[1] for n in nodes)
+    total_mem = sum(n[2] for n in nodes)
+    where = f"pool '{pool.name}' ({len(nodes)} node{'s' if len(nodes) != 1 else ''})"
+    found = {}
+    if gpu_milli and gpu_milli > total_gpu:
+        found["nominal_gpu_milli"] = (f"{gpu_milli / 1000:g} GPUs is more than {where} has: "
+                                      f"{total_gpu / 1000:g} GPUs in all.")
+    if cpu_milli and cpu_milli > total_cpu:
+        found["nominal_cpu_milli"] = (f"{cpu_milli / 1000:g} CPU cores is more than {where} has: "
+                                      f"{total_cpu / 1000:g} cores in all.")
+    if memory_mb and memory_mb > total_mem:
+        found["nominal_memory_mb"] = (f"{memory_mb / 1024:.4g} GiB of memory is more than {where} has: "
+                                      f"{total_mem / 1024:.4g} GiB in all.")
+    return found

@@ -6,7 +6,7 @@ from apps.clusters.selectors import pool_accelerators
 from apps.core.serializers import StrictModelSerializer
 
 from ..models import Quota
-from ..selectors import quota_usage
+from ..selectors import quota_beyond_capacity, quota_usage
 
 
 class QuotaWaitSerializer(serializers.Serializer):
@@ -68,6 +68,21 @@ class QuotaSerializer(StrictModelSerializer):
             "borrowing_limit_gpu_milli": {"max_value": 10_000_000},
             "lending_limit_gpu_milli": {"max_value": 10_000_000},
         }
+
+    def validate(self, attrs):
+        """Nominal beyond what the pool's nodes hold together is refused (400, naming the pool's
+        total); a pool with no nodes yet is not checked."""
+        attrs = super().validate(attrs)
+        pool = attrs.get("pool") or getattr(self.instance, "pool", None)
+        if pool is not None:
+            def value(field):
+                return attrs[field] if field in attrs else getattr(self.instance, field, None)
+
+            beyond = quota_beyond_capacity(pool=pool, gpu_milli=value("nominal_gpu_milli"),
+                                           cpu_milli=value("nominal_cpu_milli"), memory_mb=value("nominal_memory_mb"))
+            if beyond:
+                raise serializers.ValidationError({field: [message] for field, message in beyond.items()})
+        return attrs
 
     @extend_schema_field({"type": "object", "properties": {
         "types": {"type": "array", "items": {"type": "string"}},
