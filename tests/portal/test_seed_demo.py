@@ -51,3 +51,42 @@ def test_server_mode_allows_nothing(db, settings):
     settings.EMBEDDED = False
     call_command("seed_demo", stdout=StringIO())
     assert ResourcePool.objects.get(name="local").allowed_paths == []
+
+
+def test_on_a_two_core_machine_the_example_sweep_runs_beside_the_tours_deployment_and_a_notebook(
+        db, settings, monkeypatch, client_for):
+    """Issue 46, item 10: the demo quota (the whole machine) and the example sweep are sized so that
+    its trials, max_concurrent at a time, are admitted while the README tour's deployment and a
+    notebook with the dashboard's defaults run, on the smallest machine the tour is run on."""
+    import psutil
+    from cairn.sweepspec import load_sweep_file
+
+    from apps.scheduling.services import scheduling_cycle
+    from apps.sweeps.driver import sweep_drive
+
+    settings.EMBEDDED = True
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 2)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: type("Memory", (), {"total": 8 * 1024**3})())
+    call_command("seed_demo", stdout=StringIO())
+    Workload.objects.filter(name="example-train").update(status="succeeded")  # done within the first minute
+    client = client_for(User.objects.get(username="admin"))
+    api = "/api/v1/projects/demo"
+    checkout = str(Path(settings.BASE_DIR).resolve())
+    deployment = client.post(f"{api}/deployments/", {  # the README's, as written
+        "name": "digits", "command": "python examples/serve_digits.py", "working_dir": checkout,
+        "resources": {"cpu": 0.5, "memory": "1Gi"}, "readiness_path": "/healthz"}, format="json")
+    assert deployment.status_code == 201, deployment.content
+    notebook = client.post(f"{api}/notebooks/", {"name": "lab", "resources": {"cpu": 1, "memory": "1Gi"}},
+                           format="json")  # the submit form's defaults
+    assert notebook.status_code == 201, notebook.content
+    scheduling_cycle()
+    example = load_sweep_file(str(Path(settings.BASE_DIR) / "examples" / "sweep_digits.yaml")).body
+    example["template"]["working_dir"] = str(Path(checkout) / "examples")
+    sweep = client.post(f"{api}/sweeps/", example, format="json")
+    assert sweep.status_code == 201, sweep.content
+    sweep_drive(sweep_id=sweep.json()["id"])
+    scheduling_cycle()
+    waiting = {w.name: w.pending_reason for w in Workload.objects.filter(status="queued")}
+    assert not waiting, waiting
+    trials = Workload.objects.filter(name__startswith="digits-mlp-", status="admitted")
+    assert trials.count() == example["max_concurrent"] == 2

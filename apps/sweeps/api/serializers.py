@@ -125,6 +125,10 @@ class TrialWorkloadSerializer(serializers.Serializer):
     name = serializers.CharField()
     status = serializers.CharField()
     status_reason = serializers.CharField()
+    waiting_on = serializers.CharField(allow_null=True, help_text="While queued: what it waits on (a workload's "
+                                                                  "waiting_on; null otherwise, or before the "
+                                                                  "scheduler's first decision).")
+    pending_reason = serializers.CharField(help_text="While queued: the scheduler's reason, in words.")
 
 
 class TrialSerializer(serializers.ModelSerializer):
@@ -143,7 +147,10 @@ class TrialSerializer(serializers.ModelSerializer):
         w = obj.workload
         if w is None:
             return None
-        return {"id": w.pk, "name": w.name, "status": w.status, "status_reason": w.status_reason}
+        queued = w.status == "queued"
+        return {"id": w.pk, "name": w.name, "status": w.status, "status_reason": w.status_reason,
+                "waiting_on": (w.waiting_on or None) if queued else None,
+                "pending_reason": w.pending_reason if queued else ""}
 
     def get_run(self, obj) -> int | None:
         return self.context.get("runs", {}).get(obj.pk)
