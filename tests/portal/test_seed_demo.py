@@ -2,12 +2,16 @@
 from io import StringIO
 from pathlib import Path
 
+import psutil
 from django.core.management import call_command
 
 from apps.accounts.models import User
 from apps.clusters.models import ResourcePool
 from apps.quotas.models import Quota
+from apps.scheduling.services import scheduling_cycle
+from apps.sweeps.driver import sweep_drive
 from apps.workloads.models import Workload
+from cairn.sweepspec import load_sweep_file
 
 
 def test_seed_demo_creates_the_demo_and_is_idempotent(db, settings, monkeypatch):
@@ -58,12 +62,6 @@ def test_on_a_two_core_machine_the_example_sweep_runs_beside_the_tours_deploymen
     """Issue 46, item 10: the demo quota (the whole machine) and the example sweep are sized so that
     its trials, max_concurrent at a time, are admitted while the README tour's deployment and a
     notebook with the dashboard's defaults run, on the smallest machine the tour is run on."""
-    import psutil
-    from cairn.sweepspec import load_sweep_file
-
-    from apps.scheduling.services import scheduling_cycle
-    from apps.sweeps.driver import sweep_drive
-
     settings.EMBEDDED = True
     monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 2)
     monkeypatch.setattr(psutil, "virtual_memory", lambda: type("Memory", (), {"total": 8 * 1024**3})())
