@@ -12,6 +12,8 @@ from .state import _CycleState
 class _Reasons(_CycleState):
     MEMO_WAITS = True  # memoised waits (see _Cycle.run); off only to test that they change nothing
     _sizes: dict[str, list[tuple]] | None = None  # per pool, every node's (name, model, allocatable)
+    _kinds: dict[str, dict[str, set[tuple]]]  # per pool and GPU model, the distinct allocatable sizes
+    _refusals: dict[tuple, str]  # per (pool, allowed models, shape), the never-fits reason
 
     # Memoised waits. A decision that changed nothing (a Wait with no preemption, claim or
     # reservation) is a pure function of the workload's class and of the pool's state; until that
@@ -32,13 +34,26 @@ class _Reasons(_CycleState):
         does not), can ever hold one replica of w: its pool shrank (nodes removed, capacity lowered)
         after submission, which refuses such work. It waits (nodes may come back) saying so."""
         if self._sizes is None:
-            self._sizes = {}
+            self._sizes, self._kinds, self._refusals = {}, {}, {}
             for n in self.snap.nodes:
-                self._sizes.setdefault(n.pool, []).append((n.name, n.gpu_model, *n.allocatable.as_tuple()))
-        nodes = [(name, *size) for name, model, *size in self._sizes.get(w.pool, ())
-                 if models is None or model in models]
-        refusal = largest_node_refusal(pool_name=w.pool, nodes=nodes, ask=shape) if nodes else ""
-        return f"never: {refusal}; it waits in case nodes are added, or stop it" if refusal else ""
+                size = n.allocatable.as_tuple()
+                self._sizes.setdefault(n.pool, []).append((n.name, n.gpu_model, *size))
+                self._kinds.setdefault(n.pool, {}).setdefault(n.gpu_model, set()).add(size)
+        # Whether some node of an allowed model is as large as the ask, from the pool's distinct node
+        # sizes per model (a few, where the nodes are thousands); the reason, rarely needed, from the nodes.
+        kinds = self._kinds.get(w.pool)
+        if not kinds:
+            return ""
+        if any(all(have >= want for have, want in zip(size, shape, strict=True))
+               for model, sizes in kinds.items() if models is None or model in models for size in sizes):
+            return ""
+        key = (w.pool, models, shape)
+        if key not in self._refusals:
+            nodes = [(name, *size) for name, model, *size in self._sizes.get(w.pool, ())
+                     if models is None or model in models]
+            refusal = largest_node_refusal(pool_name=w.pool, nodes=nodes, ask=shape) if nodes else ""
+            self._refusals[key] = f"never: {refusal}; it waits in case nodes are added, or stop it" if refusal else ""
+        return self._refusals[key]
 
     def _capacity_reason(self, w, pool: _Pool, models, shape) -> str:
         count, most = pool.free_summary(models)
