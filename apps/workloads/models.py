@@ -65,6 +65,10 @@ class Workload(models.Model):
     preempted_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     term_sent_at = models.DateTimeField(null=True, blank=True)
     kill_sent_at = models.DateTimeField(null=True, blank=True)
+    # "Run again" (apps/workloads/resubmission.py): the ended workload this one runs again, with
+    # the same spec; the old one keeps its own history (events, logs, runs).
+    resubmitted_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                         related_name="resubmissions")
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

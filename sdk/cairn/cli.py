@@ -686,11 +686,26 @@ def cmd_start(app: App) -> int:
     project = app.project()
     w = client.resolve(project, app.args.workload)
     if w.get("kind") != "notebook":
-        raise CliError(f"{workload_label(w)} is a {w.get('kind')}: only notebooks are started again; "
-                       "submit it anew.")
+        raise CliError(f"{workload_label(w)} is a {w.get('kind')}: only notebooks are started again (their files "
+                       f"are kept); run it again as a new workload that links to this one, which keeps its "
+                       f"history: cairn rerun {w.get('name')}")
     # POST .../notebooks/<id>/start/ (202): back to the queue.
     result = client._json("POST", client._workload_path(project, w["id"], "notebook", "start/")) or w
     line = Text(f"Starting {workload_label(w)} again (its files are kept): ")
+    line.append_text(status_text(result.get("status")))
+    app.say(line)
+    return EXIT_OK
+
+
+def cmd_rerun(app: App) -> int:
+    """Run an ended workload again: a new workload with the same spec that links to it
+    (`resubmitted_from`); the ended one keeps its history (docs/training.md, "Run again")."""
+    client = app.client()
+    project = app.project()
+    w = client.resolve(project, app.args.workload)
+    body = {"name": app.args.name} if app.args.name else {}
+    result = client._json("POST", client._workload_path(project, w["id"], w["kind"], "resubmit/"), json=body) or {}
+    line = Text(f"Running {workload_label(w)} again as {workload_label(result)}: ")
     line.append_text(status_text(result.get("status")))
     app.say(line)
     return EXIT_OK
@@ -1098,6 +1113,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     workload_command("stop", "stop a workload", cmd_stop)
     workload_command("start", "start a stopped notebook again (its files are kept)", cmd_start)
+    p = workload_command("rerun", "run an ended workload again, as a new workload linked to it", cmd_rerun)
+    p.add_argument("--name", help="the new workload's name (default: the next free NAME-2, NAME-3, ...)")
     workload_command("delete", "delete a finished workload", cmd_delete)
     p = workload_command("events", "show a workload's events", cmd_events)
     p.add_argument("--json", action="store_true", help="print JSON")

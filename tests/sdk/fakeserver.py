@@ -168,7 +168,7 @@ class FakeCairn:
 
         match = re.fullmatch(
             r"/api/v1/projects/([^/]+)/(workloads|training-jobs|notebooks|deployments)/"
-            r"(?:(\d+)/(?:(stop|start|logs|events|rollout)/)?)?",
+            r"(?:(\d+)/(?:(stop|start|resubmit|logs|events|rollout)/)?)?",
             path,
         )
         if not match:
@@ -218,6 +218,13 @@ class FakeCairn:
                                                "can be started again."})
             w["status"] = "queued"
             return h.reply(202, w)
+        if action == "resubmit" and h.command == "POST":
+            if w["status"] not in FINISHED:
+                return h.reply(409, {"detail": f"Workload '{w['name']}' is {w['status']}: it can be run again once "
+                                               "it has ended (stop it first)."})
+            name = (body or {}).get("name") or f"{w['name']}-2"
+            new = self.add_workload(project=w["project"], kind=w["kind"], name=name, status="queued")
+            return h.reply(201, new)
         if action == "events" and h.command == "GET":
             return self._page(h, self.events.get(w["id"], []), query)
         if action == "logs" and h.command == "GET":

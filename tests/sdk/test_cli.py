@@ -548,10 +548,24 @@ def test_start_a_stopped_notebook_again(run, logged_in):
     assert again.code != 0 and "only a stopped notebook" in again.err
 
 
-def test_start_refuses_other_kinds(run, logged_in):
+def test_start_refuses_other_kinds_and_points_to_rerun(run, logged_in):
     logged_in.add_workload(name="mnist", status="stopped")
     result = run("start", "mnist")
     assert result.code != 0 and "only notebooks are started again" in result.err
+    assert "cairn rerun mnist" in " ".join(result.err.split())
+
+
+def test_rerun_an_ended_job_as_a_new_linked_workload(run, logged_in):
+    logged_in.add_workload(name="mnist", status="failed")
+    result = run("rerun", "mnist")
+    assert result.code == 0, result.err
+    assert (logged_in.requests[-1].method, logged_in.requests[-1].path) == (
+        "POST", "/api/v1/projects/vision/training-jobs/1/resubmit/")
+    assert "Running training mnist (id 1) again as training mnist-2 (id 2): queued" in result.out
+    named = run("rerun", "mnist", "--name", "mnist-fixed")
+    assert named.code == 0 and "as training mnist-fixed" in named.out
+    running = run("rerun", "mnist-2")
+    assert running.code != 0 and "once it has ended" in running.err
 
 
 def test_stop_of_a_finished_job_is_409(run, logged_in):

@@ -1,24 +1,31 @@
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import mixins, status
+from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from apps.core.errors import ServiceError
-from apps.core.serializers import DetailSerializer
+from apps.core.serializers import DetailSerializer, StrictSerializer
 from apps.projects.api.base import ProjectScopedViewSet
 from apps.projects.choices import Action
 
 from ..filters import WorkloadFilter
 from ..logs import LogsUnavailable, log_access
 from ..models import Workload
+from ..resubmission import workload_resubmit
 from ..services import workload_delete, workload_stop, workload_submit, workload_validate_pool
-from .serializers import EventSerializer, LogQuerySerializer, WorkloadCreateSerializer, WorkloadSerializer
+from .serializers import NAME_RE, EventSerializer, LogQuerySerializer, WorkloadCreateSerializer, WorkloadSerializer
 
 ERRORS = {400: DetailSerializer, 401: DetailSerializer, 403: DetailSerializer, 404: DetailSerializer,
           409: DetailSerializer}
+
+
+class ResubmitSerializer(StrictSerializer):
+    name = serializers.RegexField(NAME_RE, required=False, max_length=63, error_messages={
+        "invalid": "Use 1-63 lowercase letters, digits and '-', starting and ending with a letter or digit."},
+        help_text="The new workload's name; default: the next free `<name>-<n>`.")
 
 
 class PlainTextRenderer(BaseRenderer):
@@ -38,7 +45,7 @@ class WorkloadActionsMixin:
     """Stop, events and logs of one workload: the same actions (and answers) on the
     kind-independent /workloads/{id}/ and on each kind's collection."""
 
-    required_actions = {"stop": Action.SUBMIT}
+    required_actions = {"stop": Action.SUBMIT, "resubmit": Action.SUBMIT}
 
     def get_serializer_class(self):
         if self.action == "events":
@@ -52,6 +59,21 @@ class WorkloadActionsMixin:
         workload = workload_stop(workload=self.get_object(), user=request.user)
         return Response(WorkloadSerializer(workload, context=self.get_serializer_context()).data,
                         status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=ResubmitSerializer, responses={201: WorkloadSerializer, **ERRORS},
+                   summary="Run again: a new workload with the same spec, linked to this ended one",
+                   description="Only an ended workload (succeeded, failed, stopped, lost); 409 otherwise. The new "
+                               "workload is queued with the same kind, pool, spec, resources, priority and limits, "
+                               "named `name` or the next free `<name>-<n>`; its `resubmitted_from` is this one, "
+                               "which keeps its own history (docs/training.md, \"Run again\").")
+    @action(detail=True, methods=["post"])
+    def resubmit(self, request, project=None, pk=None):
+        workload = self.get_object()
+        body = ResubmitSerializer(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        new = workload_resubmit(workload=workload, user=request.user, name=body.validated_data.get("name", ""))
+        return Response(WorkloadSerializer(new, context=self.get_serializer_context()).data,
+                        status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: EventSerializer(many=True), **ERRORS}, summary="The workload's event trail")
     @action(detail=True, methods=["get"])
