@@ -9,9 +9,13 @@ class DeploymentsConfig(AppConfig):
         from apps.workloads.choices import Kind
         from apps.workloads.kinds import KindSpec, register_kind
 
+        from .api.views import DeploymentViewSet  # the kind's collection, routed by portal from the spec
         from .readiness import replica_ready
-        from .selectors import deployment_gateway_url, deployment_revision_plan
+        from .selectors import deployment_endpoint, deployment_gateway_url, deployment_revision_plan
 
-        register_kind(KindSpec(kind=Kind.DEPLOYMENT, serves_port=True, gateway_url=deployment_gateway_url,
+        register_kind(KindSpec(kind=Kind.DEPLOYMENT, route="deployments", label=Kind.DEPLOYMENT.label,
+                               endpoint=deployment_endpoint, lists_empty_runs=False,
+                               serves_port=True, gateway_url=deployment_gateway_url,
                                kubernetes_object="Deployment", independent_replicas=True,
-                               probe_ready=replica_ready, revision_plan=deployment_revision_plan))
+                               probe_ready=replica_ready, revision_plan=deployment_revision_plan,
+                               api_viewset=DeploymentViewSet))

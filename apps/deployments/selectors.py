@@ -7,6 +7,7 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db.models import QuerySet
 
+from apps.projects.choices import may_call_deployment
 from apps.workloads.choices import Kind, WorkloadStatus
 from apps.workloads.models import Workload
 
@@ -191,3 +192,11 @@ def _kubernetes_rollout(rollout: DeploymentRollout, runtime: dict) -> tuple[list
                 and (bool(canary and canary.get("ready")) if rollout.canary_revision is not None else not canary)
                 and not (rollout.surge and rollout.canary_revision is None))
     return replicas, complete
+
+
+def deployment_endpoint(workload: Workload, *, user, role: str | None) -> str | None:
+    """A running deployment's URL, for whoever the gateway lets call it with their own
+    credentials (may_call_deployment: members and above; every reader of a public one)."""
+    public = isinstance(workload.spec, dict) and workload.spec.get("public") is True
+    url = workload.runtime.get("url") if isinstance(workload.runtime, dict) else None
+    return url if may_call_deployment(role, public=public) and isinstance(url, str) else None

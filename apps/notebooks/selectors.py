@@ -5,6 +5,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from apps.projects.choices import Action, role_allows
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.models import Workload
 
@@ -49,3 +50,14 @@ def reclaimed_gpu_hours(*, project_ids: list[int] | None = None, now: datetime |
         entry["reclaims"] += 1
         entry["gpu_hours"] += gpus * max(0.0, ((restarted or now) - at).total_seconds()) / 3600
     return out
+
+
+def notebook_endpoint(workload: Workload, *, user, role: str | None) -> str | None:
+    """A running notebook's IDE through Cairn's proxy (/nb/<project>/<id>/, apps/notebooks/proxy.py):
+    for its creator, and for the project's owners and maintainers when the project shares
+    notebooks. The IDE's own token never appears here."""
+    creator = workload.created_by_id is not None and workload.created_by_id == user.pk
+    if not creator and not (workload.project.shared_notebooks and role_allows(role, Action.OPEN_SHARED_NOTEBOOKS)):
+        return None
+    ide = workload.spec.get("ide") if isinstance(workload.spec, dict) else None
+    return f"/nb/{workload.project.slug}/{workload.pk}/" + ("" if ide == "vscode" else "lab")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from apps.workloads.choices import Kind
+from apps.workloads.kinds import kind_spec, registered_kinds
 
 from . import downsample
 from . import points as points_
@@ -17,12 +17,14 @@ CHUNK_COLUMNS = ("id", "step_data", "value_data", "time_data")
 
 
 def runs_listed(queryset: QuerySet[Run]) -> QuerySet[Run]:
-    """The runs lists show. The run of a notebook's or a deployment's attempt is made at launch, in
-    case it logs; until it holds a metric or a param it is left out (most never log, and an empty
-    run per notebook would bury the training runs). Training runs and standalone runs always show."""
+    """The runs lists show. Every attempt gets a run at launch, in case it logs; for kinds whose
+    spec says not to list empty runs (notebooks, deployments: most never log, and an empty run per
+    notebook would bury the training runs) it is left out until it holds a metric or a param.
+    Training runs and standalone runs always show."""
     holds_data = (Q(Exists(MetricSummary.objects.filter(run=OuterRef("pk"))))
                   | Q(Exists(Param.objects.filter(run=OuterRef("pk")))))
-    return queryset.filter(~Q(workload__kind__in=[Kind.NOTEBOOK, Kind.DEPLOYMENT]) | holds_data)
+    quiet = [kind for kind in registered_kinds() if not kind_spec(kind).lists_empty_runs]
+    return queryset.filter(~Q(workload__kind__in=quiet) | holds_data)
 
 
 def run_summaries(*, runs: list[Run]) -> dict[int, dict[str, dict]]:

@@ -9,4 +9,7 @@ class TrainingConfig(AppConfig):
         from apps.workloads.choices import Kind
         from apps.workloads.kinds import KindSpec, register_kind
 
-        register_kind(KindSpec(kind=Kind.TRAINING, runs_to_completion=True, kubernetes_object="Job"))
+        from .api.views import TrainingJobViewSet  # the kind's collection, routed by portal from the spec
+
+        register_kind(KindSpec(kind=Kind.TRAINING, route="training-jobs", label=Kind.TRAINING.label,
+                               runs_to_completion=True, kubernetes_object="Job", api_viewset=TrainingJobViewSet))

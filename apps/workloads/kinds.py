@@ -22,6 +22,13 @@ class LaunchRefused(Exception):
 @dataclass(frozen=True)
 class KindSpec:
     kind: str  # a choices.Kind value
+    # The kind's API collection under /api/v1/projects/<slug>/ ("training-jobs"), and its name for
+    # people ("Training job"). GET /api/v1/kinds/ serves both, so clients keep no list of kinds.
+    route: str = ""
+    label: str = ""
+    # The DRF viewset of that collection (create, list, inspect, stop, delete; usually a
+    # KindWorkloadViewSet subclass). apps/portal/api/urls.py routes every registered kind's.
+    api_viewset: Any = None
     # Runs to completion: each attempt is a run that ends (success, failure, restart within
     # max_restarts and the run-time limit); the others are services kept up until stopped.
     runs_to_completion: bool = False
@@ -60,6 +67,14 @@ class KindSpec:
     # now). None: one revision.
     revision_plan: Callable[[Any], tuple[int, int, dict[int, tuple[int, dict]]]] | None = None
 
+    # endpoint(workload, user=, role=) -> where a running replica is reached by this user, or None
+    # (a notebook's IDE for its creator, a deployment's URL for those who may call it). Called
+    # only for a RUNNING workload with a URL in its runtime and a signed-in user. None: no endpoint.
+    endpoint: Callable[..., str | None] | None = None
+    # Runs of this kind's workloads are listed even when nothing was logged to them. Services
+    # (notebooks, deployments) leave an empty run per attempt; those are hidden by default.
+    lists_empty_runs: bool = True
+
     @property
     def behind_gateway(self) -> bool:
         return self.gateway_url is not None
@@ -84,5 +99,21 @@ def kind_spec(kind: str) -> KindSpec:
         raise LookupError(f"Unknown workload kind '{kind}' (no app registered it).") from None
 
 
+def registered_spec(kind: str) -> KindSpec | None:
+    return _registry.get(kind)
+
+
 def registered_kinds() -> tuple[str, ...]:
     return tuple(_registry)
+
+
+def kind_route(kind: str) -> str:
+    """The API collection of `kind`; a kind no app registered (rows left by an app since
+    removed) is still reached through the kind-independent /workloads/ routes."""
+    spec = _registry.get(kind)
+    return spec.route if spec is not None and spec.route else "workloads"
+
+
+def kind_label(kind: str) -> str:
+    spec = _registry.get(kind)
+    return spec.label if spec is not None and spec.label else kind

@@ -4,8 +4,6 @@ from rest_framework.routers import SimpleRouter
 
 from apps.accounts.api.views import ApiTokenViewSet, LoginView, MeView, SessionView
 from apps.clusters.api.views import ClusterViewSet, NodeViewSet, ResourcePoolViewSet
-from apps.deployments.api.views import DeploymentViewSet
-from apps.notebooks.api.views import NotebookViewSet
 from apps.projects.api.audit import ProjectAuditEventViewSet
 from apps.projects.api.views import MembershipViewSet, ProjectViewSet
 from apps.quotas.api.views import QuotaViewSet
@@ -14,8 +12,9 @@ from apps.storage.api.views import DatasetViewSet, RegisteredModelViewSet, Volum
 from apps.sweeps.api.views import SweepViewSet
 from apps.telemetry.api.views import ClusterOverviewView, NodeTelemetryView, WorkloadTelemetryViewSet
 from apps.tracking.api.views import RunViewSet
-from apps.training.api.views import TrainingJobViewSet, WorkloadResilienceViewSet
-from apps.workloads.api.views import WorkloadReadViewSet
+from apps.training.api.views import WorkloadResilienceViewSet
+from apps.workloads.api.views import KindListView, WorkloadReadViewSet
+from apps.workloads.kinds import kind_spec, registered_kinds
 
 router = SimpleRouter()
 router.register("tokens", ApiTokenViewSet, basename="token")
@@ -28,9 +27,10 @@ project_router = SimpleRouter()
 project_router.register("members", MembershipViewSet, basename="member")
 project_router.register("quotas", QuotaViewSet, basename="quota")
 project_router.register("workloads", WorkloadReadViewSet, basename="workload")
-project_router.register("training-jobs", TrainingJobViewSet, basename="training-job")
-project_router.register("notebooks", NotebookViewSet, basename="notebook")
-project_router.register("deployments", DeploymentViewSet, basename="deployment")
+for _kind in registered_kinds():  # each kind's own collection, from its KindSpec (apps/workloads/kinds.py)
+    _spec = kind_spec(_kind)
+    if _spec.api_viewset is not None:
+        project_router.register(_spec.route, _spec.api_viewset, basename=_spec.route.removesuffix("s"))
 project_router.register("runs", RunViewSet, basename="run")
 project_router.register("sweeps", SweepViewSet, basename="sweep")
 project_router.register("volumes", VolumeViewSet, basename="volume")
@@ -40,6 +40,7 @@ project_router.register("workload-telemetry", WorkloadTelemetryViewSet, basename
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="me"),
+    path("kinds/", KindListView.as_view(), name="kinds"),
     path("auth/login/", LoginView.as_view(), name="login"),
     path("auth/session/", SessionView.as_view(), name="session"),
     path("cluster/overview/", ClusterOverviewView.as_view(), name="cluster-overview"),

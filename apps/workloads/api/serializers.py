@@ -9,11 +9,11 @@ from rest_framework import serializers
 
 from apps.clusters.models import Node
 from apps.core.serializers import StrictSerializer
-from apps.projects.choices import Action, may_call_deployment, role_allows
 from apps.storage.api.serializers import DatasetMountListField, VolumeMountListField
 
-from ..choices import Kind, Priority, StopCause, WaitingOn, WorkloadStatus
+from ..choices import Priority, StopCause, WaitingOn, WorkloadStatus
 from ..deadlines import MAX_RUNTIME_LIMIT_SECONDS, MIN_RUNTIME_LIMIT_SECONDS
+from ..kinds import kind_route, registered_spec
 from ..models import Workload, WorkloadEvent
 from .accelerators import AcceleratorSerializer, ArchField, accelerator_fields, check_accelerator
 
@@ -278,30 +278,18 @@ class WorkloadResourcesOutSerializer(serializers.Serializer):
 
 
 def workload_endpoint(workload: Workload, *, user, role: str | None) -> str | None:
-    """Where a running notebook or deployment is reached, for those who may reach it, else None.
-
-    Notebooks: Cairn's proxy at /nb/<project>/<id>/ (apps/notebooks/proxy.py), for their creator,
-    and for the project's owners and maintainers when the project shares notebooks. Deployments:
-    whoever the gateway lets call it with their own credentials (may_call_deployment: members and
-    above; every reader of a public one). No credential of the IDE appears in an API answer.
-    """
+    """Where a running workload is reached, for those who may reach it, else None: the kind
+    decides (`KindSpec.endpoint`; a notebook's IDE, a deployment's URL). No credential appears
+    in an API answer."""
 
     if workload.status != WorkloadStatus.RUNNING or not isinstance(workload.runtime, dict):
         return None
     if not workload.runtime.get("url") or user is None or not getattr(user, "is_authenticated", False):
         return None
-    if workload.kind == Kind.NOTEBOOK:
-        creator = workload.created_by_id is not None and workload.created_by_id == user.pk
-        if not creator and not (workload.project.shared_notebooks
-                                and role_allows(role, Action.OPEN_SHARED_NOTEBOOKS)):
-            return None
-        ide = (workload.spec or {}).get("ide") if isinstance(workload.spec, dict) else None
-        return f"/nb/{workload.project.slug}/{workload.pk}/" + ("" if ide == "vscode" else "lab")
-    if workload.kind == Kind.DEPLOYMENT and may_call_deployment(
-            role, public=isinstance(workload.spec, dict) and workload.spec.get("public") is True):
-        url = workload.runtime["url"]
-        return url if isinstance(url, str) else None
-    return None
+    spec = registered_spec(workload.kind)
+    if spec is None or spec.endpoint is None:
+        return None
+    return spec.endpoint(workload, user=user, role=role)
 
 
 class WorkloadSerializer(serializers.ModelSerializer):
@@ -371,11 +359,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
         return obj.queue_position if obj.status == WorkloadStatus.QUEUED else None
 
     def get_url(self, obj) -> str:
-        route = KIND_ROUTES[obj.kind]
-        return f"/api/v1/projects/{obj.project.slug}/{route}/{obj.pk}/"
-
-
-KIND_ROUTES = {Kind.TRAINING: "training-jobs", Kind.NOTEBOOK: "notebooks", Kind.DEPLOYMENT: "deployments"}
+        return f"/api/v1/projects/{obj.project.slug}/{kind_route(obj.kind)}/{obj.pk}/"
 
 
 class LogQuerySerializer(StrictSerializer):

@@ -5,6 +5,7 @@ from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from apps.core.errors import ServiceError
 from apps.core.serializers import DetailSerializer, StrictSerializer
@@ -12,6 +13,7 @@ from apps.projects.api.base import ProjectScopedViewSet
 from apps.projects.choices import Action
 
 from ..filters import WorkloadFilter
+from ..kinds import kind_route, kind_spec, registered_kinds
 from ..logs import LogsUnavailable, log_access
 from ..models import Workload
 from ..resubmission import workload_resubmit
@@ -168,3 +170,24 @@ class KindWorkloadViewSet(WorkloadActionsMixin, mixins.ListModelMixin, mixins.Re
     def destroy(self, request, project=None, pk=None):
         workload_delete(workload=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WorkloadKindSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    label = serializers.CharField()
+    route = serializers.CharField(help_text="The kind's collection under /api/v1/projects/<slug>/.")
+    runs_to_completion = serializers.BooleanField(help_text="Runs end (training); the others are services kept up.")
+    serves_port = serializers.BooleanField(help_text="Replicas listen on a port and the workload has a URL.")
+    independent_replicas = serializers.BooleanField(help_text="Replicas are restarted alone and may be scaled.")
+
+
+class KindListView(APIView):
+    """The workload kinds this server runs, so clients (SDK, CLI, dashboard) keep no list of them."""
+
+    @extend_schema(responses={200: WorkloadKindSerializer(many=True), 401: DetailSerializer}, summary="Workload kinds")
+    def get(self, request):
+        rows = [{"kind": spec.kind, "label": spec.label or spec.kind, "route": kind_route(spec.kind),
+                 "runs_to_completion": spec.runs_to_completion, "serves_port": spec.serves_port,
+                 "independent_replicas": spec.independent_replicas}
+                for spec in map(kind_spec, registered_kinds())]
+        return Response(WorkloadKindSerializer(rows, many=True).data)
