@@ -124,14 +124,18 @@ class NodeAdmin(admin.ModelAdmin):
     list_filter = ["cluster", "pool", "health", "schedulable", "accelerator_type", "cpu_arch", "gpu_model"]
     list_select_related = ["cluster", "pool"]
     search_fields = ["name", "gpu_model", "topology_domain"]
-    readonly_fields = ["created_at", "last_seen_at", "cordon_reason"]
+    readonly_fields = ["created_at", "last_seen_at", "cordon_reason", "others_gpu_milli", "others_cpu_milli",
+                       "others_memory_mb"]
     actions = ["cordon", "uncordon"]
     fieldsets = [
         (None, {"fields": ["cluster", "pool", "name", "health", "schedulable", "last_seen_at", "created_at"]}),
         ("Capacity", {"fields": [("cpu_milli_capacity", "cpu_milli_allocatable"),
                                  ("memory_mb_capacity", "memory_mb_allocatable"),
                                  ("accelerator_type", "cpu_arch"),
-                                 ("gpu_count", "gpu_model", "gpu_memory_mb")]}),
+                                 ("gpu_count", "gpu_model", "gpu_memory_mb"),
+                                 ("others_gpu_milli", "others_cpu_milli", "others_memory_mb")],
+                      "description": "The others_ fields: what pods Cairn does not own (DaemonSets, other "
+                                     "tenants) request on the node; Cairn's scheduler places work in the rest."}),
         ("Topology and labels", {"fields": ["topology_domain", "labels"]}),
     ]
 

@@ -107,6 +107,12 @@ class Node(models.Model):
     # Why Cairn itself holds the node cordoned (a GPU fault, an admin). While set, the backend's
     # inventory sync cannot make the node schedulable again; node_uncordon clears it.
     cordon_reason = models.CharField(max_length=200, blank=True)
+    # What pods Cairn does not own hold on the node (DaemonSets such as the device plugin, DCGM,
+    # the CNI; other tenants' pods): their requests, which the scheduler takes off the allocatable
+    # (Kubernetes clusters; the reconciler keeps them up to date).
+    others_gpu_milli = models.PositiveIntegerField(default=0, help_text="Devices x 1000 held by pods not Cairn's.")
+    others_cpu_milli = models.PositiveIntegerField(default=0, help_text="CPU requests of pods not Cairn's.")
+    others_memory_mb = models.PositiveBigIntegerField(default=0, help_text="Memory requests of pods not Cairn's.")
     last_seen_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -120,6 +126,12 @@ class Node(models.Model):
     @property
     def gpu_milli_allocatable(self) -> int:
         return self.gpu_count * 1000
+
+    def free_for_cairn(self) -> tuple[int, int, int]:
+        """(GPU milli, CPU milli, memory MB) of the allocatable that pods not Cairn's leave."""
+        return (max(0, self.gpu_milli_allocatable - self.others_gpu_milli),
+                max(0, self.cpu_milli_allocatable - self.others_cpu_milli),
+                max(0, self.memory_mb_allocatable - self.others_memory_mb))
 
 
 class ClusterCredential(models.Model):

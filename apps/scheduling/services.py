@@ -124,7 +124,8 @@ def scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Acce
         NodeState(
             name=n.name, pool=n.pool.name, gpu_model=n.gpu_model, domains=_node_domains(n),
             schedulable=n.schedulable and n.health in ("healthy", "degraded"),
-            allocatable=Resources(n.gpu_count * 1000, n.cpu_milli_allocatable, n.memory_mb_allocatable),
+            # what the node's pods that are not Cairn's hold (DaemonSets, other tenants) is not Cairn's
+            allocatable=Resources(*n.free_for_cairn()),
         )
         for n in node_rows
     ]

@@ -312,3 +312,89 @@ def node_inventory(node: dict, *, gpu_resource: str, gpu_product_label: str, top
         "health": health,
         "schedulable": not (node.get("spec") or {}).get("unschedulable", False),  # cordoned
     }
+
+
+# -- what others hold on each node (issue 42: capacity that counts others) ------------------------
+
+def _container_requests(container: dict) -> dict:
+    """A container's requests, its limits standing in where a request is not given (what the API
+    server's defaulting does for every resource: extended resources may only be given as limits)."""
+    resources = container.get("resources") or {}
+    return {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+
+
+def pod_requests(pod: dict, device_resources: tuple[str, ...]) -> tuple[int, int, int]:
+    """(devices x 1000, CPU milli, memory MiB) a pod holds on its node, computed as kube-scheduler
+    does: the containers' requests summed (sidecars, init containers with restartPolicy Always,
+    included), or the largest init container's (plus the sidecars started before it) when that is
+    more, plus the pod's overhead (RuntimeClass). `device_resources`: the accelerators' resource
+    names (nvidia.com/gpu, amd.com/gpu, ...)."""
+    spec = pod.get("spec") or {}
+
+    def amounts(requests: dict) -> list[int]:
+        devices = sum(_count(requests.get(name)) for name in device_resources)
+        return [devices * 1000, _milli(requests.get("cpu")), _mib(requests.get("memory"))]
+
+    total = [0, 0, 0]
+    sidecars = [0, 0, 0]
+    init_peak = [0, 0, 0]
+    for init in spec.get("initContainers") or []:
+        own = amounts(_container_requests(init))
+        if init.get("restartPolicy") == "Always":
+            sidecars = [a + b for a, b in zip(sidecars, own, strict=True)]
+        else:
+            init_peak = [max(p, a + s) for p, a, s in zip(init_peak, own, sidecars, strict=True)]
+    for container in spec.get("containers") or []:
+        total = [a + b for a, b in zip(total, amounts(_container_requests(container)), strict=True)]
+    total = [max(t + s, p) for t, s, p in zip(total, sidecars, init_peak, strict=True)]
+    overhead = amounts(spec.get("overhead") or {})
+    gpu, cpu, memory = (t + o for t, o in zip(total, overhead, strict=True))
+    return gpu, cpu, memory
+
+
+def holds_node(pod: dict) -> bool:
+    """Whether a pod holds resources on a node: bound to one and not terminal (kube-scheduler
+    counts a terminating pod until it is gone)."""
+    return bool((pod.get("spec") or {}).get("nodeName")) and \
+        (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+# What is kept of a pod that is not Cairn's: what the reconciler needs to count it on its node.
+_FOREIGN_SPEC_KEYS = ("nodeName", "containers", "initContainers", "overhead")
+
+
+def slim_foreign_pod(pod: dict) -> bool:
+    """Shrink, in place, a pod Cairn does not own to what capacity needs (its name, node, phase and
+    containers' resources); True when it holds resources on a node (worth keeping). Used as the
+    `keep` of the informer of others' pods: a cluster's other tenants may have many pods."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    slim_spec = {}
+    for key in _FOREIGN_SPEC_KEYS:
+        value = spec.get(key)
+        if key in ("containers", "initContainers") and value:
+            value = [{k: c[k] for k in ("name", "resources", "restartPolicy") if k in c} for c in value]
+        if value:
+            slim_spec[key] = value
+    pod.clear()
+    pod.update({
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "ownerReferences")
+                     if k in meta},
+        "spec": slim_spec,
+        "status": {"phase": status.get("phase")},
+    })
+    return holds_node(pod)
+
+
+def usage_by_node(pods: list[dict], device_resources: tuple[str, ...]) -> dict[str, tuple[int, int, int]]:
+    """Node name -> (devices x 1000, CPU milli, memory MiB) the given pods hold there."""
+    used: dict[str, list[int]] = {}
+    for pod in pods:
+        if not holds_node(pod):
+            continue
+        node = pod["spec"]["nodeName"]
+        total = used.setdefault(node, [0, 0, 0])
+        for i, amount in enumerate(pod_requests(pod, device_resources)):
+            total[i] += amount
+    return {node: (gpu, cpu, memory) for node, (gpu, cpu, memory) in used.items()}

@@ -49,6 +49,8 @@ CONTROLLERS = (
     # controllers a deleted claim never goes away
     "persistentvolumeclaim-protection-controller", "persistentvolume-protection-controller",
     "clusterrole-aggregation-controller",
+    # DaemonSets hold resources on every node (device plugins, exporters, CNI): Cairn counts them
+    "daemonset-controller",
 )
 
 # kwok's stages (its state machine for fake objects); kwok ships none in the binary.

@@ -119,3 +119,34 @@ def test_init_container_failures_are_read():
     view = pod_view(failed)
     assert view.state.exit_code == 75 and view.reason == "Init:Error"
     assert describe_failure(view) == "Replica 0 exited with code 75 (Init:Error). Its last output:\nno space left"
+
+
+def test_a_pods_requests_are_counted_as_kube_scheduler_counts_them():
+    from apps.backends.kubernetes.status import pod_requests, slim_foreign_pod, usage_by_node
+
+    devices = ("nvidia.com/gpu", "amd.com/gpu")
+    foreign = {
+        "metadata": {"name": "p", "namespace": "t", "managedFields": [{"big": "x" * 100}], "labels": {"a": "b"}},
+        "spec": {"nodeName": "n1", "volumes": [{"name": "v"}], "overhead": {"cpu": "100m"},
+                 "initContainers": [
+                     {"name": "setup", "resources": {"requests": {"cpu": "6", "memory": "1Gi"}}},
+                     {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}}],
+                 "containers": [
+                     {"name": "a", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "2", "cpu": "2",
+                                                                         "memory": "2Gi"}}},
+                     {"name": "b", "resources": {"requests": {"cpu": "1", "memory": "512Mi"}}}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready"}]},
+    }
+    # containers 3 CPUs + the sidecar's 0.5 (> the init container's 6? no: 6 wins) + overhead 0.1
+    assert pod_requests(foreign, devices) == (2000, 6100, 2560)
+    assert slim_foreign_pod(foreign) is True
+    assert "managedFields" not in foreign["metadata"] and "volumes" not in foreign["spec"]
+    assert pod_requests(foreign, devices) == (2000, 6100, 2560)  # what capacity needs is kept
+    done = {"spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "8"}}}]},
+            "status": {"phase": "Succeeded"}}
+    unbound = {"spec": {"containers": [{"resources": {"requests": {"cpu": "8"}}}]}, "status": {"phase": "Pending"}}
+    assert slim_foreign_pod(dict(done)) is False and slim_foreign_pod(dict(unbound)) is False
+    other = {"spec": {"nodeName": "n1", "containers": [{"resources": {"limits": {"amd.com/gpu": "1"},
+                                                                      "requests": {"cpu": "250m"}}}]},
+             "status": {"phase": "Pending"}}
+    assert usage_by_node([foreign, done, unbound, other], devices) == {"n1": (3000, 6350, 2560)}

@@ -1,0 +1,124 @@
+"""Capacity that counts others (issue 42, Found 3), on the real control plane: a kwok node whose
+DaemonSet pod (run by the real DaemonSet controller) and another tenant's pod (bound by the real
+kube-scheduler) hold part of it. Cairn's reconciler counts their requests on the node, Cairn's
+scheduler places only in what they leave, and what it places kube-scheduler binds there."""
+import itertools
+
+import pytest
+from kubernetes import client as k8s
+
+from apps.backends.kubernetes import manifests as m
+from apps.backends.services import workload_dispatch
+from apps.clusters.models import Node
+from apps.scheduling.services import scheduling_cycle
+from apps.workloads.models import Workload
+from tests.factories import PoolFactory, QuotaFactory, WorkloadFactory
+
+from .conftest import _node_object, eventually
+
+POOL_LABEL = "cairn.test/pool"
+_suffixes = itertools.count(1)
+WAIT = 60
+
+
+def status_of(workload) -> Workload:
+    return Workload.objects.get(pk=workload.pk)
+
+
+def add_kwok_node(real_kube, name: str, *, gpus: int, cpu: str, memory: str, labels: dict) -> None:
+    node = _node_object({"name": name, "resource": "nvidia.com/gpu", "count": gpus, "labels": {
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.memory": "81559", **labels}})
+    for key in ("capacity", "allocatable"):
+        node["status"][key].update({"cpu": cpu, "memory": memory})
+    real_kube.core.create_node(node)
+    ready = lambda: any(c.type == "Ready" and c.status == "True"  # noqa: E731
+                        for c in real_kube.core.read_node(name).status.conditions or [])
+    assert eventually(ready, timeout=WAIT), f"kwok never readied node {name}"
+
+
+def ensure_namespace(real_kube, name: str) -> None:
+    try:
+        real_kube.core.create_namespace({"metadata": {"name": name}})
+    except k8s.ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def running_on(real_kube, namespace: str, selector: str, node: str) -> list:
+    pods = [p for p in real_kube.pods(namespace, selector) if not p.metadata.deletion_timestamp]
+    return pods if pods and all(p.status.phase == "Running" and p.spec.node_name == node for p in pods) else []
+
+
+@pytest.fixture
+def tenants(real_kube):
+    """A kwok node of its own (8 GPUs, 16 CPUs, 64 GiB) in a pool of its own, and the namespaces
+    of a DaemonSet and of another tenant; all removed afterwards."""
+    suffix = next(_suffixes)
+    node, ops, tenant = f"shared-{suffix}", f"ops-{suffix}", f"tenant-{suffix}"
+    add_kwok_node(real_kube, node, gpus=8, cpu="16", memory="64Gi", labels={POOL_LABEL: node})
+    for namespace in (ops, tenant):
+        ensure_namespace(real_kube, namespace)
+    yield node, ops, tenant
+    for namespace in (ops, tenant):
+        real_kube.core.delete_namespace(namespace)
+    real_kube.core.delete_node(node)
+
+
+def test_cairn_places_only_what_daemonsets_and_other_tenants_leave(
+        real_kube, real_cluster, real_project, start_real_reconciler, tenants):
+    node, ops, tenant = tenants
+    toleration = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    # A DaemonSet (say an exporter) asking 4 CPUs and 8 GiB on every node of the pool ...
+    k8s.AppsV1Api(real_kube.api).create_namespaced_daemon_set(ops, {
+        "metadata": {"name": "exporter"},
+        "spec": {"selector": {"matchLabels": {"app": "exporter"}}, "template": {
+            "metadata": {"labels": {"app": "exporter"}},
+            "spec": {"nodeSelector": {POOL_LABEL: node}, "tolerations": toleration, "containers": [{
+                "name": "exporter", "image": "exporter:1",
+                "resources": {"requests": {"cpu": "4", "memory": "8Gi"}}}]}}}})
+    # ... and another tenant's pod holding 6 of the node's 8 GPUs (kube-scheduler binds it).
+    real_kube.core.create_namespaced_pod(tenant, {
+        "metadata": {"name": "their-job", "labels": {"app": "theirs"}},
+        "spec": {"nodeSelector": {POOL_LABEL: node}, "tolerations": toleration, "containers": [{
+            "name": "main", "image": "theirs:1",
+            "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"nvidia.com/gpu": "6"}}}]}})
+    assert eventually(lambda: running_on(real_kube, ops, "app=exporter", node), timeout=WAIT), real_kube.describe(ops)
+    assert eventually(lambda: running_on(real_kube, tenant, "app=theirs", node), timeout=WAIT), \
+        real_kube.describe(tenant)
+
+    pool = PoolFactory(cluster=real_cluster, name="shared-pool", node_selector={POOL_LABEL: node})
+    QuotaFactory(project=real_project, pool=pool, nominal_gpu_milli=8000, nominal_cpu_milli=16000,
+                 nominal_memory_mb=65536)
+    reconciler = start_real_reconciler()
+    held = lambda: Node.objects.filter(name=node, pool=pool).values_list(  # noqa: E731
+        "others_gpu_milli", "others_cpu_milli", "others_memory_mb").first()
+    assert eventually(lambda: held() == (6000, 6000, 12 * 1024), step=reconciler.reconcile_pass, timeout=WAIT), held()
+
+    def job(name, *, gpus, cpu):
+        return WorkloadFactory(project=real_project, pool=pool, name=name, gpu_milli=gpus * 1000, cpu_milli=cpu * 1000,
+                               memory_mb=1024, spec={"command": ["train"], "env": {}})
+
+    small = job("small", gpus=2, cpu=2)  # fits in what is left: 2 GPUs, 10 CPUs
+    assert scheduling_cycle().admitted == 1 and status_of(small).status == "admitted"
+    assert workload_dispatch(workload_id=small.pk).status == "running"
+    namespace = f"cairn-{real_project.slug}"
+    # kube-scheduler agrees: it binds Cairn's pod on that node beside the others' pods
+    assert eventually(lambda: running_on(real_kube, namespace, f"{m.LABEL_WORKLOAD}={small.pk}", node),
+                      timeout=WAIT), real_kube.describe(namespace)
+
+    # Without the others counted both would fit (8 GPUs, 16 CPUs less `small`'s 2 and 2): they wait.
+    gpu_heavy, cpu_heavy = job("gpu-heavy", gpus=4, cpu=1), job("cpu-heavy", gpus=0, cpu=11)
+    result = scheduling_cycle()
+    assert result.admitted == 0, [(w.name, w.status) for w in Workload.objects.filter(pool=pool)]
+    for waiting in (gpu_heavy, cpu_heavy):
+        assert status_of(waiting).status == "queued" and status_of(waiting).pending_reason, status_of(waiting)
+
+    # The other tenant's job ends: its 6 GPUs (and 2 CPUs) are Cairn's to place again.
+    real_kube.core.delete_namespaced_pod("their-job", tenant, grace_period_seconds=0)
+    assert eventually(lambda: held() == (0, 4000, 8 * 1024), step=reconciler.reconcile_pass, timeout=WAIT), held()
+    scheduling_cycle()
+    assert status_of(gpu_heavy).status == "admitted", status_of(gpu_heavy).pending_reason
+    assert status_of(cpu_heavy).status == "queued"  # 16 CPUs - 4 (DaemonSet) - 2 (small) - 1 (gpu-heavy) < 11
+    assert workload_dispatch(workload_id=gpu_heavy.pk).status == "running"
+    assert eventually(lambda: running_on(real_kube, namespace, f"{m.LABEL_WORKLOAD}={gpu_heavy.pk}", node),
+                      timeout=WAIT), real_kube.describe(namespace)
