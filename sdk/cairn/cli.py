@@ -33,7 +33,6 @@ from cairn import __version__
 from cairn import config as cfg
 from cairn.client import (
     FINISHED_STATUSES,
-    KINDS,
     STATUSES,
     WAITING_ON,
     CairnError,
@@ -1045,7 +1044,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ls", help="list workloads, newest first")
     project_option(p)
-    p.add_argument("-k", "--kind", choices=KINDS)
+    p.add_argument("-k", "--kind", help="only this kind (the server's kinds: training, notebook, deployment, ...)")
     p.add_argument("-s", "--status", choices=STATUSES, action="append",
                    help="only this status (repeat for several)")
     p.add_argument("-a", "--all", action="store_true",

@@ -24,12 +24,6 @@ import requests
 
 from cairn import __version__
 
-KIND_ROUTES: dict[str, str] = {
-    "training": "training-jobs",
-    "notebook": "notebooks",
-    "deployment": "deployments",
-}
-KINDS: tuple[str, ...] = tuple(KIND_ROUTES)
 STATUSES: tuple[str, ...] = (
     "queued", "admitted", "running", "stopping", "succeeded", "failed", "stopped", "lost",
 )
@@ -129,15 +123,6 @@ def token_prefix(token: str) -> str | None:
     return prefix if prefix and secret else None
 
 
-def kind_route(kind: str) -> str:
-    try:
-        return KIND_ROUTES[kind]
-    except KeyError:
-        raise CairnError(
-            f"unknown kind {kind!r} (expected one of: {', '.join(KINDS)})"
-        ) from None
-
-
 def error_from_response(response: requests.Response) -> CairnError:
     """The CairnError for an error answer, keeping the server's `detail` and `errors`."""
     status = response.status_code
@@ -217,6 +202,7 @@ class Client:
         self.retries = max(0, int(retries))
         self.backoff = max(0.0, float(backoff))
         self.session = session or requests.Session()
+        self._kind_routes: dict[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"Client(url={self.url!r})"
@@ -396,9 +382,23 @@ class Client:
             raise CairnError("no project given")
         return f"/projects/{quote(str(project), safe='')}"
 
-    def _workload_path(self, project: str, workload_id: Any, kind: str, suffix: str = "") -> str:
+    def kinds(self) -> dict[str, str]:
+        """The workload kinds the server runs, kind -> its API collection (GET /api/v1/kinds/,
+        asked once per client): the SDK keeps no list of its own."""
+        if self._kind_routes is None:
+            self._kind_routes = {row["kind"]: row["route"] for row in self._json("GET", "/kinds/")}
+        return self._kind_routes
+
+    def kind_route(self, kind: str) -> str:
+        routes = self.kinds()
+        if kind not in routes:
+            raise CairnError(f"unknown kind {kind!r} (this server runs: {', '.join(routes)})")
+        return routes[kind]
+
+    def _workload_path(self, project: str, workload_id: Any, kind: str | None, suffix: str = "") -> str:
+        """A workload's own route; with no kind, the kind-independent /workloads/ one."""
         return (
-            f"{self._project_path(project)}/{kind_route(kind)}/"
+            f"{self._project_path(project)}/{self.kind_route(kind) if kind else 'workloads'}/"
             f"{quote(str(workload_id), safe='')}/{suffix}"
         )
 
@@ -410,7 +410,7 @@ class Client:
         Sent with an `Idempotency-Key` (a new random one unless given), so the client's retries
         after a dropped connection or a 5xx never create a second workload; pass your own key to
         make a retry of your own (another process, a later run) safe too."""
-        path = f"{self._project_path(project)}/{kind_route(kind)}/"
+        path = f"{self._project_path(project)}/{self.kind_route(kind)}/"
         return self._json("POST", path, json=dict(spec), idempotency_key=idempotency_key or uuid.uuid4().hex)
 
     def workloads(
@@ -431,7 +431,7 @@ class Client:
         if isinstance(status, str):
             status = [status]
         if kind is not None:
-            kind_route(kind)
+            self.kind_route(kind)
         params = {
             "kind": kind,
             "status": list(status) if status else None,
@@ -442,16 +442,14 @@ class Client:
         return self.paginate(f"{self._project_path(project)}/workloads/", params, limit=limit)
 
     def workload(self, project: str, workload_id: Any, *, kind: str | None = None) -> dict:
-        """One workload. Without `kind`, each kind's route is tried in turn (the all-kinds
-        /workloads/ route only lists)."""
-        if kind is not None:
+        """One workload, as its kind's route shows it (which may add fields, such as a
+        deployment's gateway_url). Without `kind`, the all-kinds route tells the kind first."""
+        try:
+            if kind is None:
+                kind = self._json("GET", self._workload_path(project, workload_id, None))["kind"]
             return self._json("GET", self._workload_path(project, workload_id, kind))
-        for candidate in KINDS:
-            try:
-                return self._json("GET", self._workload_path(project, workload_id, candidate))
-            except NotFound:
-                continue
-        raise NotFound(f"no workload with id {workload_id!r} in project {project!r}")
+        except NotFound:
+            raise NotFound(f"no workload with id {workload_id!r} in project {project!r}") from None
 
     def resolve(self, project: str, name_or_id: Any) -> dict:
         """The workload whose name (or else id) is `name_or_id`, with its `id` and `kind`.

@@ -144,6 +144,11 @@ class FakeCairn:
                                  "is_staff": False, "projects": [
                                      {k: p[k] for k in ("slug", "name", "role")}
                                      for p in self.projects]})
+        if path == "/api/v1/kinds/":  # as the real server: what its KindSpecs register
+            return h.reply(200, [{"kind": kind, "label": kind.capitalize(), "route": route,
+                                  "runs_to_completion": kind == "training", "serves_port": kind != "training",
+                                  "independent_replicas": kind == "deployment"}
+                                 for route, kind in ROUTE_KINDS.items()])
         if path == "/api/v1/projects/":
             return self._page(h, self.projects, query)
         if path == "/api/v1/tokens/":
@@ -195,7 +200,7 @@ class FakeCairn:
             return h.reply(405, {"detail": f'Method "{h.command}" not allowed.'})
 
         w = self.workloads.get(int(ident))
-        if w is None or w["project"] != slug or kind is None or w["kind"] != kind:
+        if w is None or w["project"] != slug or (kind is not None and w["kind"] != kind):
             return h.reply(404, {"detail": "Not found."})
         if action is None and h.command == "GET":
             if self.statuses.get(w["id"]):

@@ -237,7 +237,9 @@ def test_submit_reads_stdin(run, logged_in):
 def test_submit_checks_the_file_before_calling_the_server(run, logged_in, tmp_path):
     job = tmp_path / "job.yaml"
     job.write_text("kind: batch\ncommand: x\n")
-    assert_clean_error(run("submit", str(job)), "unknown kind 'batch'")
+    assert_clean_error(run("submit", str(job)), "unknown kind 'batch' (this server runs: training, notebook")
+    assert [(r.method, r.path) for r in logged_in.requests] == [("GET", "/api/v1/kinds/")]  # nothing created
+    logged_in.requests.clear()
     assert_clean_error(run("submit", str(tmp_path / "missing.yaml")), "no such file")
     job.write_text("- a list\n")
     assert_clean_error(run("submit", str(job)), "expected a mapping")

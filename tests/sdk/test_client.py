@@ -158,10 +158,12 @@ def test_submit_posts_to_the_kinds_route(client, server, kind, route):
     assert server.requests[-1].path == f"/api/v1/projects/vision/{route}/"
 
 
-def test_unknown_kind_is_refused_locally(client, server):
-    with pytest.raises(CairnError, match="unknown kind"):
+def test_unknown_kind_is_refused_before_anything_is_created(client, server):
+    with pytest.raises(CairnError, match=r"unknown kind 'batch' \(this server runs: training, notebook, deployment\)"):
         client.submit("vision", {}, kind="batch")
-    assert server.requests == []
+    assert [(r.method, r.path) for r in server.requests] == [("GET", "/api/v1/kinds/")]
+    client.submit("vision", {"command": "run"}, kind="notebook")  # the server's list is asked once
+    assert [(r.method, r.path) for r in server.requests][1:] == [("POST", "/api/v1/projects/vision/notebooks/")]
 
 
 def test_resolve_by_name_and_by_id(client, server):

@@ -21,7 +21,7 @@ def test_env_values_become_text():
     [
         ("", "is empty"),
         ("- a\n- b\n", "expected a mapping"),
-        ("kind: batch\n", "unknown kind 'batch'"),
+        ("kind: 3\n", "`kind` must be the name of a workload kind"),
         ("name: [unclosed\n", "invalid YAML at line"),
         ("command: {a: 1}\n", "`command` must be a string or a list"),
         ("env: [A]\n", "`env` must be a mapping"),
