@@ -40,6 +40,7 @@ from .policy import (
     RunningWorkload,
     Snapshot,
     Wait,
+    WaitKind,
     _Cycle,
     fold,
     schedule,
@@ -419,23 +420,27 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
         cycles += 1
         now_dt = EPOCH + timedelta(seconds=t)
         if data is not None and data.locality:  # which nodes cache each pending job's dataset now
-            pending = {i: dataclasses.replace(w, datasets_on=data.holders(i)) for i, w in pending.items()}
+            pending = {i: dataclasses.replace(w, datasets_on=data.holders(i), locality_since=data.locality_since(i, EPOCH))
+                       for i, w in pending.items()}
         snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=list(pending.values()),
                             running=[state for state, _ in running.values()], now=now_dt,
                             grace_seconds=grace_seconds, repreempt_min_runtime_seconds=repreempt_min_runtime,
                             starvation_seconds=starvation_seconds, timeslice_seconds=timeslice_seconds,
                             gpu_node_reserve=gpu_node_reserve,
-                            project_service={(pool, p): v for p, v in service_decayed.items()})
+                            project_service={(pool, p): v for p, v in service_decayed.items()},
+                            locality_wait=data.locality_wait(pool) if data is not None else None)
         for decision in decide(snapshot, cluster):
             if isinstance(decision, Wait):
                 w = pending[decision.workload_id]
                 kind = decision.kind or "unknown"
                 if wait_kind_of.get(w.id) != kind:
                     set_wait_kind(w.id, w.project, gpus(w.per_replica, w.replicas), kind)
+                if data is not None:
+                    data.waiting(w.id, kind == WaitKind.LOCALITY, t)
             elif isinstance(decision, Admit):
                 w = pending.pop(decision.workload_id)
                 if data is not None:
-                    data.started(w.id, decision.placement)
+                    data.started(w.id, decision.placement, t)
                 set_wait_kind(w.id, w.project, gpus(w.per_replica, w.replicas), None)
                 j = by_id[w.id]
                 first_start.setdefault(w.id, t)
@@ -477,6 +482,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                 heapq.heapify(events)
                 seq += 1
                 heapq.heappush(events, (exit_at, 1, seq, victim.id))
+        if data is not None and (release := data.next_release(t)) is not None:  # a hold for data ends then
+            cycle_due = release if cycle_due is None else min(cycle_due, release)
 
     delays = sorted(first_start[i] - by_id[i].arrival for i in first_start)
     jcts = [finish[i] - by_id[i].arrival for i in finish]

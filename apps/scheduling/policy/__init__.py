@@ -30,7 +30,8 @@ test checks it), and none imports Django, the ORM or anything that does I/O:
 - `snapshot`: the input and output types (`Snapshot`, `NodeState`, `QuotaState`,
   `PendingWorkload`, `RunningWorkload`, `Admit`, `Wait`, `WaitKind`, `Preempt`) and the defaults;
 - `locality`: data-aware placement, a tie-break among equal nodes for nodes caching a workload's
-  datasets, and the expected time of a cache fill;
+  datasets, delay scheduling (a bounded wait for such a node, per pool) and the expected time of a
+  cache fill;
 - `quota`: quota, borrowing, lending, claims and GPU-hour budgets per pool (`_Cohort`);
 - `placement`: per-GPU free capacity, best-fit candidates, fragmentation and stranded GPUs, the
   GPU-node reserve, topology domains (`_Pool`);
@@ -54,11 +55,12 @@ benchmarks (`_Pool`) drive directly.
 from .accelerators import Accel, explain, fold
 from .cluster import ClusterState
 from .cycle import _Cycle, schedule
-from .locality import fill_seconds, holder_first, rank
+from .locality import fill_seconds, hold_until, holder_first, rank
 from .placement import _Pool, kept_for_gpus
 from .quota import QuotaBlock, _Cohort
 from .snapshot import (
     DEFAULT_GPU_NODE_RESERVE,
+    DEFAULT_LOCALITY_WAIT_SECONDS,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
@@ -81,10 +83,11 @@ from .snapshot import (
 
 __all__ = [
     "Accel", "explain", "fold",
-    "DEFAULT_GPU_NODE_RESERVE", "DEFAULT_REPREEMPT_MIN_RUNTIME", "DEFAULT_SERVICE_HALF_LIFE", "DEFAULT_STARVATION_SECONDS",
+    "DEFAULT_GPU_NODE_RESERVE", "DEFAULT_LOCALITY_WAIT_SECONDS",
+    "DEFAULT_REPREEMPT_MIN_RUNTIME", "DEFAULT_SERVICE_HALF_LIFE", "DEFAULT_STARVATION_SECONDS",
     "DEFAULT_TIMESLICE_SECONDS", "GPU", "WAIT_KIND_LABELS",
     "Admit", "ClusterState", "Decision", "NodeState", "PendingWorkload", "Preempt", "QuotaBlock", "QuotaState", "Resources",
-    "RunningWorkload", "Snapshot", "Wait", "WaitKind", "fill_seconds", "holder_first", "kept_for_gpus",
+    "RunningWorkload", "Snapshot", "Wait", "WaitKind", "fill_seconds", "hold_until", "holder_first", "kept_for_gpus",
     "largest_node_refusal", "rank",
     "schedule",
     "_Cohort", "_Cycle", "_Pool",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .backfill import _Backfill
 from .cluster import ClusterState
+from .locality import hold_until
 from .ordering import _Ordering
 from .placement import _models, _placement
 from .preemption import _Preemption
@@ -56,6 +57,9 @@ class _Cycle(_Ordering, _Preemption, _Backfill, _Reasons):
             return Wait(w.id, budget, kind=WaitKind.BUDGET), []
         quota = cohort.check(w.project, need)
         if quota is None:
+            held = self._hold_for_data(w, cohort, pool, shape, need, models)
+            if held is not None:
+                return held, []
             pool.holders = w.datasets_on  # data-aware placement: a tie-break among equal nodes (locality.py)
             done = self._try_place(pool, shape, w.replicas, models)
             pool.holders = frozenset()
@@ -81,6 +85,28 @@ class _Cycle(_Ordering, _Preemption, _Backfill, _Reasons):
         if quota is not None:
             return Wait(w.id, quota.reason, kind=quota.kind), []
         return Wait(w.id, self._capacity_reason(w, pool, models, shape), kind=WaitKind.CAPACITY), []
+
+
+    def _hold_for_data(self, w: PendingWorkload, cohort, pool, shape, need, models) -> Admit | Wait | None:
+        """Delay scheduling (locality.py): w placed on the nodes of its pool holding its datasets, or
+        held back for them (a LOCALITY wait) while it fits elsewhere; None when it is not held (no
+        bound, bound passed, no holder that could ever take it, or it fits nowhere now)."""
+        until = hold_until(w, self.snap.locality_wait, self.now)
+        if until is None or w.id in self.awaiting or (w.replicas > 1 and pool.levels):
+            return None
+        holders = [n for name in w.datasets_on if (n := pool.by_name.get(name)) is not None]
+        if sum(pool.empty_capacity(n, shape, models) for n in holders) < w.replicas:
+            return None
+        pool.holders = w.datasets_on
+        done = pool.place_only(shape, w.replicas, models, {n.idx for n in holders})
+        pool.holders = frozenset()
+        if done is not None:
+            cohort.add(w.project, need)
+            cohort.charge_budget(w.project, w, need[0])
+            return Admit(w.id, _placement(done))
+        if (pool.name, shape, w.replicas, models) in self.failed or not pool.fits(shape, w.replicas, models):
+            return None
+        return Wait(w.id, self._locality_reason(w, holders, until), until, kind=WaitKind.LOCALITY)
 
 
 def schedule(snapshot: Snapshot, cluster: ClusterState | None = None) -> list[Decision]:

@@ -445,6 +445,40 @@ class _Pool:
                 return None
         return self._place_seq(shape, replicas, models, None)
 
+    def place_only(self, shape: tuple[int, int, int], replicas: int, models: frozenset[str] | None,
+                   allowed: set[int]) -> list[tuple[_Node, list[int]]] | None:
+        """Place every replica on the nodes `allowed` (applied to the state), or nothing, the pool
+        then left exactly as it was found (as by fits(): best-fit buckets and change counter too)."""
+        if self._saved is not None:
+            return self._place_seq(shape, replicas, models, allowed)
+        changes = self.changes
+        self._saved = saved = {}
+        done = None
+        try:
+            done = self._place_seq(shape, replicas, models, allowed)
+        finally:
+            self._saved = None
+            if done is None:
+                for k, bucket in saved.items():
+                    if k < 0:
+                        self.partial = bucket
+                    else:
+                        self.buckets[k] = bucket
+                self.changes = changes
+        return done
+
+    def empty_capacity(self, n: _Node, shape: tuple[int, int, int], models: frozenset[str] | None) -> int:
+        """How many replicas of `shape` n could hold were it empty (its allocatable), 0 for a model not allowed."""
+        g, c, m = shape
+        if models is not None and n.model not in models:
+            return 0
+        count = min(n.cap_cpu // c if c else 10**6, n.cap_mem // m if m else 10**6)
+        if g >= GPU:
+            return min(count, n.ngpu // _whole(g))
+        if g:
+            return min(count, n.ngpu * (GPU // g))
+        return count
+
     def fits(self, shape: tuple[int, int, int], replicas: int, models: frozenset[str] | None) -> bool:
         """Whether place_gang would place the gang now. A trial: it leaves the pool exactly as it found
         it, the order of the best-fit buckets and the change counter included (a placement and its

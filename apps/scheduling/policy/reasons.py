@@ -4,6 +4,7 @@ nothing changed. (Estimated starts come with the decisions that know them: reser
 backfill.py, preemptions in preemption.py and cycle.py; queue positions in cycle.py.)"""
 from __future__ import annotations
 
+from .locality import hold_until
 from .placement import _Pool
 from .snapshot import PendingWorkload, _fmt, largest_node_refusal
 from .state import _CycleState
@@ -22,6 +23,8 @@ class _Reasons(_CycleState):
     def _class_key(self, w: PendingWorkload) -> tuple | None:
         if w.id in self.awaiting or not self.MEMO_WAITS:
             return None
+        if w.datasets_on and self.snap.locality_wait and hold_until(w, self.snap.locality_wait, self.now):
+            return None  # its decision depends on where its data is (delay scheduling): never memoised
         q = self.cohorts[w.pool].quotas.get(w.project) if w.pool in self.cohorts else None
         budget = w.expected_seconds if q is not None and q.hours_left is not None else None
         return (w.pool, w.project, w.priority, w.per_replica, w.replicas, w.gpu_model, budget)
@@ -54,6 +57,14 @@ class _Reasons(_CycleState):
             refusal = largest_node_refusal(pool_name=w.pool, nodes=nodes, ask=shape) if nodes else ""
             self._refusals[key] = f"never: {refusal}; it waits in case nodes are added, or stop it" if refusal else ""
         return self._refusals[key]
+
+    def _locality_reason(self, w: PendingWorkload, holders, until) -> str:
+        """Why a workload that fits now waits (delay scheduling): for a node holding its data."""
+        names = sorted(n.name for n in holders)
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        return (f"locality: waiting for a node holding its data ({shown} of pool '{w.pool}' cache its datasets); "
+                f"it would fit elsewhere now, and takes any node that fits from {until.isoformat(timespec='seconds')} "
+                "at the latest")
 
     def _capacity_reason(self, w, pool: _Pool, models, shape) -> str:
         count, most = pool.free_summary(models)

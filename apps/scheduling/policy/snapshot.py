@@ -23,6 +23,9 @@ DEFAULT_TIMESLICE_SECONDS = 4 * 3600.0
 # GPU nodes keep this share of each free GPU's part of their CPU and memory for GPU work: work that
 # asks for no GPU may not take it (the service's and the simulator's default; Snapshot's is 0 = off).
 DEFAULT_GPU_NODE_RESERVE = 0.5
+# Delay scheduling's bound per pool (Snapshot.locality_wait), the pool model's default: chosen by
+# measurement on the data replay (docs/benchmarks.md, "Datasets and the node cache").
+DEFAULT_LOCALITY_WAIT_SECONDS = 20.0
 # Each project's service (Snapshot.project_service) counts the past with this half-life.
 DEFAULT_SERVICE_HALF_LIFE = 7 * 86400.0
 
@@ -94,6 +97,9 @@ class PendingWorkload:
     # Nodes whose dataset cache holds every dataset version it mounts (apps/storage): placement
     # prefers them when otherwise equal (locality.py). Empty: no datasets, or cached nowhere.
     datasets_on: frozenset[str] = frozenset()
+    # Delay scheduling (locality.py): when the policy first held it back for a node holding its data
+    # (the first Wait of kind LOCALITY; the service and the simulator keep it). None: never held.
+    locality_since: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,7 @@ class WaitKind:
     QUOTA_LENDABLE = "quota_lendable"  # beyond its nominal; the pool has too little unused quota to lend
     QUOTA_NONE = "quota_none"  # its project has no quota on the pool
     NEVER_FITS = "never_fits"  # a replica is larger than every node of its pool: it can never start
+    LOCALITY = "locality"  # it fits now, but waits (a bounded time) for a node holding its datasets
 
 
 WAIT_KIND_LABELS = {
@@ -141,7 +148,7 @@ WAIT_KIND_LABELS = {
     WaitKind.RESERVED: "reserved", WaitKind.PREEMPTING: "preempting",
     WaitKind.QUOTA_LIMIT: "quota: at its limit", WaitKind.QUOTA_LENT: "quota: nominal lent out",
     WaitKind.QUOTA_LENDABLE: "quota: nothing left to borrow", WaitKind.QUOTA_NONE: "quota: none on the pool",
-    WaitKind.NEVER_FITS: "never fits",
+    WaitKind.NEVER_FITS: "never fits", WaitKind.LOCALITY: "data locality",
 }
 
 
@@ -199,6 +206,10 @@ class Snapshot:
     # or queued), each counted with the past decayed (DEFAULT_SERVICE_HALF_LIFE). Work past the
     # bounded wait is ordered by the ratio of the two, the worst served project first. None: unknown.
     project_service: dict[tuple[str, str], tuple[float, float]] | None = None
+    # Delay scheduling, per pool: how long (seconds) a workload whose datasets some node of its pool
+    # caches may wait for such a node when it would fit elsewhere now (locality.py). Absent or 0: off,
+    # and the cache is only a tie-break among equal nodes.
+    locality_wait: dict[str, float] | None = None
 
 
 # -- formatting ----------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from apps.clusters.models import ResourcePool
 from apps.scheduling.datasim import DatasetCacheModel
 from apps.scheduling.policy import (
     DEFAULT_GPU_NODE_RESERVE,
+    DEFAULT_LOCALITY_WAIT_SECONDS,
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
@@ -63,6 +64,14 @@ METRICS = [
     ("finished", "jobs finished", "{}"),
     ("cycles", "scheduling cycles", "{}"),
 ]
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _parse_quota(text: str) -> tuple[str, float, float | None, float | None]:
@@ -134,6 +143,10 @@ class Command(BaseCommand):
                                  "placement (apps/scheduling/datasim.py).")
         parser.add_argument("--dataset-gb", type=float, default=50.0, help="Size of each dataset (with --datasets).")
         parser.add_argument("--cache-gb", type=float, default=200.0, help="Each node's cache (with --datasets).")
+        parser.add_argument("--locality-wait", type=float, nargs="+", default=[DEFAULT_LOCALITY_WAIT_SECONDS],
+                            metavar="SECONDS",
+                            help="With --datasets: delay scheduling's bound (a job waits up to this long for a node "
+                                 "holding its dataset), one replay per value; 0 for none.")
         parser.add_argument("--chart", help="Write a PNG chart here (needs matplotlib).")
         parser.add_argument("--json", action="store_true", help="Print the metrics as JSON.")
         parser.add_argument("--no-progress", action="store_true")
@@ -215,18 +228,39 @@ class Command(BaseCommand):
             self.stderr.write(f"chart written to {opts['chart']}")
 
     def _datasets(self, nodes, quotas, jobs, opts) -> None:
-        """The node caches' hit rate for jobs that read datasets, with and without data-aware placement."""
+        """The node caches' hit rate for jobs that read datasets: placement ignoring caches, data-aware
+        placement (a tie-break), and delay scheduling with each --locality-wait bound; for the latter,
+        how long jobs were held back for their data and what that added to their queueing delay."""
         self.stdout.write(f"\ndatasets: {opts['datasets']} of {opts['dataset_gb']:g} GB, Zipf popularity, "
                           f"{opts['cache_gb']:g} GB LRU cache per node (an assumption: the trace names no datasets)")
-        for locality in (False, True):
+        duration = {j.id: max(j.duration, 1.0) for j in jobs}
+        runs = [(False, 0.0, "placement ignoring caches"), (True, 0.0, "data-aware placement")]
+        runs += [(True, wait, f"delay scheduling, {wait:g} s") for wait in opts["locality_wait"] if wait > 0]
+        base = None
+        for locality, wait, label in runs:
             model = DatasetCacheModel([j.id for j in jobs], datasets=opts["datasets"], dataset_gb=opts["dataset_gb"],
-                                      cache_gb=opts["cache_gb"], seed=opts["seed"], locality=locality)
-            simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="cairn", cycle_interval=opts["cycle_interval"],
-                     grace_seconds=opts["grace"], known_durations=not opts["unknown_durations"],
-                     gpu_node_reserve=opts["gpu_node_reserve"], time_limit=opts["time_limit"], data=model)
-            label = "data-aware placement" if locality else "placement ignoring caches"
+                                      cache_gb=opts["cache_gb"], seed=opts["seed"], locality=locality,
+                                      wait_seconds=wait)
+            result = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="cairn", cycle_interval=opts["cycle_interval"],
+                              grace_seconds=opts["grace"], known_durations=not opts["unknown_durations"],
+                              gpu_node_reserve=opts["gpu_node_reserve"], time_limit=opts["time_limit"], data=model)
             self.stdout.write(f"  {label:28} hit rate {model.hit_rate:6.1%}  ({model.hits} hits, {model.misses} fills, "
                               f"{model.filled_gb:,.0f} GB filled)")
+            if locality and not wait:
+                base = result
+            if wait and base is not None:
+                held = sorted(model.held.values())
+                ratio = sorted(model.held[i] / duration[i] for i in model.held)
+                both = [i for i in result.delays if i in base.delays]
+                added = sorted((result.delays[i] - base.delays[i]) / duration[i] for i in both)
+                self.stdout.write(
+                    f"  {'':28} held back for data: {len(held)} of {len(jobs)} jobs, median {_median(held):,.0f} s, "
+                    f"max {max(held, default=0):,.0f} s; held / run time: median {_median(ratio):.1%} (held jobs), "
+                    f"{_median(ratio + [0.0] * (len(both) - len(ratio))):.1%} (all)")
+                self.stdout.write(
+                    f"  {'':28} queueing delay against data-aware placement: average {result.avg_queue_delay:,.0f} s "
+                    f"(was {base.avg_queue_delay:,.0f} s); per job, added / run time: median {_median(added):.1%}, "
+                    f"p90 {added[int(0.9 * (len(added) - 1))] if added else 0:.1%}")
 
     def _per_project(self, jobs: list[SimJob], results) -> None:
         """Who waits: per project, its jobs, the GPU-hours they asked for, and per policy their
