@@ -11,6 +11,9 @@ import { defaultProject, isSignedOut, MeProvider, useMe, useMeQuery } from "./se
 const ClusterPage = lazy(() => import("./pages/Cluster").then((m) => ({ default: m.ClusterPage })));
 const ComparePage = lazy(() => import("./pages/Compare").then((m) => ({ default: m.ComparePage })));
 const QuotasPage = lazy(() => import("./pages/Quotas").then((m) => ({ default: m.QuotasPage })));
+const DeploymentsPage = lazy(() => import("./pages/Workloads").then((m) => ({ default: m.DeploymentsPage })));
+const NotebooksPage = lazy(() => import("./pages/Workloads").then((m) => ({ default: m.NotebooksPage })));
+const OverviewPage = lazy(() => import("./pages/Overview").then((m) => ({ default: m.OverviewPage })));
 const RunsPage = lazy(() => import("./pages/Runs").then((m) => ({ default: m.RunsPage })));
 const StoragePage = lazy(() => import("./pages/Storage").then((m) => ({ default: m.StoragePage })));
 const SubmitPage = lazy(() => import("./pages/Submit").then((m) => ({ default: m.SubmitPage })));
@@ -103,6 +106,9 @@ export function SignedInApp() {
             <Route path="workloads" element={<WorkloadsPage />} />
             <Route path="workloads/new" element={<SubmitPage />} />
             <Route path="workloads/:kind/:id" element={<WorkloadDetailPage />} />
+            <Route path="overview" element={<OverviewPage />} />
+            <Route path="notebooks" element={<NotebooksPage />} />
+            <Route path="deployments" element={<DeploymentsPage />} />
             <Route path="runs" element={<RunsPage />} />
             <Route path="compare" element={<ComparePage />} />
             <Route path="sweeps" element={<SweepsPage />} />

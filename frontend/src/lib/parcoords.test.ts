@@ -125,3 +125,22 @@ describe("linePath", () => {
     expect(linePath([null, null])).toBe("");
   });
 });
+
+describe("colour by run (issue 46, item 9)", () => {
+  const runs: ParcoordsRun[] = [
+    { id: 1, name: "a", params: { lr: 0.1 }, metric: 0.9, color: "#4c6ef5" },
+    { id: 2, name: "b", params: { lr: 0.2 }, metric: 0.1, color: "#f03e3e" },
+  ];
+
+  it("keeps each run's own colour, whatever its metric, and says so", () => {
+    const layout = layoutParcoords(runs, ["lr"], "acc", 400, 200, margins);
+    expect(layout.colourBy).toBe("run");
+    expect(layout.lines.map((l) => l.color)).toEqual(["#4c6ef5", "#f03e3e"]);
+  });
+
+  it("falls back to the metric ramp when a run has no colour", () => {
+    const layout = layoutParcoords([runs[0], { ...runs[1], color: undefined }], ["lr"], "acc", 400, 200, margins);
+    expect(layout.colourBy).toBe("metric");
+    expect(layout.lines[0].color).toBe(rampColour(0.9, 0.1, 0.9));
+  });
+});

@@ -8,6 +8,9 @@ export interface ParcoordsRun {
   params: Record<string, unknown>;
   /** the run's value of the chosen metric (last, min or max), null when it has none */
   metric: number | null;
+  /** The run's own colour, the one its curve has on the same page (one colour per run
+   * everywhere); without it, lines are coloured by the metric's value. */
+  color?: string;
 }
 
 export interface Tick {
@@ -49,6 +52,8 @@ export interface ParcoordsLayout {
   axes: Axis[];
   lines: ParcoordsLine[];
   metricRange: [number, number] | null;
+  /** What a line's colour means: its run ("run", the legend names each) or the metric ("metric", a ramp). */
+  colourBy: "run" | "metric";
 }
 
 export type MetricMode = "last" | "min" | "max";
@@ -209,14 +214,17 @@ export function layoutParcoords(
   const built = inputs.map((input, i) => buildAxis(input, inputs.length > 1 ? left + i * gap : (left + right) / 2, top, bottom));
   const metrics = runs.map((r) => r.metric).filter((m): m is number => m !== null && Number.isFinite(m));
   const metricRange: [number, number] | null = metrics.length ? [Math.min(...metrics), Math.max(...metrics)] : null;
+  const colourBy = runs.length > 0 && runs.every((run) => !!run.color) ? "run" : "metric";
   const lines = runs.map((run, r) => ({
     runId: run.id,
     name: run.name,
     metric: run.metric,
-    color: metricRange ? rampColour(run.metric, metricRange[0], metricRange[1]) : MISSING_COLOUR,
+    color: colourBy === "run"
+      ? (run.color as string)
+      : metricRange ? rampColour(run.metric, metricRange[0], metricRange[1]) : MISSING_COLOUR,
     points: built.map(({ axis, ys }) => (ys[r] === null ? null : { x: axis.x, y: ys[r] as number })),
   }));
-  return { axes: built.map((b) => b.axis), lines, metricRange };
+  return { axes: built.map((b) => b.axis), lines, metricRange, colourBy };
 }
 
 /** SVG path data through the points, lifting the pen over missing ones. */

@@ -56,3 +56,25 @@ export const WAITING_ON: Record<WaitingOn, { label: string; colour: string; hint
   never_fits: { label: "never fits", colour: "red", hint: "A replica is larger than every node of its pool (nodes were removed or shrank): no node of this pool can ever run it. It waits in case nodes are added; stop it, or resubmit it smaller." },
 };
 export const WAITING_ON_VALUES = Object.keys(WAITING_ON) as WaitingOn[];
+
+/** What a queued workload waits on, as one plain sentence for people (the sweep page's waiting
+ * trials, the project overview, the workloads list's reason column): what holds it and what ends
+ * the wait, without the scheduler's words. */
+export const WAITING_SENTENCE: Record<WaitingOn, string> = {
+  capacity: "Waiting for room: every node that could run it is busy; it starts as running work ends.",
+  reserved: "Next in line: room is being kept for it as running work ends.",
+  preempting: "Starting soon: lower-priority work is being stopped to make room for it.",
+  quota_lent: "Waiting for its quota: other projects borrowed it and are giving it back.",
+  quota_lendable: "Waiting for quota: the project uses all of its own, and no other project has any to spare; it starts when some of that work ends.",
+  quota_limit: "Waiting for quota: the project uses all it may, borrowing included; it starts when some of its own work ends.",
+  quota_none: "Cannot start: the project has no quota on this pool. Ask an administrator for one.",
+  budget: "Waiting for budget: it would use more GPU-hours than the project has left this period.",
+  constraint: "Waiting for a node with a GPU model it allows.",
+  never_fits: "Cannot start: it is larger than every node of its pool. Stop it, or run it again smaller.",
+};
+
+/** The sentence for a queued workload: by what it waits on, else the scheduler's own reason. */
+export function waitSentence(waitingOn: string | null | undefined, pendingReason?: string | null): string {
+  if (waitingOn && waitingOn in WAITING_SENTENCE) return WAITING_SENTENCE[waitingOn as WaitingOn];
+  return pendingReason?.trim() || "Waiting for the scheduler's first decision.";
+}

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { flattenFieldErrors } from "../api/client";
 import {
-  buildSubmitBody, DEFAULT_VALUES, mapSubmitErrors, parseDatasets, parseDuration, parseEnv, parseIdleTimeout, parseRunTimeLimit,
-  parseVolumes, type SubmitValues,
+  buildSubmitBody, commandText, DEFAULT_VALUES, durationText, mapSubmitErrors, parseDatasets, parseDuration, parseEnv, parseIdleTimeout,
+  parseRunTimeLimit, parseVolumes, valuesFromWorkload, type SubmitValues,
 } from "./submit";
 
 const values = (over: Partial<SubmitValues> = {}): SubmitValues => ({ ...DEFAULT_VALUES, ...over });
@@ -239,5 +239,55 @@ describe("mapSubmitErrors", () => {
       fields: {},
       general: ["You have no quota in pool a100."],
     });
+  });
+});
+
+describe("valuesFromWorkload (Clone)", () => {
+  const workload = {
+    kind: "deployment", pool: "local", priority: "P2", preemptible: false, replicas: 2,
+    resources: { gpu: 0.5, cpu: 1.5, memory_mb: 2048 }, gpu_model: "A100", max_restarts: 1, max_runtime_seconds: null,
+    spec: {
+      command: ["/bin/sh", "-c", "python serve.py --port $PORT"], env: { A: "1", B: "x=y" }, working_dir: "/srv/app",
+      port: 9000, readiness_path: "/healthz", public: true, model: "digits@3",
+      autoscaling: { min_replicas: 1, max_replicas: 4, target_concurrency: 5, stable_window_seconds: 60, panic_window_seconds: 6 },
+      volumes: [{ name: "ckpt", mount: "/ckpt", read_only: true }, { name: "scratch" }],
+      datasets: [{ name: "digits", version: 2, mount: "/data" }],
+    },
+  };
+
+  it("fills the form so that submitting it unchanged asks for the same work", () => {
+    const filled = valuesFromWorkload(workload);
+    expect(filled.name).toBe("");
+    const { body, errors } = buildSubmitBody("deployment", filled);
+    expect(errors).toEqual({});
+    expect(body).toEqual({
+      command: "python serve.py --port $PORT", working_dir: "/srv/app", resources: { gpu: "0.5", cpu: "1.5", memory: "2Gi" },
+      replicas: 2, port: 9000, priority: "P2", pool: "local", gpu_model: "A100", preemptible: false, max_restarts: 1,
+      readiness_path: "/healthz", public: true, model: "digits@3",
+      autoscaling: { min_replicas: 1, max_replicas: 4, target_concurrency: 5, stable_window_seconds: 60, panic_window_seconds: 6 },
+      volumes: [{ name: "ckpt", mount: "/ckpt", read_only: true }, { name: "scratch" }],
+      datasets: [{ name: "digits", version: 2, mount: "/data" }],
+      env: { A: "1", B: "x=y" },
+    });
+  });
+
+  it("reads a training job's limits and self-healing settings back as the form writes them", () => {
+    const job = {
+      ...workload, kind: "training", max_runtime_seconds: 5400, resources: { gpu: 0, cpu: 1, memory_mb: 1536 },
+      spec: { command: ["python", "train.py", "--name", "two words"], env: {}, hang_timeout_seconds: 900, straggler_policy: "evict",
+        straggler_evict_max_fraction: 0.5, ide: "vscode" },
+    };
+    const filled = valuesFromWorkload(job);
+    expect([filled.command, filled.maxRuntime, filled.hangTimeout, filled.memory]).toEqual([
+      "python train.py --name 'two words'", "1h30m", "15m", "1536Mi"]);
+    const { body } = buildSubmitBody("training", filled);
+    expect(body).toMatchObject({ max_runtime_seconds: 5400, hang_timeout_seconds: 900, straggler_policy: "evict",
+      straggler_evict_max_fraction: 0.5 });
+    expect(durationText(86400 + 60)).toBe("1d1m");
+    expect(commandText(["/bin/sh", "-c", "echo hi"])).toBe("echo hi");
+  });
+
+  it("refuses a hang timeout without a unit, as the run-time limit", () => {
+    expect(buildSubmitBody("training", values({ command: "x", hangTimeout: "90" })).errors.hangTimeout).toContain("no unit");
   });
 });

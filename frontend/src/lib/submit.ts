@@ -46,6 +46,12 @@ export interface SubmitValues {
   targetConcurrency: number | string;
   stableWindow: number | string;
   panicWindow: number | string;
+  /** Training jobs: how long a rank may make no progress before it counts as hung (a duration); empty = 10 minutes. */
+  hangTimeout: string;
+  /** Training jobs: what a straggler does: "" (the server's default, alert), alert, evict or off. */
+  stragglerPolicy: string;
+  /** Training jobs, with evict: the largest share of ranks one decision removes (0.01–1); empty = 0.25. */
+  stragglerEvictMaxFraction: number | string;
 }
 
 export type SubmitField = keyof SubmitValues;
@@ -82,6 +88,9 @@ export const DEFAULT_VALUES: SubmitValues = {
   targetConcurrency: 10,
   stableWindow: 60,
   panicWindow: 6,
+  hangTimeout: "",
+  stragglerPolicy: "",
+  stragglerEvictMaxFraction: "",
 };
 
 const COMMON: SubmitField[] = [
@@ -91,7 +100,9 @@ const AUTOSCALING: SubmitField[] = ["autoscale", "minReplicas", "maxReplicas", "
 
 /** The fields each kind's form shows (and sends). */
 export const KIND_FIELDS: Record<WorkloadKind, ReadonlySet<SubmitField>> = {
-  training: new Set<SubmitField>([...COMMON, "command", "workingDir", "replicas", "maxRuntime"]),
+  training: new Set<SubmitField>([
+    ...COMMON, "command", "workingDir", "replicas", "maxRuntime", "hangTimeout", "stragglerPolicy", "stragglerEvictMaxFraction",
+  ]),
   notebook: new Set<SubmitField>([...COMMON, "ide", "idleTimeout"]),
   deployment: new Set<SubmitField>([
     ...COMMON, "command", "workingDir", "replicas", "port", "readinessPath", "isPublic", "model", ...AUTOSCALING,
@@ -128,6 +139,9 @@ export const FIELD_LABEL: Record<SubmitField, string> = {
   targetConcurrency: "Target requests per replica",
   stableWindow: "Stable window",
   panicWindow: "Panic window",
+  hangTimeout: "Hang timeout",
+  stragglerPolicy: "Stragglers",
+  stragglerEvictMaxFraction: "Evict at most",
 };
 
 /** API field path (first segments) → form field. */
@@ -161,6 +175,9 @@ const API_FIELD: Record<string, SubmitField> = {
   "autoscaling.target_concurrency": "targetConcurrency",
   "autoscaling.stable_window_seconds": "stableWindow",
   "autoscaling.panic_window_seconds": "panicWindow",
+  hang_timeout_seconds: "hangTimeout",
+  straggler_policy: "stragglerPolicy",
+  straggler_evict_max_fraction: "stragglerEvictMaxFraction",
 };
 
 export type FieldErrors = Partial<Record<SubmitField, string>>;
@@ -378,6 +395,20 @@ export function buildSubmitBody(kind: WorkloadKind, values: SubmitValues): { bod
     else if (limit.seconds !== null) body.max_runtime_seconds = limit.seconds;
   }
 
+  if (fields.has("hangTimeout") && values.hangTimeout.replace(PY_STRIP, "")) {
+    try {
+      const seconds = parseDuration(values.hangTimeout);
+      if (seconds < 1 || seconds > 7 * 86400) errors.hangTimeout = "The hang timeout must be between 1 second and 7 days.";
+      else body.hang_timeout_seconds = seconds;
+    } catch (error) {
+      errors.hangTimeout = (error as Error).message;
+    }
+  }
+  if (fields.has("stragglerPolicy") && values.stragglerPolicy) body.straggler_policy = values.stragglerPolicy;
+  if (fields.has("stragglerEvictMaxFraction") && !isBlank(values.stragglerEvictMaxFraction)) {
+    body.straggler_evict_max_fraction = number(values.stragglerEvictMaxFraction);
+  }
+
   if (fields.has("ide")) body.ide = values.ide;
   if (fields.has("idleTimeout")) {
     const idle = parseIdleTimeout(values.idleTimeout);
@@ -444,4 +475,90 @@ export function mapSubmitErrors(
   }
   if (!Object.keys(fields).length && !general.length && detail) general.push(detail);
   return { fields, general };
+}
+
+/** Seconds as the form's durations read them back: 5400 → "1h30m", 86400 → "1d", 0 → "0". */
+export function durationText(seconds: number): string {
+  if (!seconds) return "0";
+  let left = Math.round(seconds);
+  let out = "";
+  for (const [unit, size] of Object.entries(DURATION_UNITS)) {
+    const n = Math.floor(left / size);
+    if (n) out += `${n}${unit}`;
+    left -= n * size;
+  }
+  return out;
+}
+
+/** A stored command (an argv; a shell string is ["/bin/sh", "-c", string]) as the form's text. */
+export function commandText(command: unknown): string {
+  if (typeof command === "string") return command;
+  if (!Array.isArray(command) || !command.every((a) => typeof a === "string")) return "";
+  if (command.length === 3 && command[0] === "/bin/sh" && command[1] === "-c") return command[2];
+  return command.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", `'"'"'`)}'`)).join(" ");
+}
+
+function memoryText(mb: number): string {
+  return mb % 1024 === 0 ? `${mb / 1024}Gi` : `${mb}Mi`;
+}
+
+interface ClonedWorkload {
+  kind: string;
+  pool: string;
+  priority: string;
+  preemptible: boolean;
+  replicas: number;
+  resources: { gpu: number; cpu: number; memory_mb: number };
+  gpu_model: string;
+  max_restarts: number;
+  max_runtime_seconds?: number | null;
+  spec: unknown;
+}
+
+/**
+ * The submit form filled in from a workload (Clone, in any state): its spec and resources as the
+ * form shows them, so submitting unchanged asks for the same work. The name is left empty (a
+ * new one is made up, or typed).
+ */
+export function valuesFromWorkload(w: ClonedWorkload): SubmitValues {
+  const spec = (w.spec && typeof w.spec === "object" ? w.spec : {}) as Record<string, unknown>;
+  const str = (key: string) => (typeof spec[key] === "string" ? (spec[key] as string) : "");
+  const env = spec.env && typeof spec.env === "object" ? (spec.env as Record<string, string>) : {};
+  const volumes = Array.isArray(spec.volumes) ? (spec.volumes as VolumeMount[]) : [];
+  const datasets = Array.isArray(spec.datasets) ? (spec.datasets as DatasetMount[]) : [];
+  const scaling = spec.autoscaling && typeof spec.autoscaling === "object" ? (spec.autoscaling as Record<string, number>) : null;
+  return {
+    ...DEFAULT_VALUES,
+    image: str("image"),
+    command: commandText(spec.command),
+    workingDir: str("working_dir"),
+    gpu: w.resources.gpu,
+    cpu: w.resources.cpu,
+    memory: memoryText(w.resources.memory_mb),
+    replicas: w.replicas,
+    priority: w.priority,
+    pool: w.pool || null,
+    gpuModel: w.gpu_model ?? "",
+    preemptible: w.preemptible ? "yes" : "no",
+    maxRestarts: w.max_restarts,
+    port: typeof spec.port === "number" ? spec.port : DEFAULT_VALUES.port,
+    maxRuntime: w.max_runtime_seconds ? durationText(w.max_runtime_seconds) : "",
+    env: Object.entries(env).map(([k, v]) => `${k}=${v}`).join("\n"),
+    ide: spec.ide === "vscode" ? "vscode" : "jupyterlab",
+    idleTimeout: typeof spec.idle_timeout === "number" ? durationText(spec.idle_timeout) : "",
+    volumes: volumes.map((v) => `${v.name}${v.mount ? `:${v.mount}` : v.read_only ? ":" : ""}${v.read_only ? ":ro" : ""}`).join("\n"),
+    datasets: datasets.map((d) => `${d.name}${d.version ? `@${d.version}` : ""}${d.mount ? `:${d.mount}` : ""}`).join("\n"),
+    readinessPath: str("readiness_path"),
+    isPublic: spec.public === true,
+    model: str("model"),
+    autoscale: !!scaling,
+    minReplicas: scaling?.min_replicas ?? DEFAULT_VALUES.minReplicas,
+    maxReplicas: scaling?.max_replicas ?? DEFAULT_VALUES.maxReplicas,
+    targetConcurrency: scaling?.target_concurrency ?? DEFAULT_VALUES.targetConcurrency,
+    stableWindow: scaling?.stable_window_seconds ?? DEFAULT_VALUES.stableWindow,
+    panicWindow: scaling?.panic_window_seconds ?? DEFAULT_VALUES.panicWindow,
+    hangTimeout: typeof spec.hang_timeout_seconds === "number" ? durationText(spec.hang_timeout_seconds) : "",
+    stragglerPolicy: str("straggler_policy"),
+    stragglerEvictMaxFraction: typeof spec.straggler_evict_max_fraction === "number" ? spec.straggler_evict_max_fraction : "",
+  };
 }

@@ -55,3 +55,13 @@ describe("links and labels", () => {
     expect(paramsText({ lr: 0.0123456, solver: "sgd" })).toBe("lr=0.01235, solver=sgd");
   });
 });
+
+describe("trial colours (issue 46, item 9)", () => {
+  it("gives each trial the colour its run has in the comparison view (runs in id order)", () => {
+    const trials = [trial(0, "succeeded", 0.5, { run: 30 }), trial(1, "pruned", 0.2, { run: 12 }), trial(2, "pending", null, { run: null })];
+    const colours = ["blue", "red", "green"];
+    const lines = parcoordsTrials(trials, (i) => colours[i]);
+    expect(lines.map((l) => [l.id, l.color])).toEqual([[30, "red"], [12, "blue"]]);
+    expect(sweepComparePath("p", trials)).toBe("/projects/p/compare?runs=12,30");
+  });
+});

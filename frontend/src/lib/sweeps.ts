@@ -70,7 +70,8 @@ export function bestTrial(trials: readonly SweepTrial[], direction: Direction): 
 
 /** Trials as runs of the parallel-coordinates plot: the objective when it succeeded, else the
  * last intermediate value it reached (a pruned trial shows where it was stopped). */
-export function parcoordsTrials(trials: readonly SweepTrial[]): ParcoordsRun[] {
+export function parcoordsTrials(trials: readonly SweepTrial[], colour?: (index: number) => string): ParcoordsRun[] {
+  const runs = sweepRuns(trials);
   return trials
     .filter((t) => t.status !== "pending")
     .map((t) => ({
@@ -78,7 +79,14 @@ export function parcoordsTrials(trials: readonly SweepTrial[]): ParcoordsRun[] {
       name: `trial ${t.number} (${t.status})`,
       params: t.params,
       metric: t.status === "succeeded" ? t.objective : t.last_value,
+      // The colour its run has in the comparison view the page links to (by its place there).
+      ...(colour && t.run !== null ? { color: colour(runs.indexOf(t.run)) } : {}),
     }));
+}
+
+/** The trials' runs in the order the comparison view gets them (and colours them by). */
+export function sweepRuns(trials: readonly SweepTrial[]): number[] {
+  return trials.map((t) => t.run).filter((r): r is number => typeof r === "number").sort((a, b) => a - b);
 }
 
 /** Every param key used by some trial, in the order of the search space. */
@@ -89,7 +97,7 @@ export function paramKeys(space: readonly { name: string }[], trials: readonly S
 
 /** The comparison view with the runs of the trials that have one, or null when none has. */
 export function sweepComparePath(project: string, trials: readonly SweepTrial[]): string | null {
-  const runs = trials.map((t) => t.run).filter((r): r is number => typeof r === "number");
+  const runs = sweepRuns(trials);
   return runs.length ? comparePath(project, runs) : null;
 }
 

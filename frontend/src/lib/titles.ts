@@ -4,6 +4,9 @@ import { KIND_LABEL, type WorkloadKind } from "./status";
 
 const PROJECT_PAGES: Record<string, string> = {
   workloads: "Workloads",
+  overview: "Overview",
+  notebooks: "Notebooks",
+  deployments: "Deployments",
   runs: "Runs & comparison",
   compare: "Compare runs",
   sweeps: "Sweeps",

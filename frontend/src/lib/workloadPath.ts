@@ -3,7 +3,7 @@
 // (/training-jobs/, /notebooks/, /deployments/), which the forms and the list use.
 
 /** What may follow /workloads/<id>/ in a workload's address. */
-export type WorkloadAction = "" | "events/" | "stop/" | "logs/" | "resilience/";
+export type WorkloadAction = "" | "events/" | "stop/" | "resubmit/" | "logs/" | "resilience/";
 
 /** The path template the typed client takes ({project} and {id} filled in from `params.path`). */
 export type WorkloadRoute<A extends WorkloadAction = ""> = `/api/v1/projects/{project}/workloads/{id}/${A}`;

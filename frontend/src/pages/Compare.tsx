@@ -155,8 +155,9 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
         name: r.name,
         params: paramsByRun.get(r.id) ?? {},
         metric: metric ? metricValue(data.summaries[String(r.id)], metric, mode) : null,
+        color: colours.get(r.id), // the curve's colour: one colour per run on the whole page
       })),
-    [runs, paramsByRun, metric, mode, data.summaries],
+    [runs, paramsByRun, metric, mode, data.summaries, colours],
   );
 
   const metricSelect = (testId: string) => (

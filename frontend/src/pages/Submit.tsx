@@ -13,10 +13,11 @@ import { errorAdvice } from "../components/States";
 import { formatGpu, formatRunTimeLimit } from "../lib/format";
 import { KIND_LABEL, KINDS, type WorkloadKind } from "../lib/status";
 import {
-  buildSubmitBody, DEFAULT_VALUES, FIELD_LABEL, KIND_FIELDS, mapSubmitErrors, parseIdleTimeout, parseRunTimeLimit, type FieldErrors,
+  buildSubmitBody, DEFAULT_VALUES, FIELD_LABEL, KIND_FIELDS, mapSubmitErrors, parseIdleTimeout, parseRunTimeLimit, valuesFromWorkload, type FieldErrors,
   type Ide, type Preemptible, type SubmitField, type SubmitValues,
 } from "../lib/submit";
 import { canWrite, useMe } from "../session";
+import { getWorkload } from "./workload/api";
 
 const PRIORITIES = [
   { value: "P0", label: "P0 (highest)" },
@@ -74,6 +75,21 @@ export function SubmitPage() {
   const queryClient = useQueryClient();
 
   const [values, setValues] = useState<SubmitValues>(DEFAULT_VALUES);
+  // Clone (?from=<id>): the form filled in from that workload's spec, once it is read.
+  const fromId = /^\d+$/.test(params.get("from") ?? "") ? Number(params.get("from")) : null;
+  const source = useQuery({
+    queryKey: ["workload", project, "clone", fromId],
+    queryFn: () => getWorkload(project, fromId as number),
+    enabled: fromId !== null,
+    staleTime: Infinity,
+  });
+  const [clonedFrom, setClonedFrom] = useState<number | null>(null);
+  useEffect(() => {
+    if (!source.data || clonedFrom === source.data.id) return;
+    setClonedFrom(source.data.id);
+    setValues(valuesFromWorkload(source.data));
+    if (isKind(source.data.kind) && source.data.kind !== kind) setParams({ kind: source.data.kind, from: String(source.data.id) }, { replace: true });
+  }, [source.data, clonedFrom, kind, setParams]);
   const [fieldErrors, setFieldErrors] = useState<FieldErrors>({});
   const [general, setGeneral] = useState<string[]>([]);
   // Bumped when a submission is refused, to bring the first field in error into view.
@@ -172,6 +188,16 @@ export function SubmitPage() {
         <Alert color="yellow" title="You can look, not submit" data-testid="submit-readonly">
           Your role in this project is {role ?? "unknown"}. Ask a project maintainer to make you a member to submit work.
         </Alert>
+      )}
+      {source.data && (
+        <Alert color="blue" title={`A copy of ${source.data.name}`} data-testid="cloned-from">
+          The form is filled in from {KIND_LABEL[source.data.kind as WorkloadKind]?.toLowerCase() ?? "workload"}{" "}
+          <Anchor component={Link} to={`/projects/${project}/workloads/${source.data.kind}/${source.data.id}`}>{source.data.name}</Anchor>{" "}
+          ({source.data.status}); change what you need, name it (or leave the name empty) and submit.
+        </Alert>
+      )}
+      {source.error && (
+        <Alert color="red" title="Could not read the workload to copy">{errorAdvice(source.error).detail}</Alert>
       )}
       {noQuota && (
         <Alert color="yellow" title="This project has no quota yet">
@@ -341,6 +367,48 @@ export function SubmitPage() {
                   data-testid="max-runtime"
                 />
               )}
+            </SimpleGrid>
+          )}
+          {shows("hangTimeout") && (
+            <SimpleGrid cols={{ base: 1, sm: 3 }} spacing="md">
+              <TextInput
+                label="Hang timeout"
+                name="hang_timeout"
+                placeholder="10m"
+                description="A rank that reports progress with the SDK and makes none for this long is hung: the job restarts from its last checkpoint."
+                value={values.hangTimeout}
+                onChange={(e) => set("hangTimeout", e.currentTarget.value)}
+                error={err("hangTimeout")}
+                autoComplete="off"
+              />
+              <Select
+                label="Stragglers"
+                name="straggler_policy"
+                description="A rank persistently slower than its peers."
+                data={[
+                  { value: "", label: "Default (alert)" },
+                  { value: "alert", label: "Alert: an event and a badge" },
+                  { value: "evict", label: "Evict: resume elsewhere" },
+                  { value: "off", label: "Off" },
+                ]}
+                value={values.stragglerPolicy}
+                onChange={(value) => set("stragglerPolicy", value ?? "")}
+                allowDeselect={false}
+                error={err("stragglerPolicy")}
+              />
+              <NumberInput
+                label="Evict at most"
+                name="straggler_evict_max_fraction"
+                description="With evict: the largest share of ranks one decision removes (0.01–1; default 0.25)."
+                placeholder="0.25"
+                min={0.01}
+                max={1}
+                step={0.05}
+                decimalScale={2}
+                value={values.stragglerEvictMaxFraction}
+                onChange={(value) => set("stragglerEvictMaxFraction", value)}
+                error={err("stragglerEvictMaxFraction")}
+              />
             </SimpleGrid>
           )}
           <SimpleGrid cols={{ base: 2, sm: shows("replicas") ? 4 : 3 }} spacing="md">

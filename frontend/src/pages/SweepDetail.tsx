@@ -21,6 +21,7 @@ import {
   bestTrial, importanceBars, objectiveHistory, paramKeys, paramsText, parcoordsTrials, sweepComparePath,
   TRIAL_STATUS_COLOUR, type Direction, type SweepTrial,
 } from "../lib/sweeps";
+import { waitSentence } from "../lib/status";
 import { useLiveStatus, useTopic } from "../live/LiveProvider";
 import { canWrite, useMe } from "../session";
 import { SweepStatusBadge } from "./Sweeps";
@@ -94,7 +95,8 @@ function SweepView({ project, id }: { project: string; id: number }) {
   const rows = useMemo(() => (trials.data?.results ?? []) as unknown as (SweepTrial & Record<string, unknown>)[], [trials.data]);
   const direction = (sweep.data?.objective.direction ?? "maximize") as Direction;
   const history = useMemo(() => objectiveHistory(rows, direction), [rows, direction]);
-  const pcRuns = useMemo(() => parcoordsTrials(rows), [rows]);
+  // Each trial's line in the colour its run has in the comparison view this page links to.
+  const pcRuns = useMemo(() => parcoordsTrials(rows, seriesColour), [rows]);
   const axes = useMemo(() => paramKeys((sweep.data?.space ?? []) as { name: string }[], rows), [sweep.data, rows]);
   const best = useMemo(() => bestTrial(rows, direction), [rows, direction]);
 
@@ -220,7 +222,8 @@ function SweepView({ project, id }: { project: string; id: number }) {
               </Table.Thead>
               <Table.Tbody>
                 {rows.map((t) => {
-                  const w = t.workload as { id: number; name: string } | null;
+                  const w = t.workload as { id: number; name: string; status?: string; waiting_on?: string | null; pending_reason?: string } | null;
+                  const waiting = t.status === "pending" && w?.status === "queued";
                   return (
                     <Table.Tr key={t.id} data-testid="trial-row" data-status={t.status}>
                       <Table.Td>{t.number}</Table.Td>
@@ -233,7 +236,15 @@ function SweepView({ project, id }: { project: string; id: number }) {
                       <Table.Td>
                         {w ? <Anchor component={Link} to={workloadPath(project, "training", w.id)}>{w.name}</Anchor> : "—"}
                       </Table.Td>
-                      <Table.Td><Text size="xs" c="dimmed">{t.status === "failed" ? String(t.message ?? "") : ""}</Text></Table.Td>
+                      <Table.Td>
+                        {waiting ? (
+                          <Text size="xs" data-testid="trial-wait" data-waiting-on={w?.waiting_on ?? ""}>
+                            {waitSentence(w?.waiting_on, w?.pending_reason)}
+                          </Text>
+                        ) : (
+                          <Text size="xs" c="dimmed">{t.status === "failed" ? String(t.message ?? "") : ""}</Text>
+                        )}
+                      </Table.Td>
                     </Table.Tr>
                   );
                 })}

@@ -7,7 +7,7 @@ import { Alert, Anchor, Button, Stack } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useMemo, useState } from "react";
-import { Link, useParams } from "react-router";
+import { Link, useNavigate, useParams } from "react-router";
 import { useDebounced, useNow } from "../components/hooks";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import { isFinal, isWorkloadKind, type WorkloadKind } from "../lib/status";
@@ -16,7 +16,7 @@ import { deriveSegments } from "../lib/timeline";
 import { mergeWorkloadState } from "../lib/workloads";
 import { useTopic } from "../live/LiveProvider";
 import { canWrite, useMe } from "../session";
-import { getEvents, getRuns, getWorkload, startNotebook, stopWorkload, type Workload } from "./workload/api";
+import { getEvents, getRuns, getWorkload, resubmitWorkload, startNotebook, stopWorkload, type Workload } from "./workload/api";
 import { EventsPanel } from "./workload/EventsPanel";
 import { LogPanel } from "./workload/LogPanel";
 import { MetricsPanel } from "./workload/MetricsPanel";
@@ -145,6 +145,18 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
     onError: (error) => notifications.show({ color: "red", title: "Could not stop the workload", message: (error as Error).message }),
   });
 
+  const navigate = useNavigate();
+  const runAgain = useMutation({
+    mutationFn: () => resubmitWorkload(project, id),
+    onSuccess: (data) => {
+      refreshEvents();
+      void queryClient.invalidateQueries({ queryKey: ["workloads", project] });
+      notifications.show({ color: "blue", title: "Running again", message: `${data.name} is ${data.status}; this one keeps its history.` });
+      navigate(`/projects/${project}/workloads/${data.kind}/${data.id}`);
+    },
+    onError: (error) => notifications.show({ color: "red", title: "Could not run it again", message: (error as Error).message }),
+  });
+
   const start = useMutation({
     mutationFn: () => startNotebook(project, id),
     onSuccess: (data) => {
@@ -194,6 +206,10 @@ function WorkloadView({ project, kind, id }: { project: string; kind: WorkloadKi
         starting={start.isPending}
         onStart={() => start.mutate()}
         scale={deployment.data?.scale}
+        canClone={!deleted && canWrite(role)}
+        canRunAgain={!deleted && isFinal(w.status) && canWrite(role)}
+        runningAgain={runAgain.isPending}
+        onRunAgain={() => runAgain.mutate()}
       />
       {w.kind === "notebook" && <NotebookPanel project={project} workload={w} now={now} />}
       <StatusTimeline workload={w} now={now} segments={segments} eventsError={events.error}

@@ -15,9 +15,9 @@ import { StatusBadge } from "../components/StatusBadge";
 import { WaitingOnBadge } from "../components/WaitingOnBadge";
 import { formatRelative } from "../lib/format";
 import { formatAgo } from "../lib/time";
-import { KIND_LABEL, KINDS, STATUSES, type WorkloadKind, type WorkloadStatus } from "../lib/status";
+import { isFinal, KIND_LABEL, KINDS, STATUSES, type WorkloadKind, type WorkloadStatus } from "../lib/status";
 import {
-  applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, gpuLabel, hasFilters, PAGE_SIZE,
+  applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, gpuLabel, hasFilters, PAGE_SIZE, statusLine,
   queuedRefreshInterval, serverQuery, USER_FILTER_PAGE_SIZE, visibleRows, type Workload, type WorkloadFilters, type WorkloadPage,
 } from "../lib/workloads";
 import { retryTransient } from "../lib/retry";
@@ -51,12 +51,85 @@ function QueueCell({ row, now }: { row: Workload; now: number }) {
   );
 }
 
-export function WorkloadsPage() {
+/** Why an ended (or stopping) workload is where it is: its failure or stop reason, one line. */
+function ReasonCell({ row }: { row: Workload }) {
+  if (!isFinal(row.status) && row.status !== "stopping") return <Text size="sm" c="dimmed">—</Text>;
+  if (row.status === "succeeded") return <Text size="sm" c="dimmed">—</Text>;
+  const line = statusLine(row.status_reason, row.status_message)
+    + (row.exit_code !== null && row.exit_code !== undefined && row.exit_code !== 0 ? ` (exit code ${row.exit_code})` : "");
+  if (!line) return <Text size="sm" c="dimmed">—</Text>;
+  return (
+    <Tooltip label={line} multiline w={360} withArrow>
+      <Text size="sm" lineClamp={1} maw={280} data-testid="reason-cell">
+        {line}
+      </Text>
+    </Tooltip>
+  );
+}
+
+/** The gateway address of a deployment: /serve/<project>/<name>/ (docs/deployments.md). */
+function gatewayUrl(project: string, name: string): string {
+  return `${window.location.origin}/serve/${encodeURIComponent(project)}/${encodeURIComponent(name)}/`;
+}
+
+function ReplicasCell({ row }: { row: Workload }) {
+  const spec = (row.spec && typeof row.spec === "object" ? row.spec : {}) as { autoscaling?: { min_replicas?: number; max_replicas?: number } };
+  const scaling = spec.autoscaling;
+  return (
+    <Text size="sm" data-testid="replicas-cell">
+      {row.status === "running" ? row.replicas : 0}
+      {scaling ? <Text span size="xs" c="dimmed">{` · autoscaled ${scaling.min_replicas ?? 1}–${scaling.max_replicas ?? "?"}`}</Text> : null}
+    </Text>
+  );
+}
+
+/** The lists of the project's work: all of it, or one kind's page (Notebooks, Deployments). */
+const KIND_PAGES: { kind: WorkloadKind | null; label: string; path: string }[] = [
+  { kind: null, label: "All work", path: "workloads" },
+  { kind: "training", label: "Training jobs", path: "workloads?kind=training" },
+  { kind: "notebook", label: "Notebooks", path: "notebooks" },
+  { kind: "deployment", label: "Deployments", path: "deployments" },
+];
+
+function ListTabs({ project, current }: { project: string; current: WorkloadKind | null }) {
+  return (
+    <Group gap="xs" component="nav" aria-label="Work by kind" data-testid="kind-pages">
+      {KIND_PAGES.map((page) => (
+        <Button
+          key={page.label}
+          component={Link}
+          to={`/projects/${project}/${page.path}`}
+          size="xs"
+          variant={page.kind === current ? "light" : "subtle"}
+          aria-current={page.kind === current ? "page" : undefined}
+        >
+          {page.label}
+        </Button>
+      ))}
+      <Button component={Link} to={`/projects/${project}/overview`} size="xs" variant="subtle" data-testid="overview-link">
+        Project overview
+      </Button>
+    </Group>
+  );
+}
+
+export function NotebooksPage() {
+  return <WorkloadsPage kindPage="notebook" />;
+}
+
+export function DeploymentsPage() {
+  return <WorkloadsPage kindPage="deployment" />;
+}
+
+export function WorkloadsPage({ kindPage }: { kindPage?: WorkloadKind } = {}) {
   const { project = "" } = useParams();
   const me = useMe();
   const role = me.projects.find((p) => p.slug === project)?.role;
   const [params, setParams] = useSearchParams();
-  const filters = useMemo(() => filtersFromSearch(params), [params]);
+  const filters = useMemo(() => {
+    const found = filtersFromSearch(params);
+    return kindPage ? { ...found, kind: kindPage } : found;
+  }, [params, kindPage]);
   const query = useMemo(() => serverQuery(filters), [filters]);
   const queryKey = useMemo(() => ["workloads", project, query] as const, [project, query]);
   const queryClient = useQueryClient();
@@ -116,18 +189,19 @@ export function WorkloadsPage() {
     <Stack gap="md">
       <Group justify="space-between" wrap="wrap">
         <Group gap="sm" align="baseline">
-          <Title order={1} size="h2">Workloads</Title>
+          <Title order={1} size="h2">{kindPage === "notebook" ? "Notebooks" : kindPage === "deployment" ? "Deployments" : "Workloads"}</Title>
           <LiveIndicator />
         </Group>
         {writable && (
-          <Button component={Link} to={`/projects/${project}/workloads/new`} data-testid="submit-work">
-            Submit work
+          <Button component={Link} to={`/projects/${project}/workloads/new${kindPage ? `?kind=${kindPage}` : ""}`} data-testid="submit-work">
+            {kindPage === "notebook" ? "New notebook" : kindPage === "deployment" ? "New deployment" : "Submit work"}
           </Button>
         )}
       </Group>
+      <ListTabs project={project} current={kindPage ?? filters.kind} />
 
       <Group gap="sm" align="flex-end" wrap="wrap">
-        <Select
+        {!kindPage && <Select
           label="Kind"
           placeholder="All kinds"
           data-testid="filter-kind"
@@ -136,7 +210,7 @@ export function WorkloadsPage() {
           onChange={(value) => setFilters({ kind: (value as WorkloadKind | null) ?? null })}
           clearable
           w={170}
-        />
+        />}
         <MultiSelect
           label="Status"
           placeholder={filters.status.length ? undefined : "Any status"}
@@ -159,7 +233,7 @@ export function WorkloadsPage() {
           nothingFoundMessage="No such member"
           w={190}
         />
-        {hasFilters(filters) && (
+        {hasFilters(kindPage ? { ...filters, kind: null } : filters) && (
           <Button variant="subtle" onClick={() => setParams(filtersToSearch(EMPTY_FILTERS), { replace: true })}>
             Clear filters
           </Button>
@@ -171,7 +245,7 @@ export function WorkloadsPage() {
       ) : list.error && !list.data ? (
         <ErrorState error={list.error} onRetry={() => list.refetch()} />
       ) : rows.length === 0 ? (
-        hasFilters(filters) ? (
+        hasFilters(kindPage ? { ...filters, kind: null } : filters) ? (
           <EmptyState
             title="No workloads match these filters"
             action={
@@ -211,7 +285,11 @@ export function WorkloadsPage() {
                   <Table.Th>Pool</Table.Th>
                   <Table.Th>GPUs</Table.Th>
                   <Table.Th>User</Table.Th>
+                  {kindPage === "notebook" && <Table.Th>IDE</Table.Th>}
+                  {kindPage === "deployment" && <Table.Th>URL</Table.Th>}
+                  {kindPage === "deployment" && <Table.Th>Replicas</Table.Th>}
                   <Table.Th>Queue</Table.Th>
+                  <Table.Th>Reason</Table.Th>
                   <Table.Th>Age</Table.Th>
                 </Table.Tr>
               </Table.Thead>
@@ -251,8 +329,33 @@ export function WorkloadsPage() {
                     <Table.Td>
                       <Text size="sm">{row.created_by || "—"}</Text>
                     </Table.Td>
+                    {kindPage === "notebook" && (
+                      <Table.Td>
+                        <Group gap={6} wrap="nowrap" data-testid="ide-cell">
+                          <Text size="sm">{(row.spec as { ide?: string } | null)?.ide === "vscode" ? "VS Code" : "JupyterLab"}</Text>
+                          {row.endpoint && row.status === "running" && (
+                            <Anchor href={row.endpoint} target="_blank" rel="noreferrer" size="sm">Open</Anchor>
+                          )}
+                        </Group>
+                      </Table.Td>
+                    )}
+                    {kindPage === "deployment" && (
+                      <Table.Td>
+                        <Text size="sm" ff="monospace" data-testid="url-cell" style={{ wordBreak: "break-all" }}>
+                          {gatewayUrl(project, row.name)}
+                        </Text>
+                      </Table.Td>
+                    )}
+                    {kindPage === "deployment" && (
+                      <Table.Td>
+                        <ReplicasCell row={row} />
+                      </Table.Td>
+                    )}
                     <Table.Td>
                       <QueueCell row={row} now={now} />
+                    </Table.Td>
+                    <Table.Td>
+                      <ReasonCell row={row} />
                     </Table.Td>
                     <Table.Td>
                       <Tooltip label={new Date(row.created_at).toLocaleString()} withArrow>

@@ -1,5 +1,6 @@
 // Parallel coordinates in plain SVG: one axis per param and a last axis for the chosen metric,
-// one polyline per run coloured by that metric. Geometry comes from lib/parcoords.ts.
+// one polyline per run, in the run's own colour when the page gives one (as its curve), else by the
+// metric. Geometry comes from lib/parcoords.ts.
 import { Box, Group, Text, useComputedColorScheme } from "@mantine/core";
 import { useElementSize } from "@mantine/hooks";
 import { useMemo, useState } from "react";
@@ -63,6 +64,7 @@ export function ParallelCoordinates({ runs, paramKeys, metricLabel, height = 320
                 d={linePath(line.points)}
                 fill="none"
                 stroke={line.color}
+                data-colour={line.color}
                 strokeWidth={hover === line.runId ? 3.2 : 2}
                 strokeOpacity={dim ? 0.18 : 0.9}
                 data-testid="parcoords-line"
@@ -109,8 +111,20 @@ export function ParallelCoordinates({ runs, paramKeys, metricLabel, height = 320
             ? `${hovered.name}: ${metricLabel} ${formatNumber(hovered.metric)}`
             : "Hover a line to see its run. Gaps mean the run has no value for that axis."}
         </Text>
-        {layout.metricRange && (
-          <Group gap={6} wrap="nowrap">
+        {layout.colourBy === "run" && (
+          <Group gap="sm" wrap="wrap" data-testid="parcoords-legend" data-colour-by="run">
+            <Text size="xs" c="dimmed">Colour: one per run, as on the curves</Text>
+            {layout.lines.map((line) => (
+              <Group key={line.runId} gap={4} wrap="nowrap" data-testid="parcoords-legend-item" data-run-id={line.runId} data-colour={line.color}>
+                <Box w={10} h={10} style={{ borderRadius: 5, background: line.color, flex: "none" }} />
+                <Text size="xs">{line.name}</Text>
+              </Group>
+            ))}
+          </Group>
+        )}
+        {layout.colourBy === "metric" && layout.metricRange && (
+          <Group gap={6} wrap="nowrap" data-testid="parcoords-legend" data-colour-by="metric">
+            <Text size="xs" c="dimmed">Colour: {metricLabel}</Text>
             <Text size="xs" c="dimmed">
               {formatNumber(layout.metricRange[0])}
             </Text>

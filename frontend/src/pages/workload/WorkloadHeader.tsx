@@ -1,6 +1,8 @@
 // The workload page's header: name, kind and status, why it is in that status, the Open /
 // Runs / Stop buttons, and the facts (pool, GPUs, replicas, user, priority, attempt, times).
-import { Anchor, Badge, Box, Button, Card, Group, SimpleGrid, Stack, Text, Title, Tooltip } from "@mantine/core";
+import { Anchor, Badge, Box, Button, Card, Group, Modal, SimpleGrid, Stack, Text, Title, Tooltip } from "@mantine/core";
+import { useDisclosure } from "@mantine/hooks";
+import { useRef, useState } from "react";
 import { Link } from "react-router";
 import { IdeBadge } from "../../components/IdeBadge";
 import { StatusBadge } from "../../components/StatusBadge";
@@ -40,11 +42,33 @@ export interface WorkloadHeaderProps {
   onStart?: () => void;
   /** A deployment's desired, admitted and ready replicas (GET .../deployments/<id>/). */
   scale?: DeploymentScale;
+  /** May submit work: Clone (any state) into the submit form. */
+  canClone?: boolean;
+  /** An ended workload: "Run again" as a new workload linked to this one. */
+  canRunAgain?: boolean;
+  runningAgain?: boolean;
+  onRunAgain?: () => void;
+}
+
+/** What stopping loses, by kind: said in the confirmation. */
+function stopConsequence(w: Workload): string {
+  if (w.status === "queued") return "It leaves the queue and does not start.";
+  if (w.kind === "notebook") return "Its kernels and what they hold in memory are lost; its files are kept, and it can be started again.";
+  if (w.kind === "deployment") return "It stops serving: callers get errors until it runs again.";
+  return "Its replicas get SIGTERM, then SIGKILL after the grace period; work since its last checkpoint is lost.";
 }
 
 export function WorkloadHeader({
   workload: w, now, segments, project, canStop, stopping, onStop, canStart, starting, onStart, scale,
+  canClone, canRunAgain, runningAgain, onRunAgain,
 }: WorkloadHeaderProps) {
+  // Stop asks first (a notebook's kernels are lost on one click otherwise); cancelling gives the
+  // focus back to the Stop button (the modal's returnFocus).
+  const [confirming, confirm] = useDisclosure(false);
+  // Once Stop is confirmed the Stop button goes (busy, then gone): focus goes to the page's heading
+  // after the dialog has closed instead of dropping to the page body.
+  const [stopConfirmed, setStopConfirmed] = useState(false);
+  const heading = useRef<HTMLHeadingElement>(null);
   // A running deployment's start message ("Started 1 replica(s).") goes stale as it scales: say
   // what serves now instead.
   const serving = w.kind === "deployment" && w.status === "running" && scale ? servingLine(scale) : null;
@@ -66,7 +90,7 @@ export function WorkloadHeader({
             ← Workloads
           </Anchor>
           <Group gap="sm" wrap="wrap">
-            <Title order={1} size="h2" data-testid="workload-name" style={{ wordBreak: "break-all" }}>
+            <Title ref={heading} tabIndex={-1} order={1} size="h2" data-testid="workload-name" style={{ wordBreak: "break-all" }}>
               {w.name}
             </Title>
             <Badge variant="outline" color="gray" data-testid="workload-kind">
@@ -105,12 +129,53 @@ export function WorkloadHeader({
               Start again
             </Button>
           )}
+          {canClone && (
+            <Button component={Link} to={`/projects/${project}/workloads/new?kind=${w.kind}&from=${w.id}`} variant="default"
+              data-testid="clone-workload">
+              Clone
+            </Button>
+          )}
+          {canRunAgain && (
+            <Button variant="light" loading={runningAgain} onClick={onRunAgain} data-testid="run-again">
+              Run again
+            </Button>
+          )}
           {canStop && (
-            <Button color="red" variant="filled" loading={stopping} onClick={onStop} data-testid="stop-workload">
+            <Button
+              color="red"
+              variant="filled"
+              loading={stopping}
+              onClick={() => {
+                setStopConfirmed(false);
+                confirm.open();
+              }}
+              data-testid="stop-workload"
+            >
               Stop
             </Button>
           )}
         </Group>
+        <Modal
+          opened={confirming}
+          onClose={confirm.close}
+          returnFocus={!stopConfirmed}
+          onExitTransitionEnd={() => {
+            if (stopConfirmed) heading.current?.focus();
+          }}
+          title={`Stop ${w.name}?`}
+          closeButtonProps={{ "aria-label": "Close: keep it running" }}
+          data-testid="stop-confirm"
+        >
+          <Stack gap="md">
+            <Text size="sm">{stopConsequence(w)}</Text>
+            <Group justify="flex-end">
+              <Button variant="default" onClick={confirm.close} data-testid="stop-cancel" data-autofocus>Cancel</Button>
+              <Button color="red" onClick={() => { setStopConfirmed(true); confirm.close(); onStop(); }} data-testid="stop-confirm-button">
+                Stop {KIND_LABEL[w.kind as WorkloadKind]?.toLowerCase() ?? "workload"}
+              </Button>
+            </Group>
+          </Stack>
+        </Modal>
       </Group>
       <SimpleGrid cols={{ base: 3, sm: 4, lg: limit ? 9 : 8 }} spacing="sm" mt="md">
         <Field label="Pool">{w.pool || "—"}</Field>

@@ -38,6 +38,11 @@ export function stopWorkload(project: string, id: number): Promise<Workload> {
   return unwrap(api.POST(workloadRoute("stop/"), { params: { path: { project, id } } }));
 }
 
+/** Run an ended workload again: a new workload with its spec, linked to it (docs/training.md). */
+export function resubmitWorkload(project: string, id: number, name?: string): Promise<Workload> {
+  return unwrap(api.POST(workloadRoute("resubmit/"), { params: { path: { project, id } }, body: name ? { name } : {} }));
+}
+
 /** Start a stopped notebook again (its files are kept). */
 export function startNotebook(project: string, id: number): Promise<Workload> {
   return unwrap(api.POST(notebookRoute("start/"), { params: { path: { project, id } } }));
