@@ -68,25 +68,20 @@ class _Pool:
     """Mutable free-capacity view of one pool's schedulable nodes, indexed for best-fit lookups."""
 
     # Nodes scored per replica, gathered from the best-fit buckets upwards; the fragmentation and
-    # stranding scores then decide. `bench/scheduler_placement.py --candidates N` at the end point
-    # (default / gpuspec33 / multigpu50): 6 98.1 / 97.1 / 98.9%, 12 98.2 / 97.3 / 99.0%, 24 the same as
-    # 12; against 6, 12 made benchmark a's cycle up to 30% longer, 24 35-70% longer.
+    # stranding scores then decide. More candidates place barely better and lengthen the cycle
+    # (benchmarks a and b; docs/benchmarks.md, "Tuning constants").
     CANDIDATES = 12
     # GPU work prefers, among those candidates, nodes where it leaves the node's other free GPUs at
     # least this share of their part of its CPU and memory (a 1-GPU job taking 11 of a 2-GPU node's
-    # 16 CPUs strands the other GPU). A preference, never a refusal: `bench/scheduler_placement.py
-    # --policies cairn --balance X`, before the stranded score and with 6 candidates, measured 0.25 at
-    # or above 0.1, 0.4, 0.5, 0.75 and 1 at the end point on all three task lists (e.g. default 97.8%
-    # against 97.6%, 97.4% and 96.7% for 0.1, 0.5 and 1); with them, 0 (off) lowered gpuspec33 from
-    # 97.3% to 97.0% and multigpu50 from 99.0% to 98.9%.
+    # 16 CPUs strands the other GPU). A preference, never a refusal; chosen on benchmark b
+    # (docs/benchmarks.md, "Tuning constants").
     BALANCE = 0.25
     # A candidate's score adds STRANDED x the GPU milli it leaves stranded: free GPUs on the node
     # without the CPU or memory that the task mix's GPU work asks per GPU on average (see stranded()).
     # Fragmentation alone sees a GPU as lost only once no shape of the mix fits beside it, so it let
-    # CPU-heavy fractional tasks (0.47 GPU with 12 CPUs) drain the CPU of 12-CPU-per-GPU nodes whose
-    # other GPUs then went unused, while 52-CPU-per-GPU nodes had CPU to spare. Benchmark b (`--stranded
-    # W`) ends alike for 2 to 16 and lower for 0 (off); benchmark d's fairness on its small samples
-    # swings with it and was best at 2 of 2, 4 and 8 (docs/benchmarks.md).
+    # CPU-heavy fractional tasks drain the CPU of nodes with little CPU per GPU, whose other GPUs then
+    # went unused, while nodes with CPU to spare stayed idle. Chosen on benchmarks b and d
+    # (docs/benchmarks.md, "Tuning constants").
     STRANDED = 2
 
     # Nodes whose caches hold the datasets of the workload being placed (set around one placement
@@ -170,9 +165,7 @@ class _Pool:
     # constraint) asks for more than CONTEST x that model's share of the pool's GPUs (a shape
     # allowed on k models counts 1/k towards each). Whole-GPU work allowed on any model then takes other
     # models' nodes while any fits, and leaves the contested ones to the work that needs them
-    # (bench b, gpuspec33: 18% of its GPU tasks need T4s, 13.5% of the GPUs; 0 turns it off;
-    # `--contest` measured 0.5 against off, and fractional work avoiding them too, in docs/benchmarks.md;
-    # with the stranded score, off lowered gpuspec33 at 100% demand from 82.0% to 80.3%).
+    # (0 turns it off; chosen on benchmark b: docs/benchmarks.md, "Tuning constants").
     CONTEST = 0.5
 
     def _contested(self) -> frozenset[str]:

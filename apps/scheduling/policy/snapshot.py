@@ -9,9 +9,8 @@ from datetime import datetime
 GPU = 1000  # milli-GPU in one GPU
 # Anti-thrash: once preempted, a workload may not be reclaimed again before it has run this long
 # since its re-admission (the service's and the simulator's default; Snapshot's is 0 = off). An hour
-# lets a job that checkpoints hourly save its work first. Measured in benchmark d (8 nodes, hourly
-# checkpoints): against 600 s, a third of the preemptions and of the work redone and shorter waits;
-# against none, a fifth of the preemptions and shorter waits for a fifth more work redone.
+# lets a job that checkpoints hourly save its work first (benchmark d; docs/benchmarks.md, "Tuning
+# constants").
 DEFAULT_REPREEMPT_MIN_RUNTIME = 3600.0
 DEFAULT_STARVATION_SECONDS = 3600.0
 # Time slice: past the bounded wait, multi-GPU work may take the place of its own project's work of the
