@@ -105,8 +105,9 @@ def setup(db_url: str, data_dir: Path, url: str):
 def run_scenario(project, pool, fault: str, every: int) -> dict:
     from django.utils import timezone
 
+    from apps.backends.local.reconciler import reconcile_once
     from apps.backends.local.stacks import command_process
-    from apps.backends.services import reconcile_once, workload_dispatch
+    from apps.backends.services import workload_dispatch
     from apps.clusters.models import Node
     from apps.scheduling.services import scheduling_cycle
     from apps.training.models import AttemptProgress, ReplicaProgress

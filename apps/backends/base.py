@@ -1,13 +1,21 @@
 """The interface every execution backend implements, and how a workload finds its backend.
 
-A backend only realises and observes replicas (processes, pods); it never writes workload
-status. The services in `apps.backends.services` decide what an observation means.
+A backend only realises and observes replicas (processes, pods, Slurm steps); it never writes
+workload status: its reconciler reports what it sees to `apps.workloads.lifecycle`, through the
+shared dispatch / claim / stop helpers of `apps.backends.services`.
+
+The contract is this ABC plus the optional capabilities a backend declares in its
+`BackendSpec` (apps/clusters/backends.py) and implements as the small ABCs below
+(`ReplicaScaling`); `check_declared` holds the two together. Nobody asks hasattr.
 """
 from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
+from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
+
+from apps.clusters.backends import BackendSpec
 
 # What a backend observes of one replica, defined with the decisions taken from it (apps.workloads)
 from apps.workloads.observations import EXITED as EXITED
@@ -123,28 +131,77 @@ class Backend(ABC):
         lines (None: from the beginning)."""
 
 
-# backend name -> dotted path of its class. A backend whose module cannot be imported (say, the
-# `kubernetes` client is not installed) fails its workloads with BackendUnavailable.
-BACKENDS: dict[str, str] = {
-    "local": "apps.backends.local.backend.LocalBackend",
-    "kubernetes": "apps.backends.kubernetes.backend.KubernetesBackend",
-}
+class ReplicaScaling(ABC):
+    """Declared capability (BackendSpec.replica_scaling): the backend starts, checks and stops
+    single replicas of a running attempt, next to the others (a service scaled up or down, a
+    replica restarted alone, a rolling update replica by replica: apps/backends/scaling.py)."""
+
+    @abstractmethod
+    def launch_replica(self, workload: Workload, *, replica: int, spec: dict | None = None) -> dict:
+        """Start (again) one replica of the current attempt; returns its runtime record."""
+
+    @abstractmethod
+    def replica_alive(self, record: dict) -> bool:
+        """Whether the replica of this runtime record still runs."""
+
+    @abstractmethod
+    def stop_replica(self, record: dict, *, force: bool = False) -> bool:
+        """SIGTERM (force: SIGKILL) one replica."""
+
+
+# -- registration --------------------------------------------------------------------------------
+# Each backend is a package (apps/backends/<name>/) whose __init__ declares, without importing
+# anything heavy:
+#   SPEC        its apps.clusters.backends.BackendSpec (name, capabilities, hooks)
+#   BACKEND     the dotted path of its Backend class
+#   RECONCILER  the dotted path of its reconciler loop: (stop: threading.Event, interval: float) -> None
+# settings.CAIRN_BACKENDS lists the packages; apps.backends registers them at ready().
+
+
+def backend_packages() -> dict[str, ModuleType]:
+    """backend name -> its package, for every package in settings.CAIRN_BACKENDS."""
+    from django.conf import settings
+
+    found = {}
+    for path in settings.CAIRN_BACKENDS:
+        package = importlib.import_module(path)
+        found[package.SPEC.name] = package
+    return found
+
+
+def load(path: str):
+    module_name, _, attr = path.rpartition(".")
+    return getattr(importlib.import_module(module_name), attr)
+
+
 _instances: dict[str, Backend] = {}
 
 
 def backend_named(name: str) -> Backend:
+    """The backend of this name. A backend whose module cannot be imported (say, the `kubernetes`
+    client is not installed) or that is not installed here raises BackendUnavailable; its
+    workloads fail with that reason."""
     if name in _instances:
         return _instances[name]
-    path = BACKENDS.get(name)
-    if path is None:
+    package = backend_packages().get(name)
+    if package is None:
         raise BackendUnavailable(f"Unknown backend '{name}'.")
-    module_name, _, class_name = path.rpartition(".")
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
+        cls = load(package.BACKEND)
     except (ImportError, AttributeError) as exc:
         raise BackendUnavailable(f"The {name} backend is not available in this installation ({exc}).") from exc
+    check_declared(cls, package.SPEC)
     _instances[name] = cls()
     return _instances[name]
+
+
+def check_declared(cls: type, spec: BackendSpec) -> None:
+    """A backend class implements exactly the capabilities its spec declares."""
+    if issubclass(cls, ReplicaScaling) != spec.replica_scaling:
+        raise TypeError(f"{cls.__name__}: BackendSpec.replica_scaling={spec.replica_scaling} but the class "
+                        f"{'does not implement' if spec.replica_scaling else 'implements'} ReplicaScaling.")
+    if cls.name != spec.name:
+        raise TypeError(f"{cls.__name__}.name is {cls.name!r}, its spec says {spec.name!r}.")
 
 
 def backend_for(workload: Workload) -> Backend:

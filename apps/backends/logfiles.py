@@ -1,12 +1,12 @@
 """Reading replica log files: whole, the last N lines without reading the whole file, or
-followed step by step (FileLogReader)."""
+followed step by step (FileLogReader). Shared by the backends whose replicas write their output
+to files Cairn can read (local: this machine's disk; Slurm: the cluster's shared file system)."""
 import codecs
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from apps.backends.base import LOG_FRAME_CHARS, LogReader
-
-from .paths import replica_log_path
+from .base import LOG_FRAME_CHARS, LogReader
 
 INITIAL_BYTES = 1024 * 1024  # the first read of an attempt hands out at most this much of its tail
 
@@ -45,10 +45,13 @@ def read_log(path: Path, *, tail: int | None = None) -> str:
 
 class FileLogReader(LogReader):
     """Follows a replica's log file: each read() is one bounded, non-blocking look at the file
-    (at most LOG_FRAME_CHARS bytes), decoded as UTF-8 across reads."""
+    (at most LOG_FRAME_CHARS bytes), decoded as UTF-8 across reads. `path(attempt)` is the file of
+    the replica's log in that attempt."""
 
-    def __init__(self, *, workload_id: int, replica: int, attempt: int, tail_lines: int | None = 500):
+    def __init__(self, *, workload_id: int, replica: int, attempt: int, path: Callable[[int], Path],
+                 tail_lines: int | None = 500):
         super().__init__(workload_id=workload_id, replica=replica, attempt=attempt, tail_lines=tail_lines)
+        self._path = path
         self._position: int | None = None  # bytes of the file consumed; None = not opened yet
         self._pending = b""  # read from the file but not yet handed out (the initial tail)
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -64,7 +67,7 @@ class FileLogReader(LogReader):
         if self.attempt < 1:
             return b""
         try:
-            with open(replica_log_path(self.workload_id, self.attempt, self.replica), "rb") as f:
+            with open(self._path(self.attempt), "rb") as f:
                 if self._position is None:
                     end = os.fstat(f.fileno()).st_size
                     if self.tail_lines is not None:

@@ -34,7 +34,7 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
     """
 
     from .local import netns, sandbox, startup
-    from .services import reconcile_once
+    from .local.reconciler import reconcile_once
 
     logger.info("reconciler: started (interval %gs)", interval)
     startup.log_start_up_warning()  # server mode's log says how replicas here are isolated
@@ -57,3 +57,12 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
     finally:
         connection.close()
         logger.info("reconciler: stopped")
+
+
+def reconcile_local_once() -> int:
+    """`run_reconciler --once` for local clusters: register this machine's node, one pass."""
+    from .local import netns, sandbox
+    from .local.reconciler import reconcile_once
+
+    local_cluster_register(isolation=sandbox.isolation().level, network=netns.label())
+    return reconcile_once()

@@ -1,4 +1,5 @@
-"""Pure helpers: the environment and argv of a local replica. No I/O, unit-tested directly."""
+"""Pure helpers: the environment and argv of a replica (local processes, Slurm steps). No I/O,
+unit-tested directly."""
 import math
 import os
 import re

@@ -1,21 +1,27 @@
-"""Realise workloads on their backend and write back what happened.
+"""The steps every reconciler shares: dispatch, the launch claim, stop and its escalation, the
+reading of a running attempt (gang failure, run-time limit, self-healing), restarts.
 
-- `workload_dispatch`: ADMITTED -> launch attempt n+1 -> RUNNING (idempotent).
-- `workload_stop_signal`: SIGTERM the replicas of a STOPPING workload.
-- `reconcile_once`: the level-triggered pass over local workloads: exits, gang failures,
-  restarts, run-time limits, stop escalation, lost replicas, adoption after a Cairn crash, lost
-  dispatches.
-- `local_backend_shutdown`: a clean Ctrl-C of the embedded server.
+- `workload_dispatch`: ADMITTED -> claim attempt n+1 -> launch its replicas -> RUNNING (idempotent).
+- `workload_stop_signal`: SIGTERM the replicas of a STOPPING workload, once.
+- `workload_reconcile`: one level-triggered look at one active workload (row locked): stop
+  escalation (SIGTERM, SIGKILL after the grace period, STOPPED / requeued when all are gone),
+  the attempt's failure (gang: the first replica to fail ends it), restarts after the backoff
+  (claimed like a dispatch, launched after the claim commits), the run-time limit.
+- `reconcile_workloads`: a pass over a backend's workloads (a queryset): active ones through
+  `workload_reconcile` (or the backend's own step around it), ADMITTED ones dispatched when their
+  dispatch was lost, inactive ones whose replicas still run stopped.
 
-Every decision about one workload is taken while holding its row lock, so a dispatch task,
-a stop task and the reconciler never act on the same workload at once; status changes go
-through `workload_transition` (compare-and-set).
+A backend's reconciler (apps/backends/<name>/reconciler.py) decides which workloads are its own
+and what it does besides (the local one adopts replicas of a dead Cairn process and stops its
+work on shutdown; the Slurm one keeps the node inventory). Every decision about one workload is
+taken while holding its row lock, so a dispatch task, a stop task and the reconcilers never act
+on the same workload at once; status changes go through `workload_transition` (compare-and-set).
 
-`workload.runtime` is this module's bookkeeping for the current attempt:
-    {"backend", "attempt", "replicas": [{"replica", "pid", "create_time", ...}], "alive",
+`workload.runtime` is the bookkeeping of the current attempt:
+    {"backend", "attempt", "replicas": [...], "alive",
      "owner": the Cairn process managing it, "failure": the replica failure being handled,
      "launching": the claim of an attempt being started (a dispatch, or a restart),
-     plus "url"/"token"/"endpoints" for users}
+     plus what the backend keeps ("job" for Slurm, "pid"s locally) and "url"/"token"/"endpoints"}
 Why it is stopping and the stop escalation are typed fields of the workload (`stop_cause`,
 `preempted_by`, `term_sent_at`, `kill_sent_at`), reset at each dispatch.
 """
@@ -27,18 +33,18 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from apps.clusters.choices import Backend as BackendName
 from apps.storage.services import dataset_versions_drift
 from apps.workloads.choices import ACTIVE, EventType, StopCause, WorkloadStatus
 from apps.workloads.deadlines import run_deadline
 from apps.workloads.kinds import kind_spec
 from apps.workloads.lifecycle import (
-    SERVER_SHUTDOWN,
     AllGone,
     AllSucceeded,
     AttemptFailed,
@@ -54,11 +60,12 @@ from apps.workloads.services import (
     workload_transition,
 )
 
-from .base import LOST, Backend, BackendUnavailable, LaunchError, ReplicaState, backend_for, backend_named
+from .base import LOST, Backend, BackendUnavailable, LaunchError, ReplicaScaling, ReplicaState, backend_for
 from .healing import training_health_failure
+from .identity import identity_alive, process_identity
 from .launch_env import attempt_env
-from .local.backend import identity_alive, process_identity
 from .loops import reconciler_wakeup
+from .scaling import replicas_serve
 
 logger = logging.getLogger(__name__)
 S = WorkloadStatus
@@ -319,31 +326,31 @@ def workload_stop_signal(*, workload_id: int) -> int:
 
 # -- reconcile -----------------------------------------------------------------------------------
 
-_cursor = 0  # rotates through workloads so a large backlog is covered over several passes
+_cursors: dict[str, int] = {}  # per pass: rotates through workloads so a large backlog is covered over passes
 
 
-def _local_workloads():
-    return Workload.objects.filter(pool__cluster__backend=BackendName.LOCAL)
-
-
-def reconcile_once(*, limit: int = 200) -> int:
-    """One level-triggered pass over the active workloads of local clusters (at most `limit`),
-    plus inactive ones whose replicas are still alive. Returns how many it acted on."""
-    global _cursor
-    active = _local_workloads().filter(status__in=ACTIVE).order_by("pk").values_list("pk", flat=True)
-    ids = list(active.filter(pk__gt=_cursor)[:limit])
+def reconcile_workloads(workloads: QuerySet[Workload], *, key: str,
+                        reconcile: Callable[[Workload], bool] | None = None, limit: int = 200) -> int:
+    """One level-triggered pass over `workloads` (a backend's own): the active ones (at most
+    `limit`, rotating) through `reconcile` (default `workload_reconcile`), ADMITTED ones
+    dispatched when their dispatch task was lost, inactive ones whose replicas still run
+    stopped. Restarts claimed by a look are launched after its transaction commits. `key` names
+    the pass (its rotation cursor). Returns how many workloads it acted on."""
+    reconcile = reconcile or workload_reconcile
+    cursor = _cursors.get(key, 0)
+    active = workloads.filter(status__in=ACTIVE).order_by("pk").values_list("pk", flat=True)
+    ids = list(active.filter(pk__gt=cursor)[:limit])
     if len(ids) < limit:
-        ids += [pk for pk in active.filter(pk__lte=_cursor)[: limit - len(ids)] if pk not in ids]
-    _cursor = ids[-1] if len(ids) >= limit else 0
+        ids += [pk for pk in active.filter(pk__lte=cursor)[: limit - len(ids)] if pk not in ids]
+    _cursors[key] = ids[-1] if len(ids) >= limit else 0
     leftovers = list(
-        _local_workloads().filter(runtime__alive=True).exclude(status__in=ACTIVE).values_list("pk", flat=True)[:limit]
+        workloads.filter(runtime__alive=True).exclude(status__in=ACTIVE).values_list("pk", flat=True)[:limit]
     )
     acted = 0
-    admitted = set(_local_workloads().filter(pk__in=ids, status=S.ADMITTED).values_list("pk", flat=True))
-    for workload_id, reconcile in itertools.chain(
-        ((pk, _reconcile_active) for pk in ids), ((pk, _reconcile_leftover) for pk in leftovers)
-    ):
-        if workload_id in admitted and reconcile is _reconcile_active:
+    admitted = set(workloads.filter(pk__in=ids, status=S.ADMITTED).values_list("pk", flat=True))
+    for workload_id, step in itertools.chain(((pk, reconcile) for pk in ids),
+                                             ((pk, _reconcile_leftover) for pk in leftovers)):
+        if workload_id in admitted and step is reconcile:
             # Normally the dispatch task launches it; if that message was lost (or the dispatcher
             # died mid-launch), we do, through the same claim.
             try:
@@ -357,7 +364,7 @@ def reconcile_once(*, limit: int = 200) -> int:
         try:
             with transaction.atomic():
                 workload = workload_locked(workload_id, skip_locked=True)
-                if workload is not None and reconcile(workload):
+                if workload is not None and step(workload):
                     acted += 1
         except Exception:
             _forget_claimed_restarts()
@@ -366,34 +373,21 @@ def reconcile_once(*, limit: int = 200) -> int:
     return acted
 
 
-def _reconcile_active(workload: Workload) -> bool:
+def workload_reconcile(workload: Workload) -> bool:
+    """One look at an active workload whose row the caller locked: a restart claimed and not
+    launched is resumed; a launch interrupted before a stop is settled; then the stop is
+    escalated, or the running attempt read (failure, success, limit, health)."""
     if workload.status not in ACTIVE or workload.status == S.ADMITTED:
-        return False  # ADMITTED: reconcile_once dispatches it
+        return False  # ADMITTED: reconcile_workloads dispatches it
     if workload.status == S.RUNNING and (workload.runtime or {}).get("launching"):
         return _resume_restart(workload)
     backend = backend_for(workload)
     settled = _settle_interrupted_launch(workload, backend)
-    adopted = _adopt_if_orphaned(workload)
     states = backend.observe(workload)
     if workload.status == S.STOPPING:
-        return _reconcile_stopping(workload, backend, states) or adopted or settled
-    return _reconcile_running(workload, backend, states) or adopted or settled
+        return _reconcile_stopping(workload, backend, states) or settled
+    return _reconcile_running(workload, backend, states) or settled
 
-
-def _adopt_if_orphaned(workload: Workload) -> bool:
-    """Take over a workload whose managing Cairn process is gone (event "Adopted", once)."""
-    runtime = workload.runtime or {}
-    owner = runtime.get("owner")
-    if _is_me(owner) or identity_alive(owner):
-        return False
-    workload_runtime_save(workload, {**runtime, "owner": _me()})
-    previous = f"Cairn process {owner['pid']}" if owner else "an unknown Cairn process"
-    workload_event_record(
-        workload=workload, reason="Adopted",
-        message=f"Re-adopted {len(runtime.get('replicas', []))} replica(s) of attempt {runtime.get('attempt')} "
-        f"started by {previous}, which is gone.",
-    )
-    return True
 
 
 def _reconcile_stopping(workload: Workload, backend: Backend, states: list[ReplicaState]) -> bool:
@@ -419,21 +413,10 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
                                              "kill_sent_at"])
             _escalate(workload, backend)
             return True
-    kind = kind_spec(workload.kind)
-    if failure is None and kind.independent_replicas and hasattr(backend, "launch_replica"):
-        if _scale_replicas(workload, backend):
-            states = backend.observe(workload)
-            runtime = workload.runtime or {}
-            acted = True
-        if not states and workload.replicas == 0:
-            return acted  # scaled to zero: nothing runs, nothing to watch
-        acted = _restart_replicas_alone(workload, backend, states) or acted
-        if acted:
-            states = backend.observe(workload)
-            runtime = workload.runtime or {}
-        if kind.probe_ready is not None and _probe_readiness(workload, states, kind.probe_ready):
-            acted = True
-        if any(state.alive for state in states):
+    if failure is None and kind_spec(workload.kind).independent_replicas and isinstance(backend, ReplicaScaling):
+        acted, states, settled = replicas_serve(workload, backend, states)
+        runtime = workload.runtime or {}
+        if settled:
             return acted
     if failure is None:
         if not states and workload.replicas == 0:
@@ -470,124 +453,6 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
     return _restart_or_finish(workload, backend, failure) or acted
 
 
-def _scale_replicas(workload: Workload, backend: Backend) -> bool:
-    """Make a service's replicas match `workload.replicas` (changed by its autoscaler): start the
-    missing ones, and drain the ones above it: out of the gateway's targets at once, SIGTERM after
-    SERVE_DRAIN_SECONDS (requests in flight finish), SIGKILL after the stop grace period."""
-    runtime = dict(workload.runtime or {})
-    records = [r for r in runtime.get("replicas", []) if isinstance(r, dict)]
-    draining = [dict(r) for r in runtime.get("draining", []) if isinstance(r, dict)]
-    changed = False
-    now = time.time()
-    keep = [r for r in records if r.get("replica", 0) < workload.replicas]
-    for record in records:
-        if record.get("replica", 0) >= workload.replicas:
-            draining.append({**record, "ready": False, "drain_started": now})
-            changed = True
-    # A rolling update: replicas of another revision than planned are replaced, at most
-    # `max_unavailable` replicas missing or not ready at any time.
-    plan_of = kind_spec(workload.kind).revision_plan
-    max_unavailable, stable, plan = plan_of(workload) if plan_of else (1, 1, {})
-    for record in keep:
-        if "revision" not in record:  # started with the workload's own spec, its stable revision
-            record["revision"] = stable
-            changed = True
-    unavailable = workload.replicas - sum(1 for r in keep if r.get("ready"))
-    for record in sorted(keep, key=lambda r: (not r.get("ready"), r.get("replica", 0)), reverse=True):
-        wanted = plan.get(record.get("replica"), (1, None))[0]
-        if record["revision"] == wanted:
-            continue
-        if record.get("ready") and unavailable >= max_unavailable:
-            continue
-        keep.remove(record)
-        draining.append({**record, "ready": False, "drain_started": now})
-        unavailable += 1 if record.get("ready") else 0
-        changed = True
-    have = {r.get("replica") for r in keep}
-    for replica in range(workload.replicas):
-        if replica in have:
-            continue
-        revision, spec = plan.get(replica, (stable, None))
-        try:
-            keep.append({**backend.launch_replica(workload, replica=replica, spec=spec), "ready": False,
-                         "revision": revision})
-        except (OSError, LaunchError) as exc:
-            logger.warning("reconciler: workload %s could not start replica %s: %s", workload.pk, replica, exc)
-            continue
-        changed = True
-    still = []
-    drain_seconds = float(settings.CAIRN.get("SERVE_DRAIN_SECONDS", 2.0))
-    for record in draining:
-        if not backend.replica_alive(record):
-            changed = True
-            continue
-        if record.get("term_sent") is None and now - record["drain_started"] >= drain_seconds:
-            backend.stop_replica(record)
-            record["term_sent"] = now
-            changed = True
-        elif record.get("term_sent") is not None and now - record["term_sent"] >= _grace_seconds():
-            backend.stop_replica(record, force=True)
-        still.append(record)
-    if not changed:
-        return False
-    runtime["replicas"] = sorted(keep, key=lambda r: r.get("replica", 0))
-    runtime["draining"] = still
-    workload_runtime_save(workload, runtime)
-    return True
-
-
-def _restart_replicas_alone(workload: Workload, backend: Backend, states: list[ReplicaState]) -> bool:
-    """A service's replica that is gone while others still run is started again on its own (the
-    others keep serving, the gateway sends its requests elsewhere meanwhile). When none runs any
-    more, the attempt as a whole fails and restarts as for any workload."""
-    down = [state for state in states if not state.alive]
-    if not down or len(down) == len(states):
-        return False
-    runtime = dict(workload.runtime or {})
-    records = {r.get("replica"): r for r in runtime.get("replicas", []) if isinstance(r, dict)}
-    replaced = []
-    for state in down:
-        old = records.get(state.replica) or {}
-        try:
-            record = backend.launch_replica(workload, replica=state.replica)
-        except (OSError, LaunchError) as exc:
-            logger.warning("reconciler: workload %s replica %s could not restart: %s", workload.pk, state.replica, exc)
-            continue
-        record["restarts"] = int(old.get("restarts", 0)) + 1
-        records[state.replica] = record
-        replaced.append((state, record))
-    if not replaced:
-        return False
-    runtime["replicas"] = [records[key] for key in sorted(records, key=lambda r: (r is None, r))]
-    workload_runtime_save(workload, runtime)
-    for state, record in replaced:
-        workload_event_record(workload=workload, reason="ReplicaRestarted", type=EventType.WARNING,
-                              message=f"{state.describe()} Started it again (restart {record['restarts']}); "
-                                      "the other replicas kept serving.")
-    return True
-
-
-def _probe_readiness(workload: Workload, states: list[ReplicaState], probe) -> bool:
-    """Ask each live replica whether it is ready (kind's probe); record changes in runtime."""
-    alive = {state.replica for state in states if state.alive}
-    runtime = dict(workload.runtime or {})
-    changed = False
-    records = []
-    for record in runtime.get("replicas", []):
-        if isinstance(record, dict):
-            try:
-                ready = record.get("replica") in alive and bool(probe(workload, record))
-            except Exception:  # noqa: BLE001 - a probe that breaks counts as not ready
-                logger.exception("reconciler: readiness probe of workload %s", workload.pk)
-                ready = False
-            if record.get("ready") is not ready:
-                record = {**record, "ready": ready}
-                changed = True
-        records.append(record)
-    if changed:
-        runtime["replicas"] = records
-        workload_runtime_save(workload, runtime)
-    return changed
 def restart_backoff(attempt: int) -> float:
     """Seconds between the end of attempt n (every rank gone) and attempt n+1: doubling from
     CAIRN_RESTART_BACKOFF_SECONDS, at most CAIRN_RESTART_BACKOFF_MAX_SECONDS."""
@@ -721,63 +586,3 @@ def _reconcile_leftover(workload: Workload) -> bool:
     else:
         workload_runtime_save(workload, {**runtime, "alive": False})
     return True
-
-
-# -- shutdown ------------------------------------------------------------------------------------
-
-
-
-def local_backend_shutdown(*, grace_seconds: float | None = None) -> int:
-    """Stop every live local replica this process manages, for a clean exit of the embedded server.
-
-    Ctrl-C of `make run` stops the work it runs: admitted and running workloads end STOPPED
-    (reason ServerShutdown, an event saying so) and are not started again by the next `make run`;
-    stopping ones become STOPPED, preempted ones go back to the queue. Replicas get SIGTERM, then
-    SIGKILL after the grace period. Returns how many replicas were signalled.
-    """
-    grace = _grace_seconds() if grace_seconds is None else grace_seconds
-    backend = backend_named(BackendName.LOCAL)
-    owned = [
-        w for w in _local_workloads().filter(runtime__alive=True).select_related("pool__cluster", "project")
-        if _is_me((w.runtime or {}).get("owner"))
-    ]
-    for workload in owned:
-        if workload.status in (S.ADMITTED, S.RUNNING):
-            try:
-                # STOPPING first: if Cairn dies before the end, the next start finishes the stop.
-                workload_transition(
-                    workload_id=workload.pk, from_statuses={S.ADMITTED, S.RUNNING}, to_status=S.STOPPING,
-                    reason=SERVER_SHUTDOWN, message="Stopping: Cairn (embedded) is shutting down.",
-                    event_type=EventType.WARNING, stop_cause=StopCause.SHUTDOWN,
-                )
-            except Exception:
-                logger.exception("shutdown: could not stop workload %s", workload.pk)
-    signalled = sum(backend.signal(workload) for workload in owned)
-    if signalled:
-        logger.info("shutdown: sent SIGTERM to %s replica(s); waiting up to %gs", signalled, grace)
-    deadline = time.monotonic() + grace
-
-    def any_alive() -> bool:
-        return any(state.alive for workload in owned for state in backend.observe(workload))
-
-    while time.monotonic() < deadline and any_alive():
-        time.sleep(0.1)
-    if any_alive():
-        killed = sum(backend.signal(workload, force=True) for workload in owned)
-        logger.warning("shutdown: killed %s replica(s) that outlived the grace period", killed)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and any_alive():
-            time.sleep(0.05)
-    for workload in owned:
-        try:
-            workload.refresh_from_db(fields=["status", "runtime", "attempt", "stop_cause", "preempted_by",
-                                             "term_sent_at", "kill_sent_at"])
-            runtime = {**(workload.runtime or {}), "alive": False}
-            if workload.status == S.STOPPING:
-                workload_observe(workload=workload, observation=AllGone(
-                    detail="Its replicas exited while Cairn shut down."))
-            else:
-                workload_runtime_save(workload, runtime)
-        except Exception:
-            logger.exception("shutdown: could not record workload %s", workload.pk)
-    return signalled

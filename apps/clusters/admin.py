@@ -9,6 +9,7 @@ from apps.audit.choices import AuditAction
 from apps.audit.services import audit_record
 from apps.core.admin import cores, memory
 
+from .forms import ClusterForm
 from .models import Cluster, ClusterCredential, Node, ResourcePool
 from .services import node_cordon, node_uncordon
 
@@ -46,6 +47,7 @@ def _record_credentials_deleted(cluster: Cluster, credential: ClusterCredential)
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
+    form = ClusterForm  # the config is checked by the backend's spec (apps/clusters/forms.py)
     list_display = ["name", "backend", "pool_count", "node_count", "created_at"]
     list_filter = ["backend"]
     search_fields = ["name"]

@@ -18,6 +18,7 @@ from apps.core.errors import ConflictError, ServiceError
 from apps.core.realtime import publish
 
 from .accelerators import check_accelerators_config, normalise_arch
+from .backends import backend_spec, backend_specs
 from .choices import ISOLATION_LABEL, NETWORK_LABEL, AcceleratorType, Backend, CredentialKind, NodeHealth
 from .crypto import CredentialsUnreadable, encrypt
 from .events import NODE_CHANGES_GROUP, node_changed_event
@@ -233,6 +234,29 @@ def _parse_kubeconfig(text: str, context: str) -> tuple[dict, str]:
     return data, server
 
 
+def cluster_register(*, name: str, backend: str, config: dict | None = None) -> Cluster:
+    """Register (or update the config of) a cluster of any backend: the config is checked by the
+    backend's declared spec (BackendSpec.check_config). A cluster of that name with another
+    backend is a conflict (409). The Django admin checks a config the same way (apps/clusters/forms.py)."""
+    spec = backend_spec(backend)
+    if backend not in {s.name for s in backend_specs()}:
+        raise ServiceError(f"Unknown backend '{backend}': this installation has "
+                           f"{', '.join(s.name for s in backend_specs())}.")
+    try:
+        config = spec.check_config(dict(config or {}))
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from None
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().filter(name=name).first()
+        if cluster is None:
+            return Cluster.objects.create(name=name, backend=backend, config=config)
+        if cluster.backend != backend:
+            raise ConflictError(f"Cluster '{name}' exists and uses the {cluster.backend} backend.")
+        cluster.config = config
+        cluster.save(update_fields=["config"])
+    return cluster
+
+
 def kubernetes_cluster_register(
     *, name: str, kubeconfig: str = "", in_cluster: bool = False, context: str = "", config: dict | None = None,
 ) -> Cluster:
@@ -256,14 +280,7 @@ def kubernetes_cluster_register(
         encrypted = encrypt(kubeconfig)
     source = CredentialKind.IN_CLUSTER if in_cluster else CredentialKind.KUBECONFIG
     with transaction.atomic():
-        cluster = Cluster.objects.select_for_update().filter(name=name).first()
-        if cluster is None:
-            cluster = Cluster.objects.create(name=name, backend=Backend.KUBERNETES, config=config)
-        elif cluster.backend != Backend.KUBERNETES:
-            raise ConflictError(f"Cluster '{name}' exists and uses the {cluster.backend} backend.")
-        else:
-            cluster.config = config
-            cluster.save(update_fields=["config"])
+        cluster = cluster_register(name=name, backend=Backend.KUBERNETES, config=config)
         ClusterCredential.objects.update_or_create(
             cluster=cluster,
             defaults={"source": source, "encrypted_kubeconfig": encrypted, "context": context, "server": server,
@@ -280,13 +297,15 @@ def kubernetes_cluster_check(*, cluster: Cluster, timeout: float = 10.0) -> Clus
     """Ask the cluster's API server for its version with the stored credentials; record the answer."""
     from .selectors import cluster_connection
 
-    if cluster.backend != Backend.KUBERNETES:
-        raise ServiceError(f"Cluster '{cluster.name}' is not a Kubernetes cluster.")
+    probe = credential_probes.get(cluster.backend)
+    if probe is None:
+        raise ServiceError(f"Cluster '{cluster.name}' is not a Kubernetes cluster: its backend ({cluster.backend}) "
+                           "has no credentials to check.")
     credential = ClusterCredential.objects.filter(cluster=cluster).first()
     if credential is None:
         raise ServiceError(f"Cluster '{cluster.name}' has no registered credentials.")
     try:
-        result = credential_probes[Backend.KUBERNETES](cluster_connection(cluster=cluster), timeout=timeout)
+        result = probe(cluster_connection(cluster=cluster), timeout=timeout)
     except CredentialsUnreadable as exc:
         result = {"ok": False, "version": "", "detail": str(exc)}
     detail = result["detail"] + (f" Kubernetes {result['version']}." if result.get("version") else "")

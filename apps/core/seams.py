@@ -44,6 +44,8 @@ SEAMS: tuple[Seam, ...] = (
          "the projects of a user in /me/ and at sign-in", ("projects",)),
     Seam("apps.projects.services.project_delete_checks", "list", "(project) -> None, raises Conflict",
          "refuse to delete a project while work is unfinished", ("workloads", "sweeps")),
+    Seam("apps.clusters.backends.register_backend", "setter", "BackendSpec",
+         "a backend: its name, declared capabilities and hooks (settings.CAIRN_BACKENDS)", ("backends",)),
     Seam("apps.clusters.services.credential_probes", "dict", "backend -> (connection, *, timeout) -> dict",
          "check a cluster's credentials when an admin registers it", ("backends",)),
     Seam("apps.clusters.crypto.encrypted_fields", "list", "(model label, field name)",

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from apps.projects.choices import may_call_deployment
+from apps.clusters.backends import backend_spec
 from apps.workloads.choices import Kind, WorkloadStatus
 from apps.workloads.models import Workload
 
@@ -74,7 +75,7 @@ def deployment_targets(workload: Workload) -> list[Target]:
         elif record.get("port"):
             targets.append(Target(key=ident, replica=record.get("replica"), revision=record.get("revision"),
                                   url=f"http://127.0.0.1:{int(record['port'])}"))
-    if not targets and runtime.get("backend") == "kubernetes" and runtime.get("url"):
+    if not targets and backend_spec(runtime.get("backend") or "").rollout_progress and runtime.get("url"):
         # One Service in front of the main Deployment's pods (Kubernetes spreads the connections),
         # and one in front of the canary's, with the revisions they run, for the canary weight.
         main = runtime.get("main_rollout") or {}
@@ -142,7 +143,7 @@ def deployment_rollout_status(*, workload: Workload) -> dict:
     workload.refresh_from_db(fields=["runtime", "replicas"])
     rollout = DeploymentRollout.objects.filter(workload=workload).first() or DeploymentRollout(workload=workload)
     runtime = workload.runtime or {}
-    if runtime.get("backend") == "kubernetes" and "main_rollout" in runtime:
+    if backend_spec(runtime.get("backend") or "").rollout_progress and "main_rollout" in runtime:
         replicas, complete = _kubernetes_rollout(rollout, runtime)
         return {"stable_revision": rollout.stable_revision, "canary_revision": rollout.canary_revision,
                 "canary_weight": rollout.canary_weight, "max_unavailable": rollout.max_unavailable,

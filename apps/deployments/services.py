@@ -8,6 +8,7 @@ from django.utils import timezone
 from apps.accounts.models import ApiToken, User
 from apps.audit.choices import AuditAction
 from apps.audit.services import audit_record
+from apps.clusters.backends import backend_spec
 from apps.core.errors import ConflictError, ServiceError
 from apps.quotas.models import Quota
 from apps.quotas.selectors import quota_usage
@@ -461,7 +462,7 @@ def deployment_rollouts_advance() -> int:
             rollout = DeploymentRollout.objects.filter(workload_id=workload_id).first()
             if workload is None or rollout is None or rollout.canary_revision is not None:
                 continue
-            if (workload.runtime or {}).get("backend") != "kubernetes" and rollout.surge:
+            if not backend_spec((workload.runtime or {}).get("backend") or "").rollout_progress and rollout.surge:
                 _take_over(workload, rollout)
             if not _rolled_out(workload, rollout):
                 continue
@@ -480,7 +481,7 @@ def _rolled_out(workload: Workload, rollout: DeploymentRollout) -> bool:
     Deployment controller has rolled the stable revision out (the reconciler records its
     progress) and no canary pod is left."""
     runtime = workload.runtime or {}
-    if runtime.get("backend") == "kubernetes":
+    if backend_spec(runtime.get("backend") or "").rollout_progress:
         main = runtime.get("main_rollout") or {}
         return bool(main.get("complete")) and main.get("revision") == rollout.stable_revision and not runtime.get(
             "canary")

@@ -4,8 +4,9 @@ Backends only report what they see (every replica of a stopping workload is gone
 exited with code 0, the attempt failed because of this replica); `decide` turns that, with the
 workload's own facts (attempt, restarts allowed, run-time limit, why it was stopping), into a
 `Decision`, and `workload_observe` applies it through `workload_transition` (compare-and-set).
-The local reconciler (apps/backends/services.py) and the Kubernetes reconciler
-(apps/backends/kubernetes/reconciler.py) both go through here, so a workload ends the same way
+The local reconciler (apps/backends/local/reconciler.py, through apps/backends/services.py), the
+Slurm one (apps/backends/slurm/reconciler.py) and the Kubernetes reconciler
+(apps/backends/kubernetes/reconciler.py) all go through here, so a workload ends the same way
 (status, reason, message, exit code) whichever backend ran it.
 
 `decide` is pure (plain dataclasses in, a plain dataclass out): tests/workloads/test_lifecycle.py

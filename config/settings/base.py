@@ -224,6 +224,13 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# The execution backends, one package each (apps/backends/<name>/: its SPEC, BACKEND and RECONCILER;
+# apps/backends/base.py, "registration"). A cluster's `backend` names one of them.
+CAIRN_BACKENDS = [
+    "apps.backends.local",
+    "apps.backends.kubernetes",
+]
+
 # Cairn's own knobs. The scheduler's defaults come from its policy core (pure Python, no Django),
 # so that the service, `manage.py simulate` and the benchmarks agree; apps/scheduling/checks.py
 # refuses values out of range at startup.

@@ -7,7 +7,7 @@ from pathlib import Path
 import psutil
 from django.utils import timezone
 
-from apps.backends.services import reconcile_once
+from apps.backends.local.reconciler import reconcile_once
 from apps.workloads.choices import WorkloadStatus
 from tests.factories import WorkloadFactory
 

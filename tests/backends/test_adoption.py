@@ -168,7 +168,8 @@ def test_replicas_survive_a_killed_reconciler_and_are_adopted_by_the_next(script
 
 
 def test_lost_replica_without_restarts_left_marks_the_workload_lost(script):
-    from apps.backends.services import reconcile_once, workload_dispatch
+    from apps.backends.local.reconciler import reconcile_once
+    from apps.backends.services import workload_dispatch
 
     path = script("""
         import time

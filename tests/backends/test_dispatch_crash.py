@@ -173,8 +173,8 @@ def test_a_claim_of_a_live_process_that_lost_its_database_is_taken_over(pool, sh
     import sys
 
     from apps.backends import services
-    from apps.backends.local.backend import process_identity
-    from apps.backends.services import reconcile_once
+    from apps.backends.identity import process_identity
+    from apps.backends.local.reconciler import reconcile_once
 
     pool.allowed_paths = [str(shared_dir)]
     pool.save(update_fields=["allowed_paths"])
@@ -323,6 +323,7 @@ def test_a_claim_of_this_process_that_no_thread_is_launching_is_resumed_at_once(
     (the chaos run's PostgreSQL scenario had a job ADMITTED for minutes so). A claim a thread of
     the process is launching is left alone."""
     from apps.backends import services
+    from apps.backends.local.reconciler import reconcile_once
 
     pool.allowed_paths = [str(shared_dir)]
     pool.save(update_fields=["allowed_paths"])
@@ -334,12 +335,12 @@ def test_a_claim_of_this_process_that_no_thread_is_launching_is_resumed_at_once(
         "backend": "local", "attempt": 1, "replicas": [], "alive": True, "launching": claim})
     services._launching_here.add("left-behind")  # a thread of ours is launching it: wait
     try:
-        services.reconcile_once()
+        reconcile_once()
         workload.refresh_from_db()
         assert workload.status == S.ADMITTED and workload.runtime["launching"]["token"] == "left-behind"
     finally:
         services._launching_here.discard("left-behind")
-    services.reconcile_once()  # nobody is: resume it now
+    reconcile_once()  # nobody is: resume it now
     workload.refresh_from_db()
     assert workload.status == S.RUNNING and workload.attempt == 1
     assert "LaunchResumed" in workload.events.values_list("reason", flat=True)

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from apps.backends.local.env import expand_command, replica_env, replica_gpus, reserved_env
+from apps.backends.replica_env import expand_command, replica_env, replica_gpus, reserved_env
 from apps.backends.selectors import workload_log_read
 from apps.backends.services import workload_dispatch
 from apps.workloads.choices import WorkloadStatus

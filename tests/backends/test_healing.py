@@ -4,7 +4,8 @@ unhealthy is stopped as a whole and requeued with the node excluded; restarts ba
 import pytest
 from django.utils import timezone
 
-from apps.backends.services import reconcile_once, restart_backoff, workload_dispatch
+from apps.backends.local.reconciler import reconcile_once
+from apps.backends.services import restart_backoff, workload_dispatch
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Node
 from apps.clusters.services import node_cordon

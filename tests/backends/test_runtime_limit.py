@@ -8,8 +8,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from apps.backends.local.reconciler import local_backend_shutdown, reconcile_once
 from apps.backends.selectors import workload_log_read
-from apps.backends.services import local_backend_shutdown, reconcile_once, workload_dispatch
+from apps.backends.services import workload_dispatch
 from apps.backends.tasks import workload_stop_task
 from apps.core.models import OutboxMessage
 from apps.workloads.choices import WorkloadStatus

@@ -4,8 +4,9 @@ import time
 
 import pytest
 
+from apps.backends.local.reconciler import local_backend_shutdown, reconcile_once
 from apps.backends.selectors import workload_log_read
-from apps.backends.services import local_backend_shutdown, reconcile_once, workload_dispatch
+from apps.backends.services import workload_dispatch
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.services import workload_stop
 from tests.backends.helpers import admitted, gone, processes_per_replica, replica_processes, wait_for

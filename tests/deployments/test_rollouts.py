@@ -9,7 +9,7 @@ import pytest
 from django.db import close_old_connections
 from rest_framework.test import APIClient
 
-from apps.backends.services import reconcile_once
+from apps.backends.local.reconciler import reconcile_once
 from apps.workloads.choices import WorkloadStatus
 from cairn.cli import main as cli_main
 from tests.backends.helpers import admitted, reconcile_until, wait_for

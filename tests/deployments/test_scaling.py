@@ -9,7 +9,7 @@ import httpx
 import pytest
 from django.db import close_old_connections
 
-from apps.backends.services import reconcile_once
+from apps.backends.local.reconciler import reconcile_once
 from apps.deployments.models import DeploymentScale
 from apps.deployments.services import deployment_scale_to
 from apps.scheduling.services import scheduling_cycle

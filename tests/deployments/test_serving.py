@@ -12,8 +12,9 @@ import pytest
 from django.db import close_old_connections
 
 from apps.backends.local import sandbox
+from apps.backends.local.reconciler import reconcile_once
 from apps.backends.selectors import workload_log_read
-from apps.backends.services import reconcile_once, workload_dispatch
+from apps.backends.services import workload_dispatch
 from apps.deployments.conf import setting as serve_setting
 from apps.deployments.services import deployment_key_create, deployment_key_revoke
 from apps.workloads.choices import WorkloadStatus

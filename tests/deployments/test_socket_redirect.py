@@ -14,7 +14,8 @@ import pytest
 
 from apps.backends.local import sandbox
 from apps.backends.local.paths import workload_dir
-from apps.backends.services import reconcile_once, workload_dispatch
+from apps.backends.local.reconciler import reconcile_once
+from apps.backends.services import workload_dispatch
 from apps.deployments.readiness import probe
 from apps.workloads.choices import WorkloadStatus
 from tests.backends.helpers import admitted, wait_for

@@ -25,17 +25,18 @@ from typing import TYPE_CHECKING
 import psutil
 from django.conf import settings
 
-from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, ReplicaState
+from apps.backends import replica_env as replica_env_lib
+from apps.backends.base import EXITED, LOST, RUNNING, Backend, LaunchError, ReplicaScaling, ReplicaState
+from apps.backends.identity import find_process
 from apps.backends.launch_env import attempt_env
+from apps.backends.logfiles import FileLogReader, read_log
 from apps.clusters import crypto
 from apps.clusters.models import Node
 from apps.clusters.workdir import WorkingDirError, resolve_working_dir
 from apps.workloads.kinds import LaunchRefused, kind_spec
 
 from . import bridge, limits, netns, sandbox, seccomp, stacks
-from . import env as replica_env_lib
 from . import storage as local_storage
-from .logs import FileLogReader, read_log
 from .paths import (
     attempt_dir,
     checkpoint_dir,
@@ -53,40 +54,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SHIM = str(Path(__file__).resolve().with_name("shim.py"))
-_CREATE_TIME_TOLERANCE = 0.05  # seconds; psutil start times of one process agree far closer
 _SHIM_START_TIMEOUT = 30.0  # seconds for the shim to detach and report its pid
 
 
-# -- process identity --------------------------------------------------------------------------
-
-def process_identity() -> dict:
-    """Who this Cairn process is, in a form another process can check is still alive."""
-    me = psutil.Process()
-    return {"pid": me.pid, "create_time": me.create_time(), "host": socket.gethostname()}
-
-
-def find_process(pid: int | None, create_time: float | None) -> psutil.Process | None:
-    """The live (non-zombie) process with this pid *and* start time, or None."""
-    if not pid or create_time is None:
-        return None
-    try:
-        proc = psutil.Process(pid)
-        if abs(proc.create_time() - create_time) > _CREATE_TIME_TOLERANCE:
-            return None  # the pid was reused by someone else
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return proc
-    except psutil.Error:
-        return None
-
-
-def identity_alive(identity: dict | None) -> bool:
-    if not identity:
-        return False
-    if identity.get("host") not in (None, socket.gethostname()):
-        return False
-    return find_process(identity.get("pid"), identity.get("create_time")) is not None
-
+# -- processes (identity: apps.backends.identity) ----------------------------------------------
 
 def free_port(taken: set[int] | None = None) -> int:
     """A TCP port on 127.0.0.1 nobody listens on right now (and not in `taken`)."""
@@ -177,7 +148,7 @@ def _write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-class LocalBackend(Backend):
+class LocalBackend(Backend, ReplicaScaling):
     name = "local"
 
     # -- launch ----------------------------------------------------------------------------------
@@ -613,5 +584,6 @@ class LocalBackend(Backend):
         return "".join(sections)
 
     def log_reader(self, workload: Workload, *, replica: int, attempt: int, tail: int | None) -> FileLogReader:
-        return FileLogReader(workload_id=workload.pk, replica=self._log_slot(workload, replica, attempt),
-                             attempt=attempt, tail_lines=tail)
+        slot = self._log_slot(workload, replica, attempt)
+        return FileLogReader(workload_id=workload.pk, replica=slot, attempt=attempt, tail_lines=tail,
+                             path=lambda n: replica_log_path(workload.pk, n, slot))

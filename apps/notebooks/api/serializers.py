@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from apps.clusters.choices import Backend
+from apps.clusters.backends import backend_spec
 from apps.workloads.api.isolation import IsolatedSpecMixin
 from apps.workloads.api.serializers import WorkloadCreateSerializer
 from apps.workloads.choices import Kind
@@ -28,7 +28,7 @@ class NotebookCreateSerializer(IsolatedSpecMixin, WorkloadCreateSerializer):
         # The local backend runs code-server from this server's disk (`make code-server`); without
         # it a vscode notebook could only fail at launch, so it is refused at submit instead.
         # Kubernetes pools run it from the notebook image.
-        if (self.validated_data.get("ide") == IDE.VSCODE and pool.cluster.backend == Backend.LOCAL
+        if (self.validated_data.get("ide") == IDE.VSCODE and backend_spec(pool.cluster.backend).runs_on_this_machine
                 and code_server_path() is None):
             raise serializers.ValidationError({"ide": [
                 f"VS Code (code-server) is not installed on this server, so pool '{pool.name}' cannot run a "

@@ -10,8 +10,9 @@ from decimal import Decimal
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.clusters.accelerators import ARCHES, VENDORS, normalise_arch, vendor_label
-from apps.clusters.choices import AcceleratorType, Backend
+from apps.clusters.accelerators import ARCHES, normalise_arch, vendor_label
+from apps.clusters.backends import backend_spec
+from apps.clusters.choices import AcceleratorType
 from apps.core.serializers import StrictSerializer
 
 MAX_DEVICES_PER_REPLICA = 64
@@ -87,11 +88,7 @@ def check_accelerator(data: dict, pool) -> None:
     if arches and pool.architectures and not set(arches) & set(pool.architectures):
         raise serializers.ValidationError({"arch": [
             f"Pool '{pool.name}' has {' and '.join(pool.architectures)} nodes only."]})
-    if accel and accel["count"] < 1 and pool.cluster.backend == Backend.KUBERNETES:
-        shared = ((pool.cluster.config or {}).get("accelerators") or {}).get(kind, {}).get("shared_resources")
-        if shared is None:
-            shared = VENDORS[kind].shared_resources
-        if not shared:
-            raise serializers.ValidationError({"accelerator": [
-                f"Cluster '{pool.cluster.name}' has no sharing plugin for {vendor_label(kind)} devices "
-                "(config.accelerators." + kind + ".shared_resources): ask for whole devices."]})
+    if accel and accel["count"] < 1 and not backend_spec(pool.cluster.backend).shared_accelerators(pool.cluster, kind):
+        raise serializers.ValidationError({"accelerator": [
+            f"Cluster '{pool.cluster.name}' has no sharing plugin for {vendor_label(kind)} devices "
+            "(config.accelerators." + kind + ".shared_resources): ask for whole devices."]})

@@ -2,7 +2,7 @@
 from django.conf import settings
 from rest_framework import serializers
 
-from apps.clusters.choices import Backend
+from apps.clusters.backends import backend_spec
 from apps.clusters.workdir import (
     WorkingDirError,
     check_container_working_dir,
@@ -32,7 +32,7 @@ class WorkingDirMixin(serializers.Serializer):
         if not value:
             return
         try:
-            if pool.cluster.backend == Backend.KUBERNETES:
+            if backend_spec(pool.cluster.backend).container_workdir:
                 value = check_container_working_dir(value)
             else:
                 value = check_working_dir(value, allowed_roots=pool.allowed_paths or [],

@@ -22,8 +22,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.backends.local import netns, sandbox
+from apps.backends.local.reconciler import local_backend_shutdown
 from apps.backends.loops import run_reconciler_loop
-from apps.backends.services import local_backend_shutdown
 from apps.core.loops import run_loop
 from apps.core.outbox import outbox_relay, outbox_wakeup
 from apps.core.proxy import close_pools
