@@ -4,6 +4,7 @@ from django.db import models
 class Backend(models.TextChoices):
     LOCAL = "local", "Local processes"
     KUBERNETES = "kubernetes", "Kubernetes"
+    SLURM = "slurm", "Slurm"
 
 
 class NodeHealth(models.TextChoices):

@@ -229,6 +229,7 @@ SPECTACULAR_SETTINGS = {
 CAIRN_BACKENDS = [
     "apps.backends.local",
     "apps.backends.kubernetes",
+    "apps.backends.slurm",
 ]
 
 # Cairn's own knobs. The scheduler's defaults come from its policy core (pure Python, no Django),

@@ -22,7 +22,8 @@ def test_a_job_runs_one_step_per_rank_on_the_nodes_it_names(slurm, tmp_path):
                     f"--output={tmp_path}/batch.log", str(script)).stdout.strip()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        [found] = json.loads(slurm.run("squeue", "--json", f"--jobs={job}").stdout)["jobs"]
+        # (22.05's squeue --json lists every job whatever --jobs says)
+        [found] = [j for j in json.loads(slurm.run("squeue", "--json").stdout)["jobs"] if str(j["job_id"]) == job]
         if found["job_state"] not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
             break
         time.sleep(0.2)
