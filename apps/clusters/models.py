@@ -62,6 +62,12 @@ class ResourcePool(models.Model):
         help_text="Hosts (name, IP, or host:port) that dataset endpoints and other URLs Cairn fetches may "
                   "use although they resolve to private or loopback addresses. Empty: none.",
     )
+    # Kubernetes clusters: a replica no node takes for this long is requeued with reason
+    # PendingTimeout, its quota released (empty: CAIRN_K8S_PENDING_TIMEOUT_SECONDS).
+    pending_timeout_seconds = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="Seconds a workload's pod may wait for a node before the workload is requeued (Kubernetes); "
+                  "empty: the installation's default.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -111,6 +111,10 @@ class Decision:
 
 
 DISRUPTED = "Disrupted"  # requeued after a disruption (drain, preemption, lost node): not a failure
+PENDING_TIMEOUT = "PendingTimeout"  # requeued: its pods waited too long for a node (Kubernetes)
+HELD_BY_QUEUE = "HeldByQueue"  # requeued: the cluster's admission (Kueue) took its admission back
+# Requeues that spend no restart: the workload's code did not fail.
+FREE_REQUEUES = (DISRUPTED, PENDING_TIMEOUT, HELD_BY_QUEUE)
 SERVER_SHUTDOWN = "ServerShutdown"  # the reason of work stopped by a Ctrl-C of the embedded server
 IDLE_RECLAIMED = "IdleReclaimed"  # the reason of a notebook the idle culler stopped (apps/notebooks/culling.py)
 
@@ -176,7 +180,7 @@ def facts_of(workload: Workload) -> Facts:
         stop_reason=(workload.status_reason if workload.status == S.STOPPING and workload.stop_cause == StopCause.USER
                      and workload.status_reason in kept_stop_reasons else ""),
         idle_reclaimed=workload.stop_cause == StopCause.IDLE,
-        free_attempts=workload.events.filter(reason=DISRUPTED, to_status=S.QUEUED).count(),
+        free_attempts=workload.events.filter(reason__in=FREE_REQUEUES, to_status=S.QUEUED).count(),
     )
 
 

@@ -369,6 +369,8 @@ CAIRN_KUBERNETES = {
     "RETENTION_SECONDS": env.float("CAIRN_K8S_RETENTION_SECONDS", default=86400.0),
     # Pods a controller keeps failing to create (Pod Security, quota) fail the workload after this.
     "POD_CREATE_TIMEOUT_SECONDS": env.float("CAIRN_K8S_POD_CREATE_TIMEOUT_SECONDS", default=300.0),
+    # A replica no node takes this long is requeued (its quota released; a pool may set its own).
+    "PENDING_TIMEOUT_SECONDS": env.float("CAIRN_K8S_PENDING_TIMEOUT_SECONDS", default=600.0),
     # A node not Ready this long is unhealthy and its training pods are requeued elsewhere.
     "NODE_LOST_GRACE_SECONDS": env.float("CAIRN_K8S_NODE_LOST_GRACE_SECONDS", default=60.0),
     # Each container's ephemeral-storage limit ("" for none); P0-P5 -> PriorityClass names.

@@ -106,7 +106,7 @@ def view_for(workload: Workload, *, attempt: int, run_env: dict | None = None) -
         memory_mb=workload.memory_mb, spec=dict(workload.spec or {}), gpu_model=workload.gpu_model,
         accelerator_type=workload.accelerator_type, arch=tuple(a for a in workload.arch.split("|") if a),
         pool_node_selector=dict(workload.pool.node_selector or {}),
-        placement_nodes=tuple(p["node"] for p in (workload.placement or []) if isinstance(p, dict) and p.get("node")),
+        placement_nodes=_placement_nodes(workload.placement),
         notebook_token=notebook_token(workload.pk) if kind_spec(workload.kind).access_token else "",
         run_env=dict(run_env or {}),
         active_deadline_seconds=_active_deadline(workload),
@@ -115,6 +115,36 @@ def view_for(workload: Workload, *, attempt: int, run_env: dict | None = None) -
         datasets=datasets_of(workload),
         priority=workload.priority,
     )
+
+
+def _placement_nodes(placement) -> tuple[str, ...]:
+    """The node of each replica, in replica order ({"replica": i, "node": ...} entries)."""
+    entries = [p for p in placement or [] if isinstance(p, dict) and p.get("node")]
+    entries.sort(key=lambda p: p["replica"] if isinstance(p.get("replica"), int) else 0)
+    return tuple(p["node"] for p in entries)
+
+
+def release_gated(clients: Clients, pods: list[dict]) -> list[str]:
+    """Release the pods Cairn created gated (manifests.PLACEMENT_GATE) to kube-scheduler, each on
+    its replica's node (a nodeSelector set while gated, then the gate removed, in one JSON patch).
+    Returns the names of the pods released. A pod gone or changed meanwhile is left to the next
+    pass."""
+    released = []
+    for pod in pods:
+        node = m.placement_of(pod)
+        if node is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        meta = pod["metadata"]
+        try:
+            clients.call(clients.core.patch_namespaced_pod, meta["name"], meta["namespace"], m.ungate_patch(pod, node))
+        except ApiError as exc:
+            if exc.status not in (404, 409, 422):
+                raise
+            logger.info("kubernetes: releasing pod %s/%s to node %s: %s %s", meta["namespace"], meta["name"], node,
+                        exc.status, exc.message)
+            continue
+        released.append(meta["name"])
+    return released
 
 
 def _excluded_nodes(workload: Workload) -> tuple[str, ...]:

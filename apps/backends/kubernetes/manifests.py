@@ -44,6 +44,11 @@ COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# Per-replica placement (issue 42): a training pod is created gated; Cairn's reconciler sets the
+# node its replica was placed on (PLACEMENT_ANNOTATION: "<replica>=<node>,...") as the pod's
+# nodeSelector and removes the gate, so kube-scheduler binds each replica where Cairn decided.
+PLACEMENT_GATE = "cairn.dev/placement"
+PLACEMENT_ANNOTATION = "cairn.dev/placement"
 
 MASTER_PORT = 29500
 NOTEBOOK_PORT = 8888
@@ -126,7 +131,7 @@ class WorkloadView:
     accelerator_type: str = ""  # "" or "nvidia": options.gpu_resource & co.; else options.accelerators[type]
     arch: tuple[str, ...] = ()  # CPU architectures it may run on (empty: any)
     pool_node_selector: dict[str, str] = field(default_factory=dict)
-    placement_nodes: tuple[str, ...] = ()
+    placement_nodes: tuple[str, ...] = ()  # the nodes of the replicas, by replica (0, 1, ...)
     notebook_token: str = ""
     # Tracking: CAIRN_RUN_ID / CAIRN_RUN_TOKEN of this attempt, delivered through a Secret.
     run_env: dict[str, str] = field(default_factory=dict)
@@ -383,9 +388,55 @@ def pod_security_context() -> dict:
     }
 
 
+def gated_placement(view: WorkloadView) -> dict[int, str]:
+    """Replica -> node for the training pods Cairn places one by one (scheduling gate, then a
+    per-pod nodeSelector: PLACEMENT_GATE); empty when it does not (other kinds, no placement, or
+    a replica placed on a node the job must be kept off)."""
+    if view.kind != "training" or len(view.placement_nodes) != view.replicas:
+        return {}
+    if set(view.placement_nodes) & set(view.excluded_nodes):
+        return {}
+    return dict(enumerate(view.placement_nodes))
+
+
+def placement_annotation(placement: dict[int, str]) -> str:
+    return ",".join(f"{replica}={node}" for replica, node in sorted(placement.items()))
+
+
+def placement_of(pod: dict) -> str | None:
+    """The node Cairn placed a gated pod's replica on (its template's PLACEMENT_ANNOTATION and its
+    completion index), or None when the pod is not gated by Cairn or names no node for it."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    if not any(g.get("name") == PLACEMENT_GATE for g in spec.get("schedulingGates") or []):
+        return None
+    annotations = meta.get("annotations") or {}
+    index = annotations.get(COMPLETION_INDEX_ANNOTATION) or (meta.get("labels") or {}).get(COMPLETION_INDEX_ANNOTATION)
+    for entry in (annotations.get(PLACEMENT_ANNOTATION) or "").split(","):
+        replica, _, node = entry.partition("=")
+        if replica == index and node:
+            return node
+    return None
+
+
+def ungate_patch(pod: dict, node: str) -> list[dict]:
+    """The JSON patch that releases a gated pod to kube-scheduler on `node`: its nodeSelector gets
+    kubernetes.io/hostname (a gated pod's scheduling constraints may be narrowed, Kubernetes
+    1.27+) and Cairn's gate goes; the `test` makes it fail if the gates changed meanwhile."""
+    spec = pod.get("spec") or {}
+    gates = spec.get("schedulingGates") or []
+    rest = [g for g in gates if g.get("name") != PLACEMENT_GATE]
+    return [
+        {"op": "test", "path": "/spec/schedulingGates", "value": gates},
+        {"op": "add", "path": "/spec/nodeSelector", "value": {**(spec.get("nodeSelector") or {}), HOSTNAME_LABEL: node}},
+        {"op": "replace", "path": "/spec/schedulingGates", "value": rest} if rest else
+        {"op": "remove", "path": "/spec/schedulingGates"},
+    ]
+
+
 def node_affinity(view: WorkloadView, options: ClusterOptions) -> dict | None:
     """Required node affinity: the model asked for (several: "A|B"), its CPU architectures when it
-    may run on several (one is a nodeSelector), and the nodes Cairn's scheduler placed it on."""
+    may run on several (one is a nodeSelector), and the nodes Cairn's scheduler placed it on (as a
+    set, unless each replica's pod gets its own node while gated: gated_placement)."""
     expressions = []
     label = device_names(view, options)[2]
     if view.gpu_model and label:
@@ -394,7 +445,7 @@ def node_affinity(view: WorkloadView, options: ClusterOptions) -> dict | None:
     if len(view.arch) > 1:
         expressions.append({"key": ARCH_LABEL, "operator": "In", "values": sorted(view.arch)})
     nodes = sorted(set(view.placement_nodes) - set(view.excluded_nodes))
-    if nodes:
+    if nodes and not gated_placement(view):
         expressions.append({"key": HOSTNAME_LABEL, "operator": "In", "values": nodes})
     excluded = sorted(set(view.excluded_nodes))
     if excluded:
@@ -599,6 +650,10 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
         extra["schedulerName"] = "volcano"
         pod_annotations[VOLCANO_GROUP_ANNOTATION] = name
         objects.append(podgroup_manifest(view, options))
+    placement = gated_placement(view)
+    if placement:
+        extra["schedulingGates"] = [{"name": PLACEMENT_GATE}]
+        pod_annotations[PLACEMENT_ANNOTATION] = placement_annotation(placement)
     job_labels = dict(attempt_label)
     if options.kueue_queue:
         job_labels[KUEUE_QUEUE_LABEL] = options.kueue_queue

@@ -47,6 +47,7 @@ from apps.workloads.deadlines import format_duration, run_deadline
 from apps.workloads.kinds import kind_spec
 from apps.workloads.lifecycle import (
     DISRUPTED,
+    PENDING_TIMEOUT,
     AllGone,
     AllSucceeded,
     AttemptFailed,
@@ -63,7 +64,7 @@ from apps.workloads.services import (
 )
 
 from . import manifests as m
-from .backend import KubernetesBackend, is_alive, namespace_of, options_for
+from .backend import KubernetesBackend, is_alive, namespace_of, options_for, release_gated
 from .client import ApiError, ConnectionNotConfigured, clients_for, kube_settings
 from .informer import Informer
 from .status import (
@@ -78,6 +79,9 @@ from .status import (
     node_inventory,
     node_lost_since,
     pod_view,
+    slim_foreign_pod,
+    unplaced_since,
+    usage_by_node,
 )
 from .storage import cache_report
 
@@ -86,6 +90,7 @@ S = WorkloadStatus
 WATCHED_CONDITIONS = ("PodScheduled", "ContainersReady")
 NODE_SEEN_REFRESH_SECONDS = 30.0  # last_seen_at of an unchanged node is refreshed this often
 CLEANUP_INTERVAL_SECONDS = 10.0  # finished workloads are looked for at most this often
+FOREIGN_POD_FIELDS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 SERVICE_INFORMERS = {"StatefulSet": "statefulsets", "Deployment": "deployments"}  # object kind -> its informer
 
 
@@ -126,6 +131,11 @@ class ClusterReconciler:
             "deployments": Informer(self.clients, "deployments", a.list_deployment_for_all_namespaces,
                                     **managed, **common),
             "nodes": Informer(self.clients, "nodes", c.list_node, **common),
+            # Pods Cairn does not own, bound to a node and not finished (DaemonSets, other
+            # tenants): what they request is not Cairn's to place (sync_nodes), kept slim.
+            "others": Informer(self.clients, "others", c.list_pod_for_all_namespaces,
+                               label_selector=f"{m.LABEL_MANAGED_BY}!={m.MANAGED_BY}",
+                               field_selector=FOREIGN_POD_FIELDS, keep=slim_foreign_pod, **common),
             "events": Informer(self.clients, "events", c.list_event_for_all_namespaces, field_selector="type=Warning",
                                keep=lambda e: ((e.get("involvedObject") or {}).get("name") or "").startswith("cairn-"),
                                **common),
@@ -321,10 +331,34 @@ class ClusterReconciler:
                 return self._attempt_failed(workload, None, failure["message"],
                                             restart_reason=failure.get("restart_reason", ""),
                                             move=bool(failure.get("move")))
+        current = [p for p in pods if pod_view(p).attempt == attempt]
+        release_gated(self.clients, current)  # per-replica placement (manifests.PLACEMENT_GATE)
+        if self._pending_too_long(workload, current):
+            return True
         refused = self._refused(workload, views, owners={("Job", job_name)})
         if refused is not None and self._fail_if_refused_too_long(workload, refused):
             return True
         return self._update_conditions(workload, views, refused=refused)
+
+    def _pending_too_long(self, workload: Workload, pods: list[dict]) -> bool:
+        """A replica no node has taken for the pool's pending timeout (or PENDING_TIMEOUT_SECONDS)
+        — Cairn's books and the nodes disagree, or its gate was never released —: the workload
+        goes back to the queue with reason PendingTimeout, its quota released, no restart spent."""
+        since = [t for t in (unplaced_since(p) for p in pods) if t is not None]
+        timeout = workload.pool.pending_timeout_seconds
+        timeout = float(timeout if timeout is not None else kube_settings().get("PENDING_TIMEOUT_SECONDS", 600.0))
+        if not since or timeout <= 0 or time.time() - min(since) < timeout:
+            return False
+        waited = format_duration(timeout)
+        self.backend.signal(workload)
+        done = workload_transition(
+            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.QUEUED, reason=PENDING_TIMEOUT,
+            message=f"A replica waited {waited} for a node that would take it (see PodScheduled); requeued, its "
+                    f"quota released, without spending a restart.", event_type=EventType.WARNING,
+            runtime={**(workload.runtime or {}), "alive": True}, placement=[], term_sent_at=timezone.now())
+        if done is not None:
+            outbox_enqueue(topic="scheduling.cycle", payload={})
+        return done is not None
 
     def _outlived_limit(self, workload: Workload, job: dict | None, views: list[PodView]) -> bool:
         """A backstop for the Job controller, which enforces the limit (activeDeadlineSeconds):
@@ -655,6 +689,8 @@ class ClusterReconciler:
         seen: set[str] = set()
         counts = {"created": 0, "updated": 0, "removed": 0}
         now = timezone.now()
+        others = usage_by_node(self.informers["others"].items(),
+                               tuple(v.resource for v in options.accelerators.values()))
         for obj in self.informers["nodes"].items():
             name = (obj.get("metadata") or {}).get("name")
             if not name:
@@ -664,6 +700,8 @@ class ClusterReconciler:
                                     gpu_product_label=options.gpu_product_label, topology_keys=topology_keys,
                                     vendors=options.accelerators, now=time.time(),
                                     lost_after=float(kube_settings()["NODE_LOST_GRACE_SECONDS"]))
+            fields["others_gpu_milli"], fields["others_cpu_milli"], fields["others_memory_mb"] = \
+                others.get(name, (0, 0, 0))
             pool = _pool_for(pools, fields["labels"])
             node = existing.get(name)
             if node is None:

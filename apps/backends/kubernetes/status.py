@@ -398,3 +398,14 @@ def usage_by_node(pods: list[dict], device_resources: tuple[str, ...]) -> dict[s
         for i, amount in enumerate(pod_requests(pod, device_resources)):
             total[i] += amount
     return {node: (gpu, cpu, memory) for node, (gpu, cpu, memory) in used.items()}
+
+
+def unplaced_since(pod: dict) -> float | None:
+    """Since when (epoch seconds) a live pod has been waiting for a node: created and not bound
+    (gated, or unschedulable); None once bound, finished or being deleted."""
+    meta = pod.get("metadata") or {}
+    if meta.get("deletionTimestamp") or (pod.get("spec") or {}).get("nodeName"):
+        return None
+    if (pod.get("status") or {}).get("phase") not in (None, "Pending"):
+        return None
+    return epoch_seconds(meta.get("creationTimestamp"))

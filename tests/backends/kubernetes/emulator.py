@@ -352,6 +352,30 @@ class KubeEmulator:
             self._record(plural, "MODIFIED", updated)
             return 200, copy.deepcopy(updated)
 
+    def json_patch(self, plural: str, namespace: str, name: str, ops: list[dict]) -> tuple[int, dict]:
+        """RFC 6902 on objects: test, add, replace, remove (what Cairn sends: releasing a gated pod)."""
+        with self.lock:
+            key = (plural, namespace if BY_PLURAL[plural].namespaced else "", name)
+            current = self.objects.get(key)
+            if current is None:
+                return 404, _status(404, "NotFound", f'{plural} "{name}" not found')
+            updated = copy.deepcopy(current)
+            for op in ops:
+                *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+                target = updated
+                for part in parents:
+                    target = target.setdefault(part, {})
+                if op["op"] == "test" and target.get(last) != op.get("value"):
+                    return 422, _status(422, "Invalid", f"the test of {op['path']} failed")
+                if op["op"] in ("add", "replace"):
+                    target[last] = copy.deepcopy(op["value"])
+                elif op["op"] == "remove":
+                    target.pop(last, None)
+            self._bump(updated)
+            self.objects[key] = updated
+            self._record(plural, "MODIFIED", updated)
+            return 200, copy.deepcopy(updated)
+
     def replace(self, plural: str, namespace: str, name: str, obj: dict) -> tuple[int, dict]:
         with self.lock:
             key = (plural, namespace if BY_PLURAL[plural].namespaced else "", name)
@@ -527,7 +551,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif method == "PATCH" and name:
             body = self._body()
             if isinstance(body, list):
-                self._send(415, _status(415, "UnsupportedMediaType", "JSON patch is not emulated"))
+                self._send(*em.json_patch(plural, namespace, name, body))
             else:
                 strategic = "strategic-merge-patch" in (self.headers.get("Content-Type") or "")
                 self._send(*em.patch(plural, namespace, name, body, strategic=strategic))

@@ -337,6 +337,32 @@ def test_a_shared_checkpoint_claim_gives_each_job_its_own_sub_folder():
     assert mount["subPath"] == "vision/42"
 
 
+def test_a_training_job_placed_replica_by_replica_is_created_gated():
+    template = pod_template(workload_manifests(view(replicas=2, placement_nodes=("gpu-2", "gpu-1")), ClusterOptions()))
+    assert template["spec"]["schedulingGates"] == [{"name": "cairn.dev/placement"}]
+    assert template["metadata"]["annotations"]["cairn.dev/placement"] == "0=gpu-2,1=gpu-1"
+    assert "affinity" not in template["spec"]  # no `hostname In [...]`: each pod gets its own node
+    # a placement that does not name every replica's node (an old row) stays a set of nodes
+    spec = pod_template(workload_manifests(view(replicas=4, placement_nodes=("gpu-1", "gpu-2")), ClusterOptions()))["spec"]
+    assert "schedulingGates" not in spec and "affinity" in spec
+
+
+def test_a_gated_pod_is_released_to_its_replicas_node():
+    from apps.backends.kubernetes.manifests import placement_of, ungate_patch
+
+    pod = {"metadata": {"annotations": {"cairn.dev/placement": "0=gpu-1,1=gpu-2",
+                                        "batch.kubernetes.io/job-completion-index": "1"}},
+           "spec": {"nodeSelector": {"pool": "a100"},
+                    "schedulingGates": [{"name": "cairn.dev/placement"}, {"name": "example.com/other"}]}}
+    assert placement_of(pod) == "gpu-2"
+    assert ungate_patch(pod, "gpu-2") == [
+        {"op": "test", "path": "/spec/schedulingGates", "value": pod["spec"]["schedulingGates"]},
+        {"op": "add", "path": "/spec/nodeSelector", "value": {"pool": "a100", "kubernetes.io/hostname": "gpu-2"}},
+        {"op": "replace", "path": "/spec/schedulingGates", "value": [{"name": "example.com/other"}]}]
+    released = {**pod, "spec": {"nodeSelector": {"kubernetes.io/hostname": "gpu-2"}}}
+    assert placement_of(released) is None  # not gated (any more): nothing to do
+
+
 def test_an_excluded_node_becomes_a_not_in_node_affinity_term():
     pod = pod_template(workload_manifests(view(placement_nodes=("gpu-1", "gpu-2"), excluded_nodes=("gpu-2",)),
                                           ClusterOptions()))["spec"]

@@ -104,7 +104,7 @@ def test_cairn_places_only_what_daemonsets_and_other_tenants_leave(
     namespace = f"cairn-{real_project.slug}"
     # kube-scheduler agrees: it binds Cairn's pod on that node beside the others' pods
     assert eventually(lambda: running_on(real_kube, namespace, f"{m.LABEL_WORKLOAD}={small.pk}", node),
-                      timeout=WAIT), real_kube.describe(namespace)
+                      step=reconciler.reconcile_pass, timeout=WAIT), real_kube.describe(namespace)
 
     # Without the others counted both would fit (8 GPUs, 16 CPUs less `small`'s 2 and 2): they wait.
     gpu_heavy, cpu_heavy = job("gpu-heavy", gpus=4, cpu=1), job("cpu-heavy", gpus=0, cpu=11)
@@ -121,4 +121,54 @@ def test_cairn_places_only_what_daemonsets_and_other_tenants_leave(
     assert status_of(cpu_heavy).status == "queued"  # 16 CPUs - 4 (DaemonSet) - 2 (small) - 1 (gpu-heavy) < 11
     assert workload_dispatch(workload_id=gpu_heavy.pk).status == "running"
     assert eventually(lambda: running_on(real_kube, namespace, f"{m.LABEL_WORKLOAD}={gpu_heavy.pk}", node),
-                      timeout=WAIT), real_kube.describe(namespace)
+                      step=reconciler.reconcile_pass, timeout=WAIT), real_kube.describe(namespace)
+
+
+# -- per-replica placement and the pending timeout ----------------------------------------------
+
+def test_a_gated_multi_replica_job_lands_on_exactly_cairns_nodes(real_kube, real_reconciler, make_real_workload):
+    """Each replica where Cairn's scheduler put it (crossed on purpose: rank 0 on h100-1, rank 1
+    on h100-0), not merely somewhere in the set: the pods are created gated, Cairn sets each one's
+    kubernetes.io/hostname while gated and removes the gate, kube-scheduler binds."""
+    placement = [{"replica": 0, "node": "h100-1", "gpus": [0]}, {"replica": 1, "node": "h100-0", "gpus": [0]}]
+    workload = make_real_workload(replicas=2, gpu_milli=1000, placement=placement)
+    assert workload_dispatch(workload_id=workload.pk).status == "running"
+    namespace, job_name = f"cairn-{workload.project.slug}", f"cairn-{workload.pk}-1"
+    template = real_kube.batch.read_namespaced_job(job_name, namespace).spec.template
+    assert [g.name for g in template.spec.scheduling_gates] == [m.PLACEMENT_GATE]
+    assert template.metadata.annotations[m.PLACEMENT_ANNOTATION] == "0=h100-1,1=h100-0"
+    assert not template.spec.affinity  # no `hostname In [...]` set any more
+
+    def placed():
+        pods = [p for p in real_kube.pods(namespace, f"{m.LABEL_WORKLOAD}={workload.pk}") if p.status.phase == "Running"]
+        return {int(p.metadata.labels[m.COMPLETION_INDEX_ANNOTATION]): p for p in pods} if len(pods) == 2 else None
+
+    pods = eventually(placed, step=real_reconciler.reconcile_pass, timeout=WAIT)
+    assert pods, real_kube.describe(namespace)
+    assert {i: p.spec.node_name for i, p in pods.items()} == {0: "h100-1", 1: "h100-0"}
+    assert all(not p.spec.scheduling_gates and p.spec.node_selector[m.HOSTNAME_LABEL] == p.spec.node_name
+               for p in pods.values())
+
+
+def test_a_replica_no_node_takes_is_requeued_after_the_pools_pending_timeout(
+        real_kube, real_reconciler, make_real_workload, real_pool):
+    """Cairn's books said it fits, the node says no (here: a GPU replica placed on the CPU node):
+    after the pool's pending timeout the workload is QUEUED again with reason PendingTimeout, its
+    placement (quota) released and its Job deleted, no restart spent."""
+    real_pool.pending_timeout_seconds = 3
+    real_pool.save(update_fields=["pending_timeout_seconds"])
+    workload = make_real_workload(replicas=1, gpu_milli=1000, max_restarts=0,
+                                  placement=[{"replica": 0, "node": "cpu-0", "gpus": [0]}])
+    assert workload_dispatch(workload_id=workload.pk).status == "running"
+    namespace, job_name = f"cairn-{workload.project.slug}", f"cairn-{workload.pk}-1"
+    assert eventually(lambda: status_of(workload).status == "queued", step=real_reconciler.reconcile_pass,
+                      timeout=WAIT), (status_of(workload).conditions, real_kube.describe(namespace))
+    requeued = status_of(workload)
+    assert requeued.status_reason == "PendingTimeout" and requeued.placement == []
+    assert "requeued" in requeued.status_message and "without spending a restart" in requeued.status_message
+    gone = lambda: not [j for j in real_kube.batch.list_namespaced_job(namespace).items  # noqa: E731
+                        if j.metadata.name == job_name and not j.metadata.deletion_timestamp]
+    assert eventually(gone, timeout=WAIT), real_kube.describe(namespace)
+    # a free attempt: with max_restarts 0 the next admission may still run it
+    from apps.workloads.lifecycle import FREE_REQUEUES
+    assert requeued.events.filter(reason__in=FREE_REQUEUES, to_status="queued").count() == 1
