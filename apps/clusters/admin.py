@@ -89,9 +89,10 @@ class ClusterAdmin(admin.ModelAdmin):
 @admin.register(ResourcePool)
 class ResourcePoolAdmin(admin.ModelAdmin):
     list_display = ["name", "cluster", "accelerators", "node_count", "gpu_total", "allowed_dirs", "outbound_access",
-                    "description"]
+                    "locality_wait_seconds", "description"]
     # Local clusters: whether workloads reach public addresses from their own network (docs/local-backend.md).
-    list_editable = ["outbound_access"]
+    # Delay scheduling's bound (docs/scheduling.md, "Data locality").
+    list_editable = ["outbound_access", "locality_wait_seconds"]
     list_filter = ["cluster", "outbound_access"]
     list_select_related = ["cluster"]
     search_fields = ["name", "description"]

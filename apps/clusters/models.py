@@ -22,6 +22,11 @@ class Cluster(models.Model):
         return self.name
 
 
+# The scheduling policy's DEFAULT_LOCALITY_WAIT_SECONDS (which this layer may not import; a test
+# checks they agree): chosen on the data replay of docs/benchmarks.md ("Datasets and the node cache").
+DEFAULT_LOCALITY_WAIT_SECONDS = 20
+
+
 class ResourcePool(models.Model):
     """A set of nodes of one cluster that quotas are granted on."""
 
@@ -68,6 +73,13 @@ class ResourcePool(models.Model):
         null=True, blank=True,
         help_text="Seconds a workload's pod may wait for a node before the workload is requeued (Kubernetes); "
                   "empty: the installation's default.")
+    # Delay scheduling (apps/scheduling/policy/locality.py): how long a workload whose datasets some
+    # node of the pool caches may wait for such a node when it would fit elsewhere now; 0: it starts at
+    # once wherever it fits best (the cache is then only a tie-break among equal nodes).
+    locality_wait_seconds = models.PositiveIntegerField(
+        default=DEFAULT_LOCALITY_WAIT_SECONDS,
+        help_text="Seconds a workload whose datasets a node of this pool caches may wait for such a node "
+                  "(delay scheduling); 0: no waiting, it starts wherever it fits best.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

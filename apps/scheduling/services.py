@@ -7,7 +7,8 @@ import dataclasses
 import logging
 import math
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -16,7 +17,7 @@ from django.db.models import Case, F, FloatField, Func, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, Exp, Greatest, Least
 from django.utils import timezone
 
-from apps.clusters.models import Node
+from apps.clusters.models import Node, ResourcePool
 from apps.core.outbox import outbox_enqueue
 from apps.deployments.services import (
     deployment_autoscale,
@@ -25,6 +26,7 @@ from apps.deployments.services import (
     deployment_scale_wait,
     scale_ups_pending,
 )
+from apps.projects.models import Project
 from apps.quotas.models import Quota, UsageRecord
 from apps.quotas.selectors import quota_usage
 from apps.storage.selectors import dataset_cache_view
@@ -50,6 +52,7 @@ from .policy import (
     RunningWorkload,
     Snapshot,
     Wait,
+    WaitKind,
     explain,
     fill_seconds,
     fold,
@@ -84,6 +87,11 @@ class CycleResult:
     admitted: int = 0
     waiting: int = 0
     preempted: int = 0
+    waits_written: int = 0  # waits whose reason, kind, position or estimate changed (the rest cost no write)
+    queued_read: int = 0  # queued rows read in full this cycle (the rest came from the kept copy)
+    # Seconds of the cycle's parts: read (the snapshot), decide (the policy), write (admissions,
+    # preemptions, waits), for logs and bench/scheduler_service_cycle.py.
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def _try_leader_lock() -> bool:
@@ -117,6 +125,11 @@ def scheduling_snapshot(*, now=None) -> Snapshot:
 
 def scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Accel], dict[int, Accel]]:
     """The folded snapshot, each node's accelerator and each pending workload's ask (for policy.explain)."""
+    with _INPUTS_LOCK:
+        return _scheduling_inputs(now=now)
+
+
+def _scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Accel], dict[int, Accel]]:
     now = now or timezone.now()
     grace = timedelta(seconds=float(settings.CAIRN["STOP_GRACE_SECONDS"]))
     node_rows = list(Node.objects.filter(pool__isnull=False).select_related("pool"))
@@ -159,22 +172,11 @@ def scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Acce
             expected_end=(w.stop_requested_at or now) + grace if stopping else expected_end(w),
             preempted_for=w.preempted_by_id if stopping else None, preemptions=w.preemptions,
         ))
-    queued = list(Workload.objects.filter(status=WorkloadStatus.QUEUED).select_related("project", "pool"))
-    asks = {w.pk: Accel(type=(w.accelerator_type or "nvidia") if w.gpu_milli else "none", model=w.gpu_model,
-                        arch=w.arch) for w in queued}
-    caches = dataset_cache_view(workloads=queued)  # nodes holding each one's datasets (apps/storage)
-    pending = [
-        PendingWorkload(
-            id=w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority, submitted_at=w.created_at,
-            replicas=w.replicas, per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), gpu_model=w.gpu_model,
-            name=w.name, preempted_by=w.preempted_by_id,
-            # Its run-time limit bounds how long it holds its resources: GPU-hour budgets are
-            # checked and charged for that long (a requeued workload gets its full limit again).
-            expected_seconds=float(w.max_runtime_seconds) if w.max_runtime_seconds else None,
-            datasets_on=caches.get(w.pk, (frozenset(), 0))[0],
-        )
-        for w in queued
-    ]
+    queued = _queued_rows()
+    asks = {w.pk: w.ask for w in queued}
+    caches = dataset_cache_view(workloads=[w for w in queued if w.spec])  # nodes holding its datasets (apps/storage)
+    pending = [w.pending if w.pk not in caches else dataclasses.replace(w.pending, datasets_on=caches[w.pk][0])
+               for w in queued]
     # A running deployment's scale-up asks for its extra replicas like any admission: a pending
     # entry under the negated id (apps/deployments/services.py applies the answer).
     scale_ups = list(scale_ups_pending())
@@ -189,7 +191,10 @@ def scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Acce
     ]
     asks.update({-w.pk: Accel(type=(w.accelerator_type or "nvidia") if w.gpu_milli else "none", model=w.gpu_model,
                               arch=w.arch) for w, _, _ in scale_ups})
+    locality_wait = {name: float(seconds) for name, seconds in
+                     ResourcePool.objects.filter(locality_wait_seconds__gt=0).values_list("name", "locality_wait_seconds")}
     snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=pending, running=running, now=now,
+                    locality_wait=locality_wait or None,
                     grace_seconds=grace.total_seconds(),
                     repreempt_min_runtime_seconds=float(settings.CAIRN.get("REPREEMPT_MIN_RUNTIME_SECONDS",
                                                                            DEFAULT_REPREEMPT_MIN_RUNTIME)),
@@ -197,7 +202,102 @@ def scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Acce
                     timeslice_seconds=float(settings.CAIRN.get("TIMESLICE_SECONDS", DEFAULT_TIMESLICE_SECONDS)),
                     gpu_node_reserve=gpu_node_reserve(),
                     project_service=project_service(now=now, half_life=service_half_life()))
+    _INPUTS.fills = {wid: missing for wid, (_holders, missing) in caches.items() if missing}
+    _INPUTS.shown = {w.pk: w.shown for w in queued}
     return fold(snapshot, accels, asks), accels, asks
+
+
+# -- the queued workloads, read only where they changed -----------------------------------------
+
+class _Queued:
+    """What the cycle needs of one queued workload, built once per version of its row."""
+
+    __slots__ = ("pk", "version", "pending", "ask", "spec", "pool", "shown")
+
+    def __init__(self, row: dict, version: str, projects: dict[int, str], pools: dict[int, tuple[str, int]]):
+        self.pk = row["id"]
+        self.version = version
+        pool_name, cluster_id = pools[row["pool_id"]]
+        self.pending = PendingWorkload(
+            id=row["id"], project=projects[row["project_id"]], pool=pool_name, priority=row["priority"],
+            submitted_at=row["created_at"], replicas=row["replicas"],
+            per_replica=Resources(row["gpu_milli"], row["cpu_milli"], row["memory_mb"]), gpu_model=row["gpu_model"],
+            name=row["name"], preempted_by=row["preempted_by_id"],
+            # Its run-time limit bounds how long it holds its resources: GPU-hour budgets are
+            # checked and charged for that long (a requeued workload gets its full limit again).
+            expected_seconds=float(row["max_runtime_seconds"]) if row["max_runtime_seconds"] else None,
+            locality_since=row["locality_since"],
+        )
+        self.ask = Accel(type=(row["accelerator_type"] or "nvidia") if row["gpu_milli"] else "none",
+                         model=row["gpu_model"], arch=row["arch"])
+        spec = row["spec"] or {}
+        self.spec = {"datasets": spec["datasets"]} if spec.get("datasets") else None  # for dataset_cache_view
+        self.pool = _PoolRef(cluster_id)
+        # What the scheduler last wrote on it (a wait is written only when it changes).
+        self.shown = (row["pending_reason"], row["waiting_on"], row["queue_position"], row["estimated_start"],
+                      row["locality_since"])
+
+
+@dataclass(frozen=True)
+class _PoolRef:
+    cluster_id: int
+
+
+_QUEUED_FIELDS = ("id", "project_id", "pool_id", "priority", "created_at", "replicas", "gpu_milli", "cpu_milli",
+                  "memory_mb", "gpu_model", "name", "preempted_by_id", "max_runtime_seconds", "accelerator_type",
+                  "arch", "spec", "pending_reason", "waiting_on", "queue_position", "estimated_start", "locality_since")
+
+
+class _QueuedCache:
+    """The queued workloads kept between this process's cycles, each with the version of its row:
+    PostgreSQL's xmin, which every UPDATE of the row changes whoever writes it (a status change, a
+    user's edit, the scheduler's own wait). A cycle reads every queued row's id and xmin, and reads in
+    full only rows that are new or whose xmin moved; the waits the scheduler writes come back with
+    their new xmin (RETURNING), so a cycle's own writes are not read again. Without PostgreSQL
+    (embedded mode, SQLite) every queued row is read each cycle."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, _Queued] = {}
+        self.names: tuple[dict, dict] = ({}, {})
+        self.fills: dict[int, int] = {}
+        self.shown: dict[int, tuple] = {}
+        self.read = 0
+
+
+_INPUTS = _QueuedCache()
+_INPUTS_LOCK = threading.RLock()  # one cycle (or snapshot) at a time reads and writes through it
+_CHUNK = 5000
+
+
+def _NEWEST_FIRST(w: _Queued) -> tuple:
+    return (-w.pending.submitted_at.timestamp(), -w.pk)
+
+
+def _queued_rows() -> list[_Queued]:
+    projects = dict(Project.objects.values_list("id", "slug"))
+    pools = {pk: (name, cluster) for pk, name, cluster in ResourcePool.objects.values_list("id", "name", "cluster_id")}
+    kept = _INPUTS
+    if (projects, pools) != kept.names:  # a rename or a new project: build every row afresh
+        kept.rows, kept.names = {}, (projects, pools)
+    queued = Workload.objects.filter(status=WorkloadStatus.QUEUED)
+    if connection.vendor != "postgresql":
+        kept.rows = {row["id"]: _Queued(row, "", projects, pools) for row in queued.values(*_QUEUED_FIELDS)}
+        kept.read = len(kept.rows)
+        return sorted(kept.rows.values(), key=_NEWEST_FIRST)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, xmin::text FROM {Workload._meta.db_table} WHERE status = %s",
+                       [WorkloadStatus.QUEUED])
+        versions = dict(cursor.fetchall())
+    rows = {pk: row for pk, row in kept.rows.items() if versions.get(pk) == row.version}
+    stale = [pk for pk in versions if pk not in rows]
+    for i in range(0, len(stale), _CHUNK):
+        chunk = stale[i:i + _CHUNK]
+        fetched = queued.filter(pk__in=chunk).extra(select={"xmin_version": "xmin::text"}).values(
+            "xmin_version", *_QUEUED_FIELDS)  # the row and its version read together
+        for row in fetched:
+            rows[row["id"]] = _Queued(row, row["xmin_version"], projects, pools)
+    kept.rows, kept.read = rows, len(stale)
+    return sorted(rows.values(), key=_NEWEST_FIRST)  # the model's order, as the queue was always read
 
 
 def service_half_life() -> float:
@@ -284,15 +384,51 @@ def gpu_node_reserve() -> float:
     return min(1.0, max(0.0, value)) if math.isfinite(value) else DEFAULT_GPU_NODE_RESERVE
 
 
-def _apply_wait(decision: Wait) -> None:
-    # Only write when something changed, so a steady queue costs no writes.
-    changed = (Q(pending_reason=decision.reason) & Q(waiting_on=decision.kind) & Q(queue_position=decision.queue_position)
-               & (Q(estimated_start=decision.estimated_start) if decision.estimated_start is not None
-                  else Q(estimated_start__isnull=True)))
-    Workload.objects.filter(pk=decision.workload_id, status=WorkloadStatus.QUEUED).exclude(changed).update(
-        pending_reason=decision.reason, waiting_on=decision.kind, queue_position=decision.queue_position,
-        estimated_start=decision.estimated_start,
-    )
+def _apply_waits(waits: list[Wait], now: datetime) -> int:
+    """Write the waits that changed (reason, kind, queue position, estimated start; a first hold for
+    data sets locality_since), in bulk, only on rows still queued; returns how many were written.
+    A steady queue costs no writes."""
+    shown = _INPUTS.shown
+    changed = []
+    for d in waits:
+        before = shown.get(d.workload_id)
+        since = before[4] if before is not None else None
+        if d.kind == WaitKind.LOCALITY and since is None:
+            since = now
+        after = (d.reason, d.kind, d.queue_position, d.estimated_start, since)
+        if after != before:
+            changed.append((d.workload_id, *after))
+    if not changed:
+        return 0
+    if connection.vendor != "postgresql":
+        for pk, reason, kind, position, eta, since in changed:
+            Workload.objects.filter(pk=pk, status=WorkloadStatus.QUEUED).update(
+                pending_reason=reason, waiting_on=kind, queue_position=position, estimated_start=eta,
+                locality_since=since)
+        return len(changed)
+    table = Workload._meta.db_table
+    written = 0
+    for i in range(0, len(changed), _CHUNK):
+        chunk = changed[i:i + _CHUNK]
+        values = ", ".join(["(%s, %s, %s, %s::integer, %s::timestamptz, %s::timestamptz)"] * len(chunk))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} AS w SET pending_reason = v.reason, waiting_on = v.kind, queue_position = v.position, "
+                f"estimated_start = v.eta, locality_since = v.since FROM (VALUES {values}) "
+                "AS v(id, reason, kind, position, eta, since) WHERE w.id = v.id AND w.status = %s "
+                "RETURNING w.id, w.xmin::text",
+                [x for row in chunk for x in row] + [WorkloadStatus.QUEUED])
+            versions = dict(cursor.fetchall())
+        written += len(versions)
+        kept = _INPUTS.rows
+        for pk, reason, kind, position, eta, since in chunk:  # our own write: not read again next cycle
+            row = kept.get(pk)
+            if pk in versions and row is not None:
+                row.version = versions[pk]
+                row.shown = (reason, kind, position, eta, since)
+                if since != row.pending.locality_since:
+                    row.pending = dataclasses.replace(row.pending, locality_since=since)
+    return written
 
 
 def _apply_scale_up(decision, result: CycleResult) -> None:
@@ -325,40 +461,45 @@ def scheduling_cycle() -> CycleResult:
                 deployment_rollouts_advance()
         except Exception:
             logger.exception("scheduler: releasing the deployments' rollout surges failed; scheduling goes on")
-        snapshot, accels, asks = scheduling_inputs(now=now)
-        decisions = explain(_schedule(snapshot), snapshot, accels, asks)
-        fills = _fill_bytes([w.id for w in snapshot.pending])
-        result = CycleResult(ran=True)
-        for decision in decisions:
-            if getattr(decision, "workload_id", 0) < 0:  # a deployment's scale-up
-                _apply_scale_up(decision, result)
-            elif isinstance(decision, Admit):
-                admitted = workload_transition(
-                    workload_id=decision.workload_id, from_statuses={WorkloadStatus.QUEUED},
-                    to_status=WorkloadStatus.ADMITTED, reason="Admitted",
-                    message="Placed on " + ", ".join(sorted({p["node"] for p in decision.placement})) + ".",
-                    placement=decision.placement, admitted_at=now, estimated_start=None, queue_position=None,
-                )
-                if admitted is not None:
-                    outbox_enqueue(topic="workload.dispatch", payload={"workload_id": decision.workload_id})
-                    result.admitted += 1
-            elif isinstance(decision, Preempt):
-                # A scale-up preempts under its deployment's id (negated in the snapshot).
-                if workload_preempt(workload_id=decision.workload_id, preemptor_id=abs(decision.preemptor_id),
-                                    message=decision.reason) is not None:
-                    result.preempted += 1
-            elif isinstance(decision, Wait):
-                result.waiting += 1
-                _apply_wait(with_fill_time(decision, fills))
-        return result
+        with _INPUTS_LOCK:
+            return _cycle(now)
 
 
-def _fill_bytes(pending: list[int]) -> dict[int, int]:
-    """Queued workload id -> bytes of its datasets no node holds yet (what its start must fill first)."""
-    if not pending:
-        return {}
-    rows = Workload.objects.filter(pk__in=pending, spec__has_key="datasets").select_related("pool")
-    return {wid: missing for wid, (_holders, missing) in dataset_cache_view(workloads=rows).items() if missing}
+def _cycle(now: datetime) -> CycleResult:
+    """The cycle proper, under the leader lock: read, decide, write."""
+    began = time.perf_counter()
+    snapshot, accels, asks = _scheduling_inputs(now=now)
+    read = time.perf_counter()
+    decisions = explain(_schedule(snapshot), snapshot, accels, asks)
+    decided = time.perf_counter()
+    fills = _INPUTS.fills
+    result = CycleResult(ran=True, queued_read=_INPUTS.read)
+    waits: list[Wait] = []
+    for decision in decisions:
+        if getattr(decision, "workload_id", 0) < 0:  # a deployment's scale-up
+            _apply_scale_up(decision, result)
+        elif isinstance(decision, Admit):
+            admitted = workload_transition(
+                workload_id=decision.workload_id, from_statuses={WorkloadStatus.QUEUED},
+                to_status=WorkloadStatus.ADMITTED, reason="Admitted",
+                message="Placed on " + ", ".join(sorted({p["node"] for p in decision.placement})) + ".",
+                placement=decision.placement, admitted_at=now, estimated_start=None, queue_position=None,
+                locality_since=None,
+            )
+            if admitted is not None:
+                outbox_enqueue(topic="workload.dispatch", payload={"workload_id": decision.workload_id})
+                result.admitted += 1
+        elif isinstance(decision, Preempt):
+            # A scale-up preempts under its deployment's id (negated in the snapshot).
+            if workload_preempt(workload_id=decision.workload_id, preemptor_id=abs(decision.preemptor_id),
+                                message=decision.reason) is not None:
+                result.preempted += 1
+        elif isinstance(decision, Wait):
+            result.waiting += 1
+            waits.append(with_fill_time(decision, fills))
+    result.waits_written = _apply_waits(waits, now)
+    result.timings = {"read": read - began, "decide": decided - read, "write": time.perf_counter() - decided}
+    return result
 
 
 def with_fill_time(decision: Wait, fills: dict[int, int]) -> Wait:

@@ -33,6 +33,7 @@ class WaitingOn(models.TextChoices):
     QUOTA_LENDABLE = "quota_lendable", "Quota: nothing left to borrow"
     QUOTA_NONE = "quota_none", "Quota: none on the pool"
     NEVER_FITS = "never_fits", "No node of its pool can ever run it"
+    LOCALITY = "locality", "A node holding its data (a bounded wait)"
 
 
 class StopCause(models.TextChoices):

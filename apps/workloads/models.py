@@ -53,6 +53,9 @@ class Workload(models.Model):
     # tell) and its place in its pool's queue (1 = next).
     estimated_start = models.DateTimeField(null=True, blank=True)
     queue_position = models.PositiveIntegerField(null=True, blank=True)
+    # Delay scheduling: when the scheduler first held it back for a node holding its data (its bound
+    # counts from then; cleared when it is admitted, so a requeued workload gets a bound again).
+    locality_since = models.DateTimeField(null=True, blank=True)
     preemptions = models.PositiveIntegerField(default=0)  # times it was preempted and requeued
     exit_code = models.IntegerField(null=True, blank=True)
     conditions = models.JSONField(default=list, blank=True)

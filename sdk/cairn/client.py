@@ -33,6 +33,7 @@ WAITING_ON: dict[str, str] = {
     "capacity": "capacity", "reserved": "reserved", "preempting": "preempting",
     "quota_lent": "nominal lent out", "quota_lendable": "nothing to borrow", "quota_limit": "quota limit",
     "quota_none": "no quota", "budget": "budget", "constraint": "GPU model", "never_fits": "never fits",
+    "locality": "data locality",
 }
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})

@@ -24,7 +24,7 @@ def admin_client(admin_user):
 def change(admin_client, pool, allowed):
     return admin_client.post(f"/admin/clusters/resourcepool/{pool.pk}/change/", {
         "cluster": pool.cluster_id, "name": pool.name, "description": "", "accelerator_models": "[]",
-        "node_selector": "{}", "topology_keys": "[]", "allowed_paths": json.dumps(allowed),
+        "node_selector": "{}", "topology_keys": "[]", "allowed_paths": json.dumps(allowed), "locality_wait_seconds": 20,
     })
 
 

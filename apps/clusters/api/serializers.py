@@ -24,7 +24,8 @@ class ResourcePoolSerializer(serializers.ModelSerializer):
     class Meta:
         model = ResourcePool
         fields = ["id", "name", "cluster", "description", "accelerator_models", "accelerator_types", "architectures",
-                  "node_selector", "topology_keys", "allowed_paths", "outbound_access", "created_at"]
+                  "node_selector", "topology_keys", "allowed_paths", "outbound_access", "locality_wait_seconds",
+                  "created_at"]
         read_only_fields = fields
 
 
