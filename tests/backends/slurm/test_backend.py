@@ -1,6 +1,7 @@
 """The Slurm backend against a real Slurm (testbed.py): Cairn's placement realised as one job per
 attempt and one step per rank, status from squeue and the ranks' exit files, stop by scancel
---signal=TERM then KILL, restarts, node inventory from sinfo, registration in the admin."""
+--signal=TERM then KILL, node inventory from sinfo, registration in the admin. Success, failure
+and restart, stop, preemption and a gang of 2 are the parity scenarios (test_lifecycle_parity.py)."""
 import pytest
 
 from apps.backends.selectors import workload_log_read
@@ -38,49 +39,6 @@ def test_a_gang_of_two_runs_one_step_per_rank_on_the_nodes_cairn_chose(slurm, sl
     assert workload_log_read(workload=workload, replica=1).strip() == (
         f"RANK=1 WORLD_SIZE=2 NODE_RANK=1 LOCAL_RANK=0 SLURMD_NODENAME=sn1 CUDA_VISIBLE_DEVICES={gpus} CAIRN_NODE=sn1")
     assert (workload.status_reason, workload.exit_code) == ("Succeeded", 0)
-
-
-def test_a_failed_rank_ends_the_gang_and_the_attempt_restarts_then_fails(slurm_pool, script):
-    path = script("""
-        import os, sys, time
-        if os.environ["RANK"] == "1":
-            sys.exit(3)
-        time.sleep(60)  # rank 0 would run on: the gang is stopped for it
-    """)
-    workload = on_slurm(slurm_pool, nodes=("sn1", "sn2"), spec={"command": ["python", path]}, max_restarts=1)
-    workload_dispatch(workload_id=workload.pk)
-    first_job = Workload_job(workload)
-    workload = reconcile_slurm_until(workload, "failed", timeout=45)
-    assert (workload.status_reason, workload.exit_code, workload.attempt) == ("ReplicaFailed", 3, 2)
-    assert workload.status_message == "Replica 1 exited with code 3. No restarts left."
-    assert workload.runtime["job"] != first_job  # attempt 2 was a job of its own
-    events = list(workload.events.values_list("reason", flat=True))
-    assert events.count("Restarting") == 1
-
-
-def Workload_job(workload) -> str:  # noqa: N802 - reads like the field it returns
-    workload.refresh_from_db()
-    return workload.runtime["job"]
-
-
-def test_a_stop_sends_sigterm_to_the_ranks_which_checkpoint_and_exit(slurm_pool, script):
-    path = script("""
-        import signal, sys, time
-        def on_term(signum, frame):
-            print("checkpoint saved", flush=True)
-            sys.exit(0)
-        signal.signal(signal.SIGTERM, on_term)
-        print("ready", flush=True)
-        time.sleep(120)
-    """)
-    workload = on_slurm(slurm_pool, nodes=("sn1",), spec={"command": ["python", path]})
-    workload_dispatch(workload_id=workload.pk)
-    reconcile_slurm_until(workload, "running", condition=lambda w: "ready" in workload_log_read(workload=w))
-    workload_stop(workload=workload)
-    workload_stop_signal(workload_id=workload.pk)
-    workload = reconcile_slurm_until(workload, "stopped")
-    assert "checkpoint saved" in workload_log_read(workload=workload)
-    assert workload.kill_sent_at is None and workload.status_message == "All replicas have exited."
 
 
 def test_a_rank_that_ignores_sigterm_is_killed_after_the_grace_period(slurm_pool, script):
