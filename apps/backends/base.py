@@ -11,6 +11,7 @@ The contract is this ABC plus the optional capabilities a backend declares in it
 from __future__ import annotations
 
 import importlib
+import time
 from abc import ABC, abstractmethod
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
@@ -125,10 +126,48 @@ class Backend(ABC):
         """A diagnosis of stuck replicas (their Python stacks) for an event attachment; '' if none."""
         return ""
 
-    @abstractmethod
     def log_reader(self, workload: Workload, *, replica: int, attempt: int, tail: int | None) -> LogReader:
         """A reader that follows one replica's log of `attempt`, starting with its last `tail`
-        lines (None: from the beginning)."""
+        lines (None: from the beginning). A backend that streams its logs (declared:
+        BackendSpec.log_streaming) gives its own reader; by default `logs()` is polled."""
+        return PollingLogReader(self, workload, replica=replica, attempt=attempt, tail_lines=tail)
+
+
+class PollingLogReader(LogReader):
+    """The reader of a backend that does not stream logs (BackendSpec.log_streaming False): each
+    read asks the backend for the attempt's whole log and hands out what is new since the last."""
+
+    POLL_SECONDS = 1.0
+
+    def __init__(self, backend: Backend, workload: Workload, *, replica: int, attempt: int, tail_lines: int | None):
+        super().__init__(workload_id=workload.pk, replica=replica, attempt=attempt, tail_lines=tail_lines)
+        self._backend, self._workload = backend, workload
+        self._seen: int | None = None  # characters of the log handed out; None: not looked yet
+        self._looked_at = float("-inf")
+
+    def read(self, *, final: bool = False) -> str:
+        now = time.monotonic()
+        if not final and now - self._looked_at < self.POLL_SECONDS:
+            return ""
+        self._looked_at = now
+        text = self._backend.logs(self._workload, replica=self.replica, attempt=self.attempt)
+        if self._seen is None:
+            start = len(text)
+            if self.tail_lines is None:
+                start = 0
+            elif self.tail_lines > 0:
+                lines = text.splitlines(keepends=True)
+                start = len(text) - len("".join(lines[-self.tail_lines:]))
+            self._seen = start
+        if len(text) < self._seen:  # the log started over (a new pod): from its beginning
+            self._seen = 0
+        chunk = text[self._seen:self._seen + LOG_FRAME_CHARS]
+        self._seen += len(chunk)
+        return chunk
+
+    def switch(self, attempt: int) -> str:
+        self.attempt, self._seen, self.tail_lines, self._looked_at = attempt, None, None, float("-inf")
+        return ""
 
 
 class ReplicaScaling(ABC):
@@ -200,6 +239,9 @@ def check_declared(cls: type, spec: BackendSpec) -> None:
     if issubclass(cls, ReplicaScaling) != spec.replica_scaling:
         raise TypeError(f"{cls.__name__}: BackendSpec.replica_scaling={spec.replica_scaling} but the class "
                         f"{'does not implement' if spec.replica_scaling else 'implements'} ReplicaScaling.")
+    if (cls.log_reader is not Backend.log_reader) != spec.log_streaming:
+        raise TypeError(f"{cls.__name__}: BackendSpec.log_streaming={spec.log_streaming} but the class "
+                        f"{'polls its logs' if spec.log_streaming else 'streams its logs'}.")
     if cls.name != spec.name:
         raise TypeError(f"{cls.__name__}.name is {cls.name!r}, its spec says {spec.name!r}.")
 
