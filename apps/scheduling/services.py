@@ -410,14 +410,14 @@ def _apply_waits(waits: list[Wait], now: datetime) -> int:
     written = 0
     for i in range(0, len(changed), _CHUNK):
         chunk = changed[i:i + _CHUNK]
-        values = ", ".join(["(%s, %s, %s, %s::integer, %s::timestamptz, %s::timestamptz)"] * len(chunk))
-        with connection.cursor() as cursor:
+        columns = [list(column) for column in zip(*chunk, strict=True)]
+        with connection.cursor() as cursor:  # one array per column: a short statement, whatever the rows
             cursor.execute(
                 f"UPDATE {table} AS w SET pending_reason = v.reason, waiting_on = v.kind, queue_position = v.position, "
-                f"estimated_start = v.eta, locality_since = v.since FROM (VALUES {values}) "
-                "AS v(id, reason, kind, position, eta, since) WHERE w.id = v.id AND w.status = %s "
-                "RETURNING w.id, w.xmin::text",
-                [x for row in chunk for x in row] + [WorkloadStatus.QUEUED])
+                "estimated_start = v.eta, locality_since = v.since FROM unnest(%s::bigint[], %s::text[], %s::text[], "
+                "%s::integer[], %s::timestamptz[], %s::timestamptz[]) AS v(id, reason, kind, position, eta, since) "
+                "WHERE w.id = v.id AND w.status = %s RETURNING w.id, w.xmin::text",
+                [*columns, WorkloadStatus.QUEUED])
             versions = dict(cursor.fetchall())
         written += len(versions)
         kept = _INPUTS.rows

@@ -104,9 +104,14 @@ def fold(snapshot: Snapshot, nodes: dict[tuple[str, str], Accel], asks: dict[int
     out_nodes = [replace(n, gpu_model=node_key(a)) if n.pool in mixed else n
                  for n, a in (pair for items in by_pool.values() for pair in items)]
     pending = []
+    keys: dict[tuple, str] = {}  # the key depends on the pool, the ask, whether it asks for GPUs and its models
     for w in snapshot.pending:
         ask = asks.get(w.id) or ask_of(w)
-        pending.append(replace(w, gpu_model=_workload_key(w, ask, by_pool.get(w.pool, []), w.pool in mixed)))
+        memo = (w.pool, ask, bool(w.per_replica.gpu_milli), w.gpu_model)
+        key = keys.get(memo)
+        if key is None:
+            key = keys[memo] = _workload_key(w, ask, by_pool.get(w.pool, []), w.pool in mixed)
+        pending.append(w if key == w.gpu_model else replace(w, gpu_model=key))
     return replace(snapshot, nodes=out_nodes, pending=pending)
 
 
