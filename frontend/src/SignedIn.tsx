@@ -18,6 +18,7 @@ const RunsPage = lazy(() => import("./pages/Runs").then((m) => ({ default: m.Run
 const StoragePage = lazy(() => import("./pages/Storage").then((m) => ({ default: m.StoragePage })));
 const SubmitPage = lazy(() => import("./pages/Submit").then((m) => ({ default: m.SubmitPage })));
 const SweepDetailPage = lazy(() => import("./pages/SweepDetail").then((m) => ({ default: m.SweepDetailPage })));
+const SweepNewPage = lazy(() => import("./pages/SweepNew").then((m) => ({ default: m.SweepNewPage })));
 const SweepsPage = lazy(() => import("./pages/Sweeps").then((m) => ({ default: m.SweepsPage })));
 const TokensPage = lazy(() => import("./pages/Tokens").then((m) => ({ default: m.TokensPage })));
 const WorkloadDetailPage = lazy(() => import("./pages/WorkloadDetail").then((m) => ({ default: m.WorkloadDetailPage })));
@@ -112,6 +113,7 @@ export function SignedInApp() {
             <Route path="runs" element={<RunsPage />} />
             <Route path="compare" element={<ComparePage />} />
             <Route path="sweeps" element={<SweepsPage />} />
+            <Route path="sweeps/new" element={<SweepNewPage />} />
             <Route path="sweeps/:id" element={<SweepDetailPage />} />
             <Route path="quotas" element={<QuotasPage />} />
             <Route path="storage" element={<StoragePage />} />

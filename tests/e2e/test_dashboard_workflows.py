@@ -7,8 +7,9 @@ quota, so what the tests submit waits in the queue and nothing needs to run:
   and gives the focus back to Stop when cancelled; the list says why work failed;
 - the Notebooks and Deployments pages show their columns, the project overview says what runs,
   what waits (in plain words) and what failed of what, and an owner deletes a project;
-- a sweep's waiting trial says why in words; the comparison view's parallel coordinates draw
-  each run in its curve's colour, with a legend that says so.
+- a sweep made from the new-sweep form (the API's message next to its field) says why its
+  waiting trial waits, in words; the comparison view's parallel coordinates draw each run in its
+  curve's colour, with a legend that says so.
 """
 import re
 import subprocess
@@ -179,13 +180,8 @@ def _hex_to_rgb(colour: str) -> str:
     return "rgb({}, {}, {})".format(*(int(value[i:i + 2], 16) for i in (0, 2, 4)))
 
 
-def test_a_waiting_trial_says_why_and_parallel_coordinates_keep_each_runs_colour(server, new_page):
+def test_a_sweep_made_from_the_form_says_why_its_trial_waits_and_parcoords_keep_each_runs_colour(server, new_page):
     http = _api(server)
-    sweep = http.post(f"{server.url}/api/v1/projects/dash/sweeps/", json={
-        "name": "waits", "objective": {"metric": "acc"}, "algorithm": "random", "seed": 1,
-        "space": {"lr": {"type": "float", "low": 0.01, "high": 0.1}}, "budget": {"max_trials": 1},
-        "template": {"command": "true", "resources": {"cpu": 2, "memory": "256Mi"}}}, timeout=10)
-    assert sweep.status_code == 201, sweep.text
     token = http.headers["Authorization"].split()[1]
     for name, lr in (("fast", "0.3"), ("slow", "0.05")):
         done = subprocess.run([sys.executable, "-c", SDK_RUN, server.url, token, "dash", name, lr], timeout=120,
@@ -194,8 +190,27 @@ def test_a_waiting_trial_says_why_and_parallel_coordinates_keep_each_runs_colour
     runs = http.get(f"{server.url}/api/v1/projects/dash/runs/", params={"page_size": 100}, timeout=10).json()["results"]
     ids = sorted(r["id"] for r in runs if r["name"] in ("fast", "slow"))
 
+    # The new-sweep form: what POST /sweeps/ takes, the API's messages next to their fields.
     page = _signed_in(server, new_page)
-    page.goto(f"/projects/dash/sweeps/{sweep.json()['id']}")
+    page.goto("/projects/dash/sweeps")
+    page.get_by_test_id("new-sweep").click()
+    form = page.get_by_test_id("sweep-form")
+    field(page, "Name").fill("waits")
+    field(page, "Objective metric").fill("not a key!")
+    field(page, "Search space").fill('{"lr": {"type": "float", "low": 0.01, "high": 0.1}}')
+    field(page, "Max trials").fill("1")
+    field(page, "Seed").fill("1")
+    field(page, "Command").fill("true")
+    field(page, "CPUs").fill("2")
+    field(page, "Memory").fill("256Mi")
+    page.get_by_test_id("create-sweep").click()
+    expect(form).to_contain_text("is not a metric key", timeout=UI)
+    expect(field(page, "Objective metric")).to_have_attribute("aria-invalid", "true")
+    field(page, "Objective metric").fill("acc")
+    page.get_by_test_id("create-sweep").click()
+    expect(page).to_have_url(re.compile(r"/projects/dash/sweeps/\d+$"), timeout=UI)
+
+    # Its trial waits on quota (2 CPUs against the project's half): the page says so in words.
     wait = page.get_by_test_id("trial-wait")
     expect(wait).to_contain_text("Waiting for quota", timeout=30_000)
     expect(wait).not_to_contain_text("nothing to borrow")

@@ -60,7 +60,7 @@ export const WAITING_ON_VALUES = Object.keys(WAITING_ON) as WaitingOn[];
 /** What a queued workload waits on, as one plain sentence for people (the sweep page's waiting
  * trials, the project overview, the workloads list's reason column): what holds it and what ends
  * the wait, without the scheduler's words. */
-export const WAITING_SENTENCE: Record<WaitingOn, string> = {
+export const WAITING_SENTENCE: Record<string, string> = {
   capacity: "Waiting for room: every node that could run it is busy; it starts as running work ends.",
   reserved: "Next in line: room is being kept for it as running work ends.",
   preempting: "Starting soon: lower-priority work is being stopped to make room for it.",
@@ -75,6 +75,6 @@ export const WAITING_SENTENCE: Record<WaitingOn, string> = {
 
 /** The sentence for a queued workload: by what it waits on, else the scheduler's own reason. */
 export function waitSentence(waitingOn: string | null | undefined, pendingReason?: string | null): string {
-  if (waitingOn && waitingOn in WAITING_SENTENCE) return WAITING_SENTENCE[waitingOn as WaitingOn];
+  if (waitingOn && waitingOn in WAITING_SENTENCE) return WAITING_SENTENCE[waitingOn];
   return pendingReason?.trim() || "Waiting for the scheduler's first decision.";
 }

@@ -27,7 +27,8 @@ export function titleFor(pathname: string): string {
     else if (section === "workloads" && rest[0] === "new") page = "Submit work";
     else if (section === "workloads" && rest.length === 2) {
       page = `${KIND_LABEL[rest[0] as WorkloadKind] ?? "Workload"} ${rest[1]}`;
-    } else if (section === "sweeps" && rest.length === 1) page = `Sweep ${rest[0]}`;
+    } else if (section === "sweeps" && rest[0] === "new") page = "New sweep";
+    else if (section === "sweeps" && rest.length === 1) page = `Sweep ${rest[0]}`;
     else page = PROJECT_PAGES[section] ?? page;
     return `${page} · ${project} · Cairn`;
   }

@@ -1,6 +1,6 @@
 // Hyper-parameter sweeps of the project (docs/sweeps.md): status, objective, best value, trials.
 // Sweeps are created with `cairn sweep create sweep.yaml` or POST /sweeps/.
-import { Anchor, Badge, Code, Group, Stack, Table, Text, Title } from "@mantine/core";
+import { Anchor, Badge, Button, Code, Group, Stack, Table, Text, Title } from "@mantine/core";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useParams } from "react-router";
 import { api, unwrap } from "../api/client";
@@ -11,6 +11,7 @@ import { formatNumber, formatRelative } from "../lib/format";
 import { useLiveStatus, useTopic } from "../live/LiveProvider";
 import { retryTransient } from "../lib/retry";
 import { SWEEP_STATUS_COLOUR } from "../lib/sweeps";
+import { canWrite, useMe } from "../session";
 
 export function SweepStatusBadge({ status }: { status: string }) {
   return (
@@ -23,6 +24,8 @@ export function SweepStatusBadge({ status }: { status: string }) {
 export function SweepsPage() {
   const { project = "" } = useParams();
   const queryClient = useQueryClient();
+  const me = useMe();
+  const writable = canWrite(me.projects.find((p) => p.slug === project)?.role);
   const live = useLiveStatus();
   const sweeps = useQuery({
     queryKey: ["sweeps", project],
@@ -42,9 +45,14 @@ export function SweepsPage() {
   return (
     <Stack gap="md">
       <Stack gap={2}>
-        <Group gap="sm" align="baseline">
-          <Title order={1} size="h2">Sweeps</Title>
-          <LiveIndicator />
+        <Group justify="space-between" wrap="wrap">
+          <Group gap="sm" align="baseline">
+            <Title order={1} size="h2">Sweeps</Title>
+            <LiveIndicator />
+          </Group>
+          {writable && (
+            <Button component={Link} to={`/projects/${project}/sweeps/new`} data-testid="new-sweep">New sweep</Button>
+          )}
         </Group>
         <Text c="dimmed" size="sm">
           Hyper-parameter searches: each trial is a training job with parameters Optuna picks, judged by a metric it logs.
