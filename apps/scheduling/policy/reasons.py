@@ -44,13 +44,17 @@ class _Reasons(_CycleState):
                 self._kinds.setdefault(n.pool, {}).setdefault(n.gpu_model, set()).add(size)
         # Whether some node of an allowed model is as large as the ask, from the pool's distinct node
         # sizes per model (a few, where the nodes are thousands); the reason, rarely needed, from the nodes.
+        key = (w.pool, models, shape)
+        known = self._refusals.get(key)
+        if known is not None:
+            return known
         kinds = self._kinds.get(w.pool)
         if not kinds:
             return ""
         if any(all(have >= want for have, want in zip(size, shape, strict=True))
                for model, sizes in kinds.items() if models is None or model in models for size in sizes):
+            self._refusals[key] = ""
             return ""
-        key = (w.pool, models, shape)
         if key not in self._refusals:
             nodes = [(name, *size) for name, model, *size in self._sizes.get(w.pool, ())
                      if models is None or model in models]
