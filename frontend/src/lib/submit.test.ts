@@ -291,3 +291,24 @@ describe("valuesFromWorkload (Clone)", () => {
     expect(buildSubmitBody("training", values({ command: "x", hangTimeout: "90" })).errors.hangTimeout).toContain("no unit");
   });
 });
+
+describe("accelerator and architecture (every field the API takes)", () => {
+  it("sends another vendor's devices as accelerator, not as resources.gpu, and the arches as a list", () => {
+    const { body } = buildSubmitBody("training", values({ command: "x", gpu: 2, gpuModel: "MI300X", acceleratorType: "amd", arch: ["arm64"] }));
+    expect(body.accelerator).toEqual({ type: "amd", count: "2", model: "MI300X" });
+    expect(body).not.toHaveProperty("gpu_model");
+    expect((body.resources as Record<string, unknown>).gpu).toBeUndefined();
+    expect(body.arch).toEqual(["arm64"]);
+    const nvidia = buildSubmitBody("training", values({ command: "x", gpu: 1, gpuModel: "A100" })).body;
+    expect([nvidia.accelerator, nvidia.gpu_model, (nvidia.resources as Record<string, unknown>).gpu]).toEqual([undefined, "A100", "1"]);
+  });
+
+  it("maps the API's accelerator and arch errors onto those fields, and Clone reads them back", () => {
+    const mapped = mapSubmitErrors("training", { accelerator: ["Pool 'p' offers NVIDIA accelerators, not AMD."], arch: ["Pool 'p' has amd64 nodes only."] }, "");
+    expect(mapped.fields).toEqual({ acceleratorType: "Pool 'p' offers NVIDIA accelerators, not AMD.", arch: "Pool 'p' has amd64 nodes only." });
+    const filled = valuesFromWorkload({ kind: "training", pool: "p", priority: "P3", preemptible: true, replicas: 1,
+      resources: { gpu: 1, cpu: 1, memory_mb: 1024 }, gpu_model: "910B3", max_restarts: 0, spec: { command: ["x"] },
+      accelerator: { type: "ascend", model: "910B3", count: 1 }, arch: ["arm64"] });
+    expect([filled.acceleratorType, filled.gpu, filled.gpuModel, filled.arch]).toEqual(["ascend", 1, "910B3", ["arm64"]]);
+  });
+});

@@ -46,6 +46,10 @@ export interface SubmitValues {
   targetConcurrency: number | string;
   stableWindow: number | string;
   panicWindow: number | string;
+  /** The accelerators' vendor: "" (NVIDIA, the short form resources.gpu / gpu_model), amd or ascend. */
+  acceleratorType: string;
+  /** CPU architectures the image runs on (empty: any): amd64, arm64. */
+  arch: string[];
   /** Training jobs: how long a rank may make no progress before it counts as hung (a duration); empty = 10 minutes. */
   hangTimeout: string;
   /** Training jobs: what a straggler does: "" (the server's default, alert), alert, evict or off. */
@@ -88,6 +92,8 @@ export const DEFAULT_VALUES: SubmitValues = {
   targetConcurrency: 10,
   stableWindow: 60,
   panicWindow: 6,
+  acceleratorType: "",
+  arch: [],
   hangTimeout: "",
   stragglerPolicy: "",
   stragglerEvictMaxFraction: "",
@@ -95,6 +101,7 @@ export const DEFAULT_VALUES: SubmitValues = {
 
 const COMMON: SubmitField[] = [
   "name", "image", "gpu", "cpu", "memory", "priority", "pool", "gpuModel", "preemptible", "maxRestarts", "env", "volumes", "datasets",
+  "acceleratorType", "arch",
 ];
 const AUTOSCALING: SubmitField[] = ["autoscale", "minReplicas", "maxReplicas", "targetConcurrency", "stableWindow", "panicWindow"];
 
@@ -139,6 +146,8 @@ export const FIELD_LABEL: Record<SubmitField, string> = {
   targetConcurrency: "Target requests per replica",
   stableWindow: "Stable window",
   panicWindow: "Panic window",
+  acceleratorType: "Accelerator",
+  arch: "CPU architecture",
   hangTimeout: "Hang timeout",
   stragglerPolicy: "Stragglers",
   stragglerEvictMaxFraction: "Evict at most",
@@ -175,6 +184,11 @@ const API_FIELD: Record<string, SubmitField> = {
   "autoscaling.target_concurrency": "targetConcurrency",
   "autoscaling.stable_window_seconds": "stableWindow",
   "autoscaling.panic_window_seconds": "panicWindow",
+  accelerator: "acceleratorType",
+  "accelerator.type": "acceleratorType",
+  "accelerator.count": "gpu",
+  "accelerator.model": "gpuModel",
+  arch: "arch",
   hang_timeout_seconds: "hangTimeout",
   straggler_policy: "stragglerPolicy",
   straggler_evict_max_fraction: "stragglerEvictMaxFraction",
@@ -377,7 +391,13 @@ export function buildSubmitBody(kind: WorkloadKind, values: SubmitValues): { bod
   if (fields.has("workingDir") && text(values.workingDir)) body.working_dir = text(values.workingDir);
 
   const resources: Record<string, unknown> = {};
-  if (!isBlank(values.gpu)) resources.gpu = decimal(values.gpu);
+  // Another vendor than NVIDIA: the devices go as `accelerator` ({type, model, count}), not as
+  // resources.gpu / gpu_model (the API takes one form or the other).
+  const vendor = values.acceleratorType && values.acceleratorType !== "nvidia" ? values.acceleratorType : "";
+  const devices = isBlank(values.gpu) ? 0 : Number(values.gpu);
+  if (vendor) {
+    if (devices) body.accelerator = { type: vendor, count: decimal(values.gpu), ...(text(values.gpuModel) ? { model: text(values.gpuModel) } : {}) };
+  } else if (!isBlank(values.gpu)) resources.gpu = decimal(values.gpu);
   if (!isBlank(values.cpu)) resources.cpu = decimal(values.cpu);
   if (text(values.memory)) resources.memory = text(values.memory);
   if (Object.keys(resources).length) body.resources = resources;
@@ -386,7 +406,8 @@ export function buildSubmitBody(kind: WorkloadKind, values: SubmitValues): { bod
   if (fields.has("port") && !isBlank(values.port)) body.port = integer(values.port);
   if (text(values.priority)) body.priority = text(values.priority);
   if (text(values.pool)) body.pool = text(values.pool);
-  if (text(values.gpuModel)) body.gpu_model = text(values.gpuModel);
+  if (text(values.gpuModel) && !vendor) body.gpu_model = text(values.gpuModel);
+  if (fields.has("arch") && values.arch.length) body.arch = [...values.arch];
   if (values.preemptible !== "default") body.preemptible = values.preemptible === "yes";
   if (!isBlank(values.maxRestarts)) body.max_restarts = integer(values.maxRestarts);
   if (fields.has("maxRuntime")) {
@@ -513,6 +534,8 @@ interface ClonedWorkload {
   max_restarts: number;
   max_runtime_seconds?: number | null;
   spec: unknown;
+  accelerator?: { type?: string; model?: string; count?: number } | null;
+  arch?: string[];
 }
 
 /**
@@ -532,7 +555,6 @@ export function valuesFromWorkload(w: ClonedWorkload): SubmitValues {
     image: str("image"),
     command: commandText(spec.command),
     workingDir: str("working_dir"),
-    gpu: w.resources.gpu,
     cpu: w.resources.cpu,
     memory: memoryText(w.resources.memory_mb),
     replicas: w.replicas,
@@ -557,6 +579,9 @@ export function valuesFromWorkload(w: ClonedWorkload): SubmitValues {
     targetConcurrency: scaling?.target_concurrency ?? DEFAULT_VALUES.targetConcurrency,
     stableWindow: scaling?.stable_window_seconds ?? DEFAULT_VALUES.stableWindow,
     panicWindow: scaling?.panic_window_seconds ?? DEFAULT_VALUES.panicWindow,
+    acceleratorType: w.accelerator?.type && w.accelerator.type !== "nvidia" ? w.accelerator.type : "",
+    arch: Array.isArray(w.arch) ? [...w.arch] : [],
+    gpu: w.accelerator?.type && w.accelerator.type !== "nvidia" ? (w.accelerator.count ?? 0) : w.resources.gpu,
     hangTimeout: typeof spec.hang_timeout_seconds === "number" ? durationText(spec.hang_timeout_seconds) : "",
     stragglerPolicy: str("straggler_policy"),
     stragglerEvictMaxFraction: typeof spec.straggler_evict_max_fraction === "number" ? spec.straggler_evict_max_fraction : "",

@@ -1,7 +1,7 @@
 // Submit a training job, notebook or deployment. The API validates; its messages appear next to
 // the fields they are about (lib/submit.ts maps them), anything else above the button.
 import {
-  Alert, Anchor, Autocomplete, Button, Card, Checkbox, Fieldset, Group, List, NumberInput, SegmentedControl, Select,
+  Alert, Anchor, Autocomplete, Button, Card, Checkbox, Fieldset, Group, List, MultiSelect, NumberInput, SegmentedControl, Select,
   SimpleGrid, Stack, Switch, Tabs, Text, Textarea, TextInput, Title,
 } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
@@ -495,6 +495,36 @@ export function SubmitPage() {
               value={values.maxRestarts}
               onChange={(value) => set("maxRestarts", value)}
               error={err("maxRestarts")}
+            />
+          </SimpleGrid>
+          <SimpleGrid cols={{ base: 1, sm: 2 }} spacing="md">
+            <Select
+              label="Accelerator"
+              name="accelerator_type"
+              description="The vendor of the devices GPUs counts: NVIDIA (the default) or, where pools offer them, AMD or Ascend."
+              data={[
+                { value: "", label: "NVIDIA (default)" },
+                { value: "amd", label: "AMD" },
+                { value: "ascend", label: "Ascend" },
+              ]}
+              value={values.acceleratorType}
+              onChange={(value) => set("acceleratorType", value ?? "")}
+              allowDeselect={false}
+              error={err("acceleratorType")}
+            />
+            <MultiSelect
+              label="CPU architecture"
+              name="arch"
+              description="Where the image runs (empty: any node)."
+              placeholder={values.arch.length ? undefined : "Any"}
+              data={[
+                { value: "amd64", label: "amd64 (x86_64)" },
+                { value: "arm64", label: "arm64 (aarch64)" },
+              ]}
+              value={values.arch}
+              onChange={(value) => set("arch", value)}
+              error={err("arch")}
+              clearable
             />
           </SimpleGrid>
           {shows("port") && (
