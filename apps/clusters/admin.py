@@ -10,7 +10,7 @@ from apps.audit.services import audit_record
 from apps.core.admin import cores, memory
 
 from .forms import ClusterForm
-from .models import Cluster, ClusterCredential, Node, ResourcePool
+from .models import Cluster, ClusterCredential, NetworkProfile, Node, ResourcePool
 from .services import node_cordon, node_uncordon
 
 
@@ -166,3 +166,13 @@ class NodeAdmin(admin.ModelAdmin):
         for node in queryset:
             node_uncordon(node=node, message=f"Uncordoned by {request.user} in the admin.")
         self.message_user(request, f"Made {queryset.count()} node(s) schedulable.", messages.SUCCESS)
+
+
+@admin.register(NetworkProfile)
+class NetworkProfileAdmin(admin.ModelAdmin):
+    """Fast networks for training pods (docs/kubernetes.md, "Network profiles"); checked on save
+    (NetworkProfile.clean: no privileged, SYS_ADMIN or host network, ever)."""
+
+    list_display = ["name", "pod_security_level", "runtime_class_name", "created_at"]
+    search_fields = ["name", "description"]
+    readonly_fields = ["created_at"]

@@ -5,6 +5,7 @@ from apps.core.netguard import clean_allowed_hosts
 from apps.projects.models import slug_validator
 
 from .choices import AcceleratorType, Backend, CpuArch, CredentialKind, NodeHealth
+from .networks import ProfileError, network_profile_clean
 from .workdir import WorkingDirError, allowed_paths_clean
 
 
@@ -25,6 +26,44 @@ class Cluster(models.Model):
 # The scheduling policy's DEFAULT_LOCALITY_WAIT_SECONDS (which this layer may not import; a test
 # checks they agree): chosen on the data replay of docs/benchmarks.md ("Datasets and the node cache").
 DEFAULT_LOCALITY_WAIT_SECONDS = 20
+
+
+class NetworkProfile(models.Model):
+    """What a pool's training pods get to use a fast network (apps/clusters/networks.py): extra
+    device resources (rdma/...), Multus networks, capabilities such as IPC_LOCK, a RuntimeClass,
+    and the Pod Security level the project namespace must allow for it. Defined by an admin."""
+
+    name = models.CharField(max_length=40, unique=True, validators=[slug_validator])
+    description = models.CharField(max_length=200, blank=True)
+    resources = models.JSONField(default=dict, blank=True,
+                                 help_text='Per replica, e.g. {"rdma/hca_shared_devices_a": 1}.')
+    networks = models.JSONField(default=list, blank=True,
+                                help_text='Multus NetworkAttachmentDefinitions, e.g. ["ib-net"] or ["infra/roce@net1"].')
+    capabilities = models.JSONField(default=list, blank=True, help_text="Of IPC_LOCK, SYS_RESOURCE, SYS_NICE.")
+    runtime_class_name = models.CharField(max_length=253, blank=True)
+    pod_security_level = models.CharField(
+        max_length=16, default="restricted",
+        choices=[("restricted", "restricted"), ("baseline", "baseline"), ("privileged", "privileged")],
+        help_text="What the project namespace must allow for these pods (added capabilities need privileged).")
+    env = models.JSONField(default=dict, blank=True, help_text='NCCL_*, UCX_* ..., e.g. {"NCCL_IB_HCA": "mlx5"}.')
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        try:
+            cleaned = network_profile_clean({f: getattr(self, f) for f in PROFILE_FIELDS})
+        except ProfileError as exc:
+            raise ValidationError(exc.errors) from exc
+        for field, value in cleaned.items():
+            setattr(self, field, value)
+
+
+PROFILE_FIELDS = ("resources", "networks", "capabilities", "runtime_class_name", "pod_security_level", "env")
 
 
 class ResourcePool(models.Model):
@@ -67,6 +106,10 @@ class ResourcePool(models.Model):
         help_text="Hosts (name, IP, or host:port) that dataset endpoints and other URLs Cairn fetches may "
                   "use although they resolve to private or loopback addresses. Empty: none.",
     )
+    # Kubernetes clusters: what its training pods get for a fast network (RDMA, Multus).
+    network_profile = models.ForeignKey(NetworkProfile, on_delete=models.PROTECT, null=True, blank=True,
+                                        related_name="pools",
+                                        help_text="Training pods of this pool get the profile's network (Kubernetes).")
     # Kubernetes clusters: a replica no node takes for this long is requeued with reason
     # PendingTimeout, its quota released (empty: CAIRN_K8S_PENDING_TIMEOUT_SECONDS).
     pending_timeout_seconds = models.PositiveIntegerField(

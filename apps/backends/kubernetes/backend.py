@@ -28,7 +28,7 @@ from apps.backends.launch_env import attempt_env
 from apps.clusters import crypto
 from apps.clusters.accelerators import vendors_for_cluster
 from apps.clusters.choices import NodeHealth
-from apps.clusters.models import Node
+from apps.clusters.models import PROFILE_FIELDS, Node
 from apps.deployments.selectors import deployment_rollout_state
 from apps.storage.selectors import volume_sizes_of
 from apps.storage.services import datasets_of
@@ -114,7 +114,16 @@ def view_for(workload: Workload, *, attempt: int, run_env: dict | None = None) -
         volume_sizes=volume_sizes_of(workload),
         datasets=datasets_of(workload),
         priority=workload.priority,
+        network=network_of(workload),
     )
+
+
+def network_of(workload: Workload) -> dict:
+    """The pool's network profile (apps/clusters/networks.py) for a training workload, else {}."""
+    profile = workload.pool.network_profile if workload.pool.network_profile_id else None
+    if profile is None or not kind_spec(workload.kind).runs_to_completion:
+        return {}
+    return {field: getattr(profile, field) for field in PROFILE_FIELDS}
 
 
 def _placement_nodes(placement) -> tuple[str, ...]:
@@ -277,13 +286,31 @@ def _await_secret_access(clients: Clients, namespace: str) -> None:
         time.sleep(0.1)
 
 
-def ensure_namespace(clients: Clients, project: str, options: m.ClusterOptions) -> None:
+def _weaker(level: str, than: str) -> bool:
+    order = m.POD_SECURITY_LEVELS
+    return level in order and (than not in order or order.index(level) > order.index(than))
+
+
+def _check_pod_security(found: dict, name: str, level: str) -> None:
+    """A namespace that exists already and enforces a stricter Pod Security level than a network
+    profile needs is not changed (Cairn may not relabel namespaces: that right would let it weaken
+    any namespace's Pod Security): its pods are refused (PodsCreated, with Pod Security's message)
+    until an administrator labels it `pod-security.kubernetes.io/enforce=<level>`."""
+    labels = (found.get("metadata") or {}).get("labels") or {}
+    if _weaker(level, labels.get(m.POD_SECURITY_ENFORCE, "")):
+        logger.warning("kubernetes: namespace %s enforces Pod Security %s; a pool's network profile needs %s: "
+                       "label it pod-security.kubernetes.io/enforce=%s", name,
+                       labels.get(m.POD_SECURITY_ENFORCE), level, level)
+
+
+def ensure_namespace(clients: Clients, project: str, options: m.ClusterOptions, *,
+                     pod_security: str = "restricted") -> None:
     """The project's namespace, with Cairn's RoleBinding (its Secrets) and NetworkPolicies in it.
 
     A namespace an administrator created beforehand is used as it is (409, or 403 when Cairn may
     not create namespaces at all: read it); its labels are not Cairn's to change. Cairn binds
     itself the `cairn-project` role there; where it may not (403), the administrator binds it."""
-    manifest = m.namespace_manifest(project, options)
+    manifest = m.namespace_manifest(project, options, enforce=pod_security)
     name = manifest["metadata"]["name"]
     try:
         clients.call(clients.core.create_namespace, manifest)
@@ -292,11 +319,13 @@ def ensure_namespace(clients: Clients, project: str, options: m.ClusterOptions) 
             raise LaunchError(f"Kubernetes refused to create Namespace {name}: {exc.status} {exc.reason}: "
                               f"{exc.message}") from None
         try:
-            clients.call(clients.core.read_namespace, name)
+            found = clients.call(clients.core.read_namespace, name)
         except ApiError as read:
             raise LaunchError(
                 f"Namespace {name} could not be created ({exc.status} {exc.reason}) nor read ({read.status} "
                 f"{read.reason}): create it (kubectl create namespace {name}) and let Cairn read it.") from None
+        if pod_security != "restricted":
+            _check_pod_security(found, name, pod_security)
     username = whoami(clients)
     if username:
         try:
@@ -371,7 +400,8 @@ class KubernetesBackend(Backend):
             if lingering:
                 raise TransientError(f"Attempt {attempt} waits for pods of an earlier attempt to end: "
                                      f"{', '.join(lingering[:5])}.")
-        ensure_namespace(clients, view.project, options)
+        ensure_namespace(clients, view.project, options,
+                         pod_security=view.network.get("pod_security_level") or "restricted")
         objects = []
         for manifest in m.workload_manifests(view, options):
             outcome = ensure(clients, manifest)

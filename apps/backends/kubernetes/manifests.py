@@ -149,6 +149,9 @@ class WorkloadView:
     revision: int = 1
     max_unavailable: int = 1
     priority: int | None = None  # Cairn's P0-P5 (0-5): priorityClassName when the cluster maps it
+    # The pool's network profile (apps/clusters/networks.py, cleaned): extra resources, Multus
+    # networks, capabilities, runtimeClassName, env, the Pod Security level it needs. Training only.
+    network: dict = field(default_factory=dict)
 
 
 # -- names and labels ----------------------------------------------------------------------------
@@ -241,11 +244,17 @@ def _meta(view: WorkloadView, name: str, options: ClusterOptions, **extra_labels
     }
 
 
-def namespace_manifest(project: str, options: ClusterOptions) -> dict:
+POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_LEVELS = ("restricted", "baseline", "privileged")
+
+
+def namespace_manifest(project: str, options: ClusterOptions, *, enforce: str = "restricted") -> dict:
     """The project's namespace, enforcing Pod Security "restricted" (and warning and auditing at
-    it: a controller's refused pod is otherwise only an event on the Job or ReplicaSet)."""
+    it: a controller's refused pod is otherwise only an event on the Job or ReplicaSet). A pool's
+    network profile may need a weaker level enforced (`enforce`); warn and audit stay restricted."""
     levels = {f"pod-security.kubernetes.io/{mode}{suffix}": value for mode in ("enforce", "warn", "audit")
               for suffix, value in (("", "restricted"), ("-version", "latest"))}
+    levels[POD_SECURITY_ENFORCE] = enforce
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
@@ -364,13 +373,17 @@ def resources(view: WorkloadView, options: ClusterOptions) -> dict:
     return {"requests": requests, "limits": limits}
 
 
-def container_security_context() -> dict:
-    """Pod Security "restricted": non-root, no privilege escalation, no capabilities, RuntimeDefault."""
+def container_security_context(add_capabilities: tuple[str, ...] | list[str] = ()) -> dict:
+    """Pod Security "restricted": non-root, no privilege escalation, no capabilities, RuntimeDefault
+    (a network profile may add IPC_LOCK and the like: apps/clusters/networks.ALLOWED_CAPABILITIES)."""
+    capabilities: dict = {"drop": ["ALL"]}
+    if add_capabilities:
+        capabilities["add"] = sorted(add_capabilities)
     return {
         "allowPrivilegeEscalation": False,
         "privileged": False,
         "runAsNonRoot": True,
-        "capabilities": {"drop": ["ALL"]},
+        "capabilities": capabilities,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
 
@@ -552,7 +565,45 @@ def home_pieces(view: WorkloadView, options: ClusterOptions) -> tuple[list[dict]
 TRAINING_RESERVED = frozenset({
     "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "NODE_RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
     "NNODES", "NPROC_PER_NODE", "CUDA_VISIBLE_DEVICES", "PORT",
+    # torchrun's own environment (its --nnodes, --node-rank, ... read from PET_<NAME>)
+    "PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NPROC_PER_NODE",
 })
+MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+RENDEZVOUS_WAIT_SECONDS = 300
+# Ranks start together, but rank 0's DNS record (<job>-0.<headless service>) appears only once its
+# pod has an address: a launcher resolving MASTER_ADDR before then fails the attempt. Each rank
+# waits for it (getent, else Python's resolver; neither in the image: no wait), at most
+# $CAIRN_RENDEZVOUS_WAIT_SECONDS, then runs its command whatever the answer.
+RENDEZVOUS_WAIT = r"""
+resolves() { if command -v getent >/dev/null 2>&1; then getent hosts "$MASTER_ADDR" >/dev/null 2>&1
+  else python3 -c 'import os, socket; socket.getaddrinfo(os.environ["MASTER_ADDR"], None)' >/dev/null 2>&1; fi; }
+if command -v getent >/dev/null 2>&1 || command -v python3 >/dev/null 2>&1; then
+  waited=0; limit=${CAIRN_RENDEZVOUS_WAIT_SECONDS:-300}
+  until resolves; do
+    [ "$waited" = 0 ] && echo "cairn: waiting for rank 0's DNS record ($MASTER_ADDR)" >&2
+    if [ "$waited" -ge "$limit" ]; then
+      echo "cairn: $MASTER_ADDR does not resolve after ${limit}s; starting anyway" >&2; break
+    fi
+    sleep 1; waited=$((waited + 1))
+  done
+fi
+exec "$@"
+""".strip()
+
+
+def nproc_per_node(view: WorkloadView) -> int:
+    """Processes per pod for a launcher: the spec's `nproc_per_node`, else one per whole GPU (1)."""
+    explicit = view.spec.get("nproc_per_node")
+    if isinstance(explicit, int) and not isinstance(explicit, bool) and explicit >= 1:
+        return explicit
+    return max(1, view.gpu_milli // 1000)
+
+
+def rendezvous_command(view: WorkloadView, command: list[str]) -> list[str]:
+    """The training command, behind the wait for rank 0's DNS record when there are several ranks."""
+    if view.replicas < 2 or not command:
+        return list(command)
+    return ["/bin/sh", "-c", RENDEZVOUS_WAIT, "cairn-rendezvous", *command]
 
 
 def training_env(view: WorkloadView, options: ClusterOptions) -> list[dict]:
@@ -563,24 +614,34 @@ def training_env(view: WorkloadView, options: ClusterOptions) -> list[dict]:
     --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT) uses the NNODES / NPROC_PER_NODE pair.
     """
     service = object_name(view.id)
+    master = f"{job_name(view.id, view.attempt)}-0.{service}"
+    nproc = str(nproc_per_node(view))
     fixed = {
         "HOME": WORK_HOME,  # (a spec's own HOME wins)
+        **(view.network.get("env") or {}),  # the pool's network profile (NCCL_IB_HCA, ...)
         **user_env(view, set(TRAINING_RESERVED)),
         **cairn_env(view, options),
         # Pod DNS of index 0: <job>-0.<headless service> (the Job sets hostname and subdomain).
-        "MASTER_ADDR": f"{job_name(view.id, view.attempt)}-0.{service}",
+        "MASTER_ADDR": master,
         "MASTER_PORT": str(MASTER_PORT),
         "WORLD_SIZE": str(view.replicas),
         "NNODES": str(view.replicas),
-        "NPROC_PER_NODE": str(max(1, view.gpu_milli // 1000)),
+        "NPROC_PER_NODE": nproc,
         "LOCAL_RANK": "0",
         "LOCAL_WORLD_SIZE": "1",
+        # a bare `torchrun train.py` reads its options from PET_<OPTION>
+        "PET_NNODES": str(view.replicas),
+        "PET_NPROC_PER_NODE": nproc,
+        "PET_MASTER_ADDR": master,
+        "PET_MASTER_PORT": str(MASTER_PORT),
         "CAIRN_CHECKPOINT_DIR": CHECKPOINT_DIR,
+        "CAIRN_RENDEZVOUS_WAIT_SECONDS": str(RENDEZVOUS_WAIT_SECONDS),
     }
     index_path = f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"
     return _env_list(fixed) + [
         _field_env("RANK", index_path),
         _field_env("NODE_RANK", index_path),
+        _field_env("PET_NODE_RANK", index_path),
         _field_env("CAIRN_REPLICA", index_path),
     ]
 
@@ -630,7 +691,14 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
     if view.run_env:
         container["envFrom"] = run_env_from(view)
     if view.spec.get("command"):
-        container["command"] = list(view.spec["command"])
+        container["command"] = rendezvous_command(view, list(view.spec["command"]))
+    network = view.network or {}
+    if network.get("resources"):  # extended resources (rdma/...): limits only, requests follow
+        base = resources(view, options)
+        container["resources"] = {**base, "limits": {**base["limits"], **{
+            name: str(amount) for name, amount in network["resources"].items()}}}
+    if network.get("capabilities"):
+        container["securityContext"] = container_security_context(network["capabilities"])
     working_dir = view.spec.get("working_dir")
     container["workingDir"] = working_dir if isinstance(working_dir, str) and working_dir.startswith("/") else WORK_HOME
     extra: dict = {"subdomain": service}
@@ -650,6 +718,10 @@ def training_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
         extra["schedulerName"] = "volcano"
         pod_annotations[VOLCANO_GROUP_ANNOTATION] = name
         objects.append(podgroup_manifest(view, options))
+    if network.get("networks"):
+        pod_annotations[MULTUS_ANNOTATION] = ",".join(network["networks"])
+    if network.get("runtime_class_name"):
+        extra["runtimeClassName"] = network["runtime_class_name"]
     placement = gated_placement(view)
     if placement:
         extra["schedulingGates"] = [{"name": PLACEMENT_GATE}]

@@ -3,7 +3,8 @@ from rest_framework import serializers
 from apps.core.serializers import StrictSerializer
 from apps.projects.models import slug_validator
 
-from ..models import Cluster, ClusterCredential, Node, ResourcePool
+from ..models import PROFILE_FIELDS, Cluster, ClusterCredential, NetworkProfile, Node, ResourcePool
+from ..networks import FORBIDDEN_KEYS, ProfileError, network_profile_clean
 
 
 class ClusterSerializer(serializers.ModelSerializer):
@@ -80,3 +81,34 @@ class ClusterCheckSerializer(StrictSerializer):
 
     timeout = serializers.IntegerField(required=False, default=10, min_value=1, max_value=60,
                                        help_text="Seconds to wait for the API server.")
+
+
+class NetworkProfileSerializer(serializers.ModelSerializer):
+    """A network profile (apps/clusters/networks.py); every field checked by network_profile_clean,
+    and fields a profile can never have (privileged, host_network, ...) refused by name."""
+
+    pools = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
+
+    class Meta:
+        model = NetworkProfile
+        fields = ["id", "name", "description", "resources", "networks", "capabilities", "runtime_class_name",
+                  "pod_security_level", "env", "pools", "created_at"]
+        read_only_fields = ["id", "pools", "created_at"]
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            forbidden = {k: [f"A network profile cannot grant {what}."] for k, what in FORBIDDEN_KEYS.items() if k in data}
+            unknown = set(data) - set(self.fields) - set(forbidden)
+            if unknown:
+                forbidden.update({k: ["Unknown field."] for k in sorted(unknown)})
+            if forbidden:
+                raise serializers.ValidationError(forbidden)
+        return super().to_internal_value(data)
+
+    def validate(self, attrs):
+        current = {f: getattr(self.instance, f) for f in PROFILE_FIELDS} if self.instance else {}
+        try:
+            cleaned = network_profile_clean({**current, **{k: v for k, v in attrs.items() if k in PROFILE_FIELDS}})
+        except ProfileError as exc:
+            raise serializers.ValidationError({k: [v] for k, v in exc.errors.items()}) from None
+        return {**attrs, **cleaned}

@@ -7,15 +7,17 @@ from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 
 from apps.accounts.permissions import TokenScopePermission
+from apps.core.errors import Conflict
 from apps.core.serializers import DetailSerializer
 
-from ..models import Cluster, Node, ResourcePool
+from ..models import Cluster, NetworkProfile, Node, ResourcePool
 from ..services import kubernetes_cluster_check, kubernetes_cluster_register
 from .serializers import (
     ClusterCheckSerializer,
     ClusterSerializer,
     KubernetesClusterRegisterSerializer,
     KubernetesClusterSerializer,
+    NetworkProfileSerializer,
     NodeSerializer,
     ResourcePoolSerializer,
 )
@@ -59,6 +61,30 @@ class ClusterViewSet(viewsets.ReadOnlyModelViewSet):
         kubernetes_cluster_check(cluster=cluster, timeout=serializer.validated_data["timeout"])
         cluster = Cluster.objects.select_related("credential").get(pk=cluster.pk)
         return Response(KubernetesClusterSerializer(cluster).data)
+
+
+class IsCairnAdminOrReadOnly(IsCairnAdmin):
+    message = "Only Cairn administrators can change network profiles."
+
+    def has_permission(self, request, view) -> bool:
+        return request.method in ("GET", "HEAD", "OPTIONS") or super().has_permission(request, view)
+
+
+class NetworkProfileViewSet(viewsets.ModelViewSet):
+    """Network profiles (docs/kubernetes.md, "Network profiles"): readable by every signed-in user,
+    created and changed by Cairn administrators; a pool uses one (set in the admin)."""
+
+    queryset = NetworkProfile.objects.prefetch_related("pools")
+    serializer_class = NetworkProfileSerializer
+    permission_classes = [IsAuthenticated, TokenScopePermission, IsCairnAdminOrReadOnly]
+    filterset_fields = ["name"]
+    http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
+
+    def perform_destroy(self, instance) -> None:
+        if instance.pools.exists():
+            raise Conflict(f"Network profile '{instance.name}' is used by pool(s) "
+                           f"{', '.join(p.name for p in instance.pools.all())}: unset it there first.")
+        instance.delete()
 
 
 class ResourcePoolViewSet(viewsets.ReadOnlyModelViewSet):

@@ -3,7 +3,7 @@ from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
 from apps.accounts.api.views import ApiTokenViewSet, LoginView, MeView, SessionView
-from apps.clusters.api.views import ClusterViewSet, NodeViewSet, ResourcePoolViewSet
+from apps.clusters.api.views import ClusterViewSet, NetworkProfileViewSet, NodeViewSet, ResourcePoolViewSet
 from apps.projects.api.audit import ProjectAuditEventViewSet
 from apps.projects.api.views import MembershipViewSet, ProjectViewSet
 from apps.quotas.api.views import QuotaViewSet
@@ -21,6 +21,7 @@ router.register("tokens", ApiTokenViewSet, basename="token")
 router.register("clusters", ClusterViewSet, basename="cluster")
 router.register("pools", ResourcePoolViewSet, basename="pool")
 router.register("nodes", NodeViewSet, basename="node")
+router.register("network-profiles", NetworkProfileViewSet, basename="network-profile")
 router.register("projects", ProjectViewSet, basename="project")
 
 project_router = SimpleRouter()

@@ -21,6 +21,11 @@ class TrainingJobCreateSerializer(WorkingDirMixin, IsolatedSpecMixin, WorkloadCr
                   "afresh. The scheduler uses it for estimated starts and GPU-hour budgets.",
     )
 
+    nproc_per_node = serializers.IntegerField(
+        required=False, min_value=1, max_value=256,
+        help_text="Processes per replica a launcher starts (NPROC_PER_NODE, PET_NPROC_PER_NODE for torchrun). "
+                  "Default: one per whole GPU, at least 1.",
+    )
     hang_timeout_seconds = serializers.IntegerField(
         required=False, min_value=1, max_value=7 * 86400,
         help_text="Self-healing (docs/training.md): a rank that reports progress with the cairn SDK and makes no step "
@@ -49,7 +54,7 @@ class TrainingJobCreateSerializer(WorkingDirMixin, IsolatedSpecMixin, WorkloadCr
         spec = super().build_spec(data)
         if data.get("command"):
             spec["command"] = data["command"]
-        for key in ("hang_timeout_seconds", "straggler_policy", "straggler_evict_max_fraction"):
+        for key in ("nproc_per_node", "hang_timeout_seconds", "straggler_policy", "straggler_evict_max_fraction"):
             if data.get(key) is not None:
                 spec[key] = data[key]
         return spec

@@ -123,7 +123,8 @@ class Kubelet:
             meta = {
                 "name": name, "namespace": namespace,
                 "labels": {**template["metadata"]["labels"], m.COMPLETION_INDEX_ANNOTATION: str(index)},
-                "annotations": {m.COMPLETION_INDEX_ANNOTATION: str(index)},
+                "annotations": {**(template["metadata"].get("annotations") or {}),
+                                m.COMPLETION_INDEX_ANNOTATION: str(index)},
                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job_name,
                                      "uid": job["metadata"]["uid"], "controller": True}],
             }

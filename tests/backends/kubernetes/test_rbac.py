@@ -6,7 +6,8 @@ from pathlib import Path
 import kubernetes_validate
 import yaml
 
-from apps.backends.kubernetes.backend import KubernetesBackend
+from apps.backends.kubernetes.backend import KubernetesBackend, release_gated
+from apps.backends.kubernetes.client import clients_for
 from apps.backends.kubernetes.reconciler import ClusterReconciler
 from apps.backends.services import workload_dispatch
 from apps.workloads.models import Workload
@@ -112,7 +113,9 @@ def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_
     backend = KubernetesBackend()
     kubelet.add_node("gpu-a")
     workloads = [
-        make_workload(kind="training", replicas=2),
+        # placed replica by replica: its pods are released from their scheduling gate (pods patch)
+        make_workload(kind="training", replicas=2, placement=[{"replica": i, "node": "gpu-a", "gpus": [i]}
+                                                              for i in range(2)]),
         make_workload(kind="notebook", spec={"env": {}}),
         make_workload(kind="deployment", spec={"command": ["serve"], "port": 8000, "env": {}}),
     ]
@@ -121,6 +124,8 @@ def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_
         workload = Workload.objects.select_related("pool__cluster", "project").get(pk=workload.pk)
         if workload.kind == "training":
             pods = kubelet.start_job_pods(NS, workload.runtime["job"])
+            released = release_gated(clients_for(k8s_cluster), [emulator.get("pods", NS, p) for p in pods])
+            assert sorted(released) == sorted(pods)
         else:
             kind = "StatefulSet" if workload.kind == "notebook" else "Deployment"
             pods = kubelet.start_set_pods(NS, kind, f"cairn-{workload.pk}")
