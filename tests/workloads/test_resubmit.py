@@ -28,6 +28,7 @@ def test_a_failed_job_runs_again_as_a_new_linked_workload_with_its_spec(failed_j
     assert body["created_by"] == "bob" and body["priority"] == "P2" and body["replicas"] == 2
     assert body["resources"] == {"gpu": 0.0, "cpu": 1.5, "memory_mb": 2048}
     assert (body["max_restarts"], body["max_runtime_seconds"]) == (1, 3600)
+    assert body["resubmitted_from"] == failed_job.pk
     new = Workload.objects.get(pk=body["id"])
     assert new.resubmitted_from_id == failed_job.pk and new.spec == failed_job.spec
     failed_job.refresh_from_db()

@@ -317,6 +317,9 @@ class WorkloadSerializer(serializers.ModelSerializer):
     stop_cause = serializers.ChoiceField(
         choices=StopCause.choices, read_only=True,
         help_text="Why it is stopping or last stopped: user, preempted, deadline, shutdown; empty: none.")
+    resubmitted_from = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True,
+        help_text="Run again: the ended workload this one runs again, with its spec (docs/training.md); null: none.")
     preempted_by = serializers.PrimaryKeyRelatedField(
         read_only=True, allow_null=True, help_text="The workload it was last preempted for (until it starts again).")
 
@@ -326,7 +329,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
                   "pending_reason", "waiting_on", "estimated_start", "queue_position", "stop_cause", "preempted_by",
                   "preemptions", "exit_code", "priority",
                   "preemptible", "replicas", "resources", "gpu_model", "accelerator", "arch", "max_restarts", "max_runtime_seconds",
-                  "attempt", "restarts", "spec", "conditions", "placement", "ignored_env", "created_by", "created_at",
+                  "attempt", "restarts", "spec", "conditions", "placement", "ignored_env", "resubmitted_from", "created_by", "created_at",
                   "updated_at", "admitted_at", "started_at", "finished_at", "url", "endpoint"]
         read_only_fields = fields
 
