@@ -6,6 +6,9 @@ client.py     API clients from a cluster's stored credentials; retries with back
 backend.py    the Backend: launch (idempotent create / adopt), signal (stop), observe, logs
 informer.py   list + watch caches with resourceVersion bookkeeping, re-list on 410
 reconciler.py the level-triggered pass: workloads and node inventory from the caches
+once.py       `run_reconciler --once`: one listing and one pass, no watch
+
+SPEC below is what the apps under the backends may know of it (apps/clusters/backends.py).
 """
 from apps.clusters.accelerators import VENDORS
 from apps.clusters.backends import BackendSpec
