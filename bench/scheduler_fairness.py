@@ -417,6 +417,11 @@ def main():
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="runs at once (at most 2)")
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--json", help="also write every run's figures (rho per project included) to this file")
+    parser.add_argument("--report", metavar="FILE",
+                        help="replay nothing: report (and record) the runs a --json FILE holds, with the same "
+                             "arguments as that run (--command: its command line, --wall: its minutes)")
+    parser.add_argument("--command", help="with --report: the command line of the run")
+    parser.add_argument("--wall", type=float, help="with --report: the run's wall-clock minutes")
     args = parser.parse_args()
     mixes = []
     for name in args.sets:
@@ -430,6 +435,14 @@ def main():
     start = time.perf_counter()
     tasks = [(m, args.variant) for m in mixes]
     runs = []
+    if args.report:
+        with open(args.report) as f:
+            runs = json.load(f)
+        for r in runs:
+            r["mix"]["lists"] = tuple(r["mix"]["lists"])
+        if sorted((r["mix"]["family"], r["mix"]["seed"]) for r in runs) != sorted((m["family"], m["seed"]) for m in mixes):
+            parser.error(f"{args.report} holds other mixes than these arguments ask for")
+        tasks = []
     with Pool(max(1, min(args.jobs, 2))) as workers:
         for r in workers.imap_unordered(run, tasks):
             runs.append(r)
@@ -441,7 +454,7 @@ def main():
                               for p in ["fifo", *args.variant]), flush=True)
     order = {"lists": 0, "resample": 1, "window": 2}
     runs.sort(key=lambda r: (r["set"] != "tuning", order[r["mix"]["family"]], r["mix"]["seed"]))
-    wall = time.perf_counter() - start
+    wall = time.perf_counter() - start if not args.report else (args.wall or 0) * 60
     cpu = sum(sum(r["wall"].values()) for r in runs)
     if args.json:
         with open(args.json, "w") as f:
@@ -461,7 +474,8 @@ def main():
     lines = [
         "### e. Fairness over many task mixes: the sharing incentive, and Cairn vs strict FIFO",
         "",
-        f"`{command_line()}` ({machine()}; {len(runs)} mixes: {seeds}; {args.pods:,} pods each; "
+        f"`{args.command if args.report else command_line()}` ({machine()}; {len(runs)} mixes: {seeds}; "
+        f"{args.pods:,} pods each; "
         f"{cpu / 60:.0f} CPU-minutes, {wall / 60:.0f} minutes on {min(args.jobs, 2)} workers). "
         "Three families of mixes (bench/scheduler_fairness.py): `lists`, GPU pods sampled from one list or an equal "
         "mix of two or three of default / gpuspec33 / multigpu50 (arrivals scaled to a whole list's rate), the "
