@@ -295,6 +295,10 @@ def _queued_rows() -> list[_Queued]:
         fetched = queued.filter(pk__in=chunk).extra(select={"xmin_version": "xmin::text"}).values(
             "xmin_version", *_QUEUED_FIELDS)  # the row and its version read together
         for row in fetched:
+            if row["project_id"] not in projects or row["pool_id"] not in pools:  # created since the names were read
+                projects.update(Project.objects.filter(pk=row["project_id"]).values_list("id", "slug"))
+                pools.update((pk, (name, cluster)) for pk, name, cluster in
+                             ResourcePool.objects.filter(pk=row["pool_id"]).values_list("id", "name", "cluster_id"))
             rows[row["id"]] = _Queued(row, row["xmin_version"], projects, pools)
     kept.rows, kept.read = rows, len(stale)
     return sorted(rows.values(), key=_NEWEST_FIRST)  # the model's order, as the queue was always read
