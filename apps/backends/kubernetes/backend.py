@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
+from kubernetes import client as k8s
 
 from apps.backends.base import LOG_FRAME_CHARS, Backend, LaunchError, LogReader, ReplicaState
 from apps.backends.launch_env import attempt_env
@@ -201,6 +202,8 @@ def _ops(clients: Clients, kind: str) -> tuple:
         "NetworkPolicy": (clients.networking.create_namespaced_network_policy,
                           clients.networking.read_namespaced_network_policy),
         "RoleBinding": (clients.rbac.create_namespaced_role_binding, clients.rbac.read_namespaced_role_binding),
+        "PodDisruptionBudget": (_policy(clients).create_namespaced_pod_disruption_budget,
+                                _policy(clients).read_namespaced_pod_disruption_budget),
     }
     if kind == "PersistentVolume":  # a dataset's NFS export or node path (storage._bound_claim)
         return (lambda ns, body, **kw: c.create_persistent_volume(body, **kw),
@@ -213,6 +216,11 @@ def _ops(clients: Clients, kind: str) -> tuple:
                 lambda ns, name, **kw: x.get_namespaced_custom_object(group, version, ns, plural, name, **kw))
     create, read = namespaced[kind]
     return (lambda ns, body, **kw: create(ns, body, **kw), lambda ns, name, **kw: read(name, ns, **kw))
+
+
+def _policy(clients: Clients) -> k8s.PolicyV1Api:
+    """policy/v1 (PodDisruptionBudgets) over the clients' connection pool."""
+    return k8s.PolicyV1Api(clients.api)
 
 
 def _call_create(clients: Clients, manifest: dict) -> dict:
@@ -495,6 +503,7 @@ class KubernetesBackend(Backend):
             "HorizontalPodAutoscaler": h.delete_namespaced_horizontal_pod_autoscaler,
             "Service": c.delete_namespaced_service, "NetworkPolicy": n.delete_namespaced_network_policy,
             "PersistentVolumeClaim": c.delete_namespaced_persistent_volume_claim,
+            "PodDisruptionBudget": _policy(clients).delete_namespaced_pod_disruption_budget,
         }
         restartable = m.starts_again_after_stop(workload.kind, workload.status)
         names = m.workload_object_names(workload.pk, max(workload.attempt, 1))

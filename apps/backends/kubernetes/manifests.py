@@ -13,7 +13,8 @@ cairn.dev/workload, names derived from the workload id):
               + Volcano PodGroup `cairn-<id>-<attempt>` when the cluster runs Volcano.
 - notebook:   Secret `cairn-<id>` (the Jupyter token) + PVC `cairn-<id>-home` + StatefulSet
               `cairn-<id>` + Service `cairn-<id>`.
-- deployment: Deployment `cairn-<id>` + Service `cairn-<id>` (+ a HorizontalPodAutoscaler (v2) only
+- deployment: Deployment `cairn-<id>` + Service `cairn-<id>` + PodDisruptionBudget `cairn-<id>`
+  (maxUnavailable: the rolling update's) (+ a HorizontalPodAutoscaler (v2) only
   when the cluster's config asks for one: Cairn's own autoscaler sets the replicas otherwise);
   during a canary, Deployment `cairn-<id>-canary` + Service `cairn-<id>-canary` (its pods carry
   `cairn.dev/canary` instead of `cairn.dev/workload`, so the main Service never selects them).
@@ -200,6 +201,7 @@ def workload_object_names(workload_id: int, attempts: int) -> dict[str, list[str
         "HorizontalPodAutoscaler": [name],
         "Service": [name, canary_name(workload_id)],
         "NetworkPolicy": [f"{name}-ranks"],
+        "PodDisruptionBudget": [name],
         "PersistentVolumeClaim": [checkpoint_claim_name(workload_id), home_claim_name(workload_id)],
     }
 
@@ -844,8 +846,8 @@ def notebook_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict
 # -- deployment ----------------------------------------------------------------------------------
 
 def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[dict]:
-    """Service, Deployment (and a HorizontalPodAutoscaler, autoscaling/v2, when the cluster's
-    options ask for one) — in creation order.
+    """Service, PodDisruptionBudget, Deployment (and a HorizontalPodAutoscaler, autoscaling/v2,
+    when the cluster's options ask for one) — in creation order.
 
     The Deployment's replicas are the admitted ones; Cairn's autoscaler changes them (through the
     scheduler) and the reconciler patches the Deployment. An admin's HPA scales between `replicas`
@@ -884,6 +886,12 @@ def deployment_manifests(view: WorkloadView, options: ClusterOptions) -> list[di
         {"apiVersion": "v1", "kind": "Service", "metadata": _meta(view, name, options), "spec": {
             "selector": selector_labels(view),
             "ports": [{"name": "http", "port": 80, "targetPort": port}],
+        }},
+        # Voluntary disruptions (a drain, the cluster autoscaler) take down at most what a rolling
+        # update may: the serving replicas stay up while nodes are drained one by one.
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": _meta(view, name, options), "spec": {
+            "maxUnavailable": max(1, view.max_unavailable),
+            "selector": {"matchLabels": selector_labels(view)},
         }},
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(view, name, options), "spec": {
             "replicas": view.replicas,

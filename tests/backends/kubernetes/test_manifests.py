@@ -171,7 +171,11 @@ def test_training_env_suits_torchrun_and_megatron_launchers():
     assert env["RANK"] == env["NODE_RANK"] == env["CAIRN_REPLICA"] == index
     assert env["LR"] == "0.1"
     assert env["CAIRN_WORKLOAD_ID"] == "42"
-    assert template["spec"]["containers"][0]["command"] == ["python", "train.py"]
+    assert env["PET_NNODES"] == "4" and env["PET_NPROC_PER_NODE"] == "8" and env["PET_NODE_RANK"] == index
+    assert env["PET_MASTER_ADDR"] == env["MASTER_ADDR"] and env["PET_MASTER_PORT"] == "29500"
+    # several ranks: the command waits for rank 0's DNS record first (test_rendezvous.py runs it)
+    command = template["spec"]["containers"][0]["command"]
+    assert command[:2] == ["/bin/sh", "-c"] and command[-2:] == ["python", "train.py"]
 
 
 def test_reserved_env_keys_in_an_old_spec_cannot_override_the_launcher_env():
@@ -276,12 +280,14 @@ def test_notebook_is_a_statefulset_with_a_service_a_home_pvc_and_a_token_secret(
 
 def test_deployment_has_a_service_and_an_hpa_only_when_the_cluster_asks_for_one():
     objs = by_kind(workload_manifests(VARIANTS["deployment"], ClusterOptions()))
-    assert set(objs) == {"Service", "Deployment"}  # Cairn's autoscaler sets the replicas
+    assert set(objs) == {"Service", "PodDisruptionBudget", "Deployment"}  # Cairn's autoscaler sets the replicas
+    assert objs["PodDisruptionBudget"]["spec"] == {"maxUnavailable": 1,
+                                                   "selector": {"matchLabels": {"cairn.dev/workload": "42"}}}
     assert objs["Deployment"]["spec"]["replicas"] == 2
     container = objs["Deployment"]["spec"]["template"]["spec"]["containers"][0]
     assert container["readinessProbe"]["httpGet"] == {"path": "/", "port": 9000}
     objs = by_kind(workload_manifests(VARIANTS["deployment"], ClusterOptions(deployment_hpa=True)))
-    assert set(objs) == {"Service", "Deployment", "HorizontalPodAutoscaler"}
+    assert set(objs) == {"Service", "PodDisruptionBudget", "Deployment", "HorizontalPodAutoscaler"}
     hpa = objs["HorizontalPodAutoscaler"]
     assert hpa["apiVersion"] == "autoscaling/v2"
     assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cairn-42"}

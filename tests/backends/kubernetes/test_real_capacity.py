@@ -172,3 +172,31 @@ def test_a_replica_no_node_takes_is_requeued_after_the_pools_pending_timeout(
     # a free attempt: with max_restarts 0 the next admission may still run it
     from apps.workloads.lifecycle import FREE_REQUEUES
     assert requeued.events.filter(reason__in=FREE_REQUEUES, to_status="queued").count() == 1
+
+
+# -- deployments' disruption budget --------------------------------------------------------------
+
+def test_a_deployment_gets_a_disruption_budget_the_eviction_api_enforces(real_kube, real_reconciler,
+                                                                         make_real_workload):
+    """A drain evicts through the Eviction API: with two replicas and the budget's maxUnavailable 1
+    (the rolling update's), the real disruption controller lets one pod go and refuses the next."""
+    workload = make_real_workload(kind="deployment", replicas=2, gpu_milli=0, cpu_milli=100, memory_mb=64,
+                                  spec={"command": ["serve"], "port": 8000, "env": {}})
+    assert workload_dispatch(workload_id=workload.pk).status == "running"
+    namespace, name = f"cairn-{workload.project.slug}", f"cairn-{workload.pk}"
+    policy = k8s.PolicyV1Api(real_kube.api)
+    budget = policy.read_namespaced_pod_disruption_budget(name, namespace)
+    assert budget.spec.max_unavailable == 1 and budget.spec.selector.match_labels == {m.LABEL_WORKLOAD: str(workload.pk)}
+    allowed = lambda: policy.read_namespaced_pod_disruption_budget(name, namespace).status.disruptions_allowed  # noqa: E731
+    assert eventually(lambda: allowed() == 1, timeout=WAIT), real_kube.describe(namespace)
+    pods = [p.metadata.name for p in real_kube.pods(namespace, f"{m.LABEL_WORKLOAD}={workload.pk}")]
+    assert len(pods) == 2
+
+    def evict(pod):
+        real_kube.core.create_namespaced_pod_eviction(pod, namespace, {
+            "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}})
+
+    evict(pods[0])
+    with pytest.raises(k8s.ApiException) as refused:
+        evict(pods[1])
+    assert refused.value.status == 429 and "disruption budget" in refused.value.body
