@@ -352,9 +352,23 @@ CAIRN_KUBERNETES = {
     "RETRIES": env.int("CAIRN_K8S_RETRIES", default=3),
     "RETRY_BACKOFF": env.float("CAIRN_K8S_RETRY_BACKOFF", default=0.5),
     "RETRY_BACKOFF_MAX": env.float("CAIRN_K8S_RETRY_BACKOFF_MAX", default=8.0),
-    # Reconciler: server-side watch timeout and full re-list (resync) period, in seconds.
+    # Reconciler (docs/kubernetes.md, "The reconciler at scale"): server-side watch timeout; a full
+    # pass over every workload from the caches every RESYNC_SECONDS (between them, what changed);
+    # every informer lists everything again every RELIST_SECONDS, PAGE_SIZE objects a request; a
+    # running training job's health every HEALTH_CHECK_SECONDS.
     "WATCH_TIMEOUT": env.int("CAIRN_K8S_WATCH_TIMEOUT", default=60),
     "RESYNC_SECONDS": env.float("CAIRN_K8S_RESYNC_SECONDS", default=300.0),
+    "RELIST_SECONDS": env.float("CAIRN_K8S_RELIST_SECONDS", default=1800.0),
+    "PAGE_SIZE": env.int("CAIRN_K8S_PAGE_SIZE", default=500),
+    "HEALTH_CHECK_SECONDS": env.float("CAIRN_K8S_HEALTH_CHECK_SECONDS", default=30.0),
+    # One active reconciler per cluster: the Lease LEASE_NAME in LEASE_NAMESPACE (default: Cairn's
+    # namespace) of each cluster; a standby takes over LEASE_SECONDS after the leader last renewed.
+    "LEADER_ELECTION": env.bool("CAIRN_K8S_LEADER_ELECTION", default=True),
+    "LEASE_NAME": env.str("CAIRN_K8S_LEASE_NAME", default="cairn-reconciler"),
+    "LEASE_NAMESPACE": env.str("CAIRN_K8S_LEASE_NAMESPACE", default=""),
+    "LEASE_SECONDS": env.float("CAIRN_K8S_LEASE_SECONDS", default=15.0),
+    "RENEW_DEADLINE_SECONDS": env.float("CAIRN_K8S_RENEW_DEADLINE_SECONDS", default=10.0),
+    "LEASE_RETRY_SECONDS": env.float("CAIRN_K8S_LEASE_RETRY_SECONDS", default=2.0),
     # Run-time limits: the Job controller enforces activeDeadlineSeconds; a training Job still
     # running this long after the limit is stopped by Cairn's reconciler instead.
     "DEADLINE_BACKSTOP_SECONDS": env.float("CAIRN_K8S_DEADLINE_BACKSTOP_SECONDS", default=120.0),

@@ -68,7 +68,22 @@ DEFAULTS = {
     "RETRY_BACKOFF": 0.5,
     "RETRY_BACKOFF_MAX": 8.0,
     "WATCH_TIMEOUT": 60,
+    # Reconciler at scale (docs/kubernetes.md, "At scale"): a full pass over every workload from
+    # the caches this often (between them only what changed is looked at); the informers list
+    # everything again from the API this often, PAGE_SIZE objects a request; a running training
+    # job's health (hangs, stragglers, bad nodes) is looked at this often.
     "RESYNC_SECONDS": 300.0,
+    "RELIST_SECONDS": 1800.0,
+    "PAGE_SIZE": 500,
+    "HEALTH_CHECK_SECONDS": 30.0,
+    # One active reconciler per cluster: a coordination.k8s.io Lease (leader.py) in
+    # LEASE_NAMESPACE ("": CAIRN_NAMESPACE) of each cluster.
+    "LEADER_ELECTION": True,
+    "LEASE_NAME": "cairn-reconciler",
+    "LEASE_NAMESPACE": "",
+    "LEASE_SECONDS": 15.0,
+    "RENEW_DEADLINE_SECONDS": 10.0,
+    "LEASE_RETRY_SECONDS": 2.0,
     "DEADLINE_BACKSTOP_SECONDS": 120.0,
     # How Cairn's notebook proxy reaches a notebook's Service (docs/kubernetes.md, "Notebooks"):
     # "dns" (Cairn runs in the cluster), "apiserver" (the API server's service proxy), or "auto":
@@ -173,6 +188,7 @@ class Clients:
         self.authentication = k8s.AuthenticationV1Api(self.api)
         self.authorization = k8s.AuthorizationV1Api(self.api)
         self.storage = k8s.StorageV1Api(self.api)
+        self.coordination = k8s.CoordinationV1Api(self.api)
         self.username: str | None = None  # who the API server says Cairn is (SelfSubjectReview), once asked
 
     def call(self, fn: Callable, *args, retries: int | None = None, text: bool = False, **kwargs) -> dict | str:

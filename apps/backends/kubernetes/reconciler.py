@@ -2,9 +2,29 @@
 informer caches of Jobs, Pods, StatefulSets, Deployments, Nodes and Warning Events), status
 written back through `workload_transition` (compare-and-set), conditions and events for humans.
 
-Each pass looks at every workload of the cluster that is active (or inactive with pods still
-alive) and decides from the whole picture, never from a single event: a reconciler killed and
-restarted simply lists everything again and reaches the same decisions.
+Each look at a workload decides from the whole picture of it (its pods, its Job or set, its
+events, its row), never from a single event: a reconciler killed and restarted simply lists
+everything again and reaches the same decisions. What is looked at when (docs/kubernetes.md,
+"At scale"):
+
+- a full pass over every workload that is active (or inactive with pods still alive) and every
+  node: at start, when this reconciler becomes the leader, after an informer listed again, and
+  every RESYNC_SECONDS;
+- between them, a pass over the work queue only: the workloads whose objects changed (a watch
+  event on their pods, Job, set or events), whose row changed (a look at the rows every
+  DB_SCAN_SECONDS: status, replicas, attempt, updated_at, stop times), that are not settled
+  (admitted, stopping, leftovers, deployments), and that asked to be looked at again (a grace
+  period, a restart's backoff, a deadline, a health check every HEALTH_CHECK_SECONDS); the
+  nodes whose Node (or the pods of others on it) changed.
+
+No API call is made inside a database transaction: decisions are taken on the workload as read,
+API calls made, and what is written back is compare-and-set (its status, attempt and
+updated_at unchanged; otherwise it is looked at again with the next pass). Outcomes go through
+`workload_observe` under a short row lock, the API call a restart needs (deleting the failed
+attempt's Job) after it commits. A lost dispatch (ADMITTED) is resumed through
+`workload_dispatch`, the dispatcher's own claim protocol.
+
+With several reconciler processes, only the one holding the cluster's Lease acts (leader.py).
 
 - ADMITTED: dispatch (the dispatch task was lost, or is being retried).
 - RUNNING training: a failed pod fails the attempt (gang); restarts while `max_restarts` allows
@@ -22,7 +42,9 @@ restarted simply lists everything again and reaches the same decisions.
 """
 from __future__ import annotations
 
+import copy
 import logging
+import re
 import threading
 import time
 from datetime import timedelta
@@ -33,7 +55,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.backends.base import LOST, LaunchError, TransientBackendError
-from apps.backends.healing import training_health_failure
+from apps.backends.healing import SLOW_NODE, training_health_failure
 from apps.backends.services import restart_backoff, workload_dispatch
 from apps.clusters.choices import Backend as BackendName
 from apps.clusters.choices import NodeHealth
@@ -42,19 +64,20 @@ from apps.core.heartbeat import heartbeat
 from apps.core.outbox import outbox_enqueue
 from apps.deployments.selectors import deployment_rollout_state
 from apps.storage.services import node_cache_forget, node_cache_report
+from apps.training.models import ReplicaProgress
 from apps.workloads.choices import ACTIVE, TERMINAL, EventType, WorkloadStatus
 from apps.workloads.deadlines import format_duration, run_deadline
 from apps.workloads.kinds import kind_spec
 from apps.workloads.lifecycle import (
     DISRUPTED,
     PENDING_TIMEOUT,
+    RESTART,
     AllGone,
     AllSucceeded,
     AttemptFailed,
     first_failure,
     workload_locked,
     workload_observe,
-    workload_runtime_save,
 )
 from apps.workloads.models import Workload
 from apps.workloads.services import (
@@ -67,6 +90,8 @@ from . import manifests as m
 from .backend import KubernetesBackend, is_alive, namespace_of, options_for, release_gated
 from .client import ApiError, ConnectionNotConfigured, clients_for, kube_settings
 from .informer import Informer
+from .leader import LeaderElector, default_identity
+from .slim import SLIM
 from .status import (
     PodView,
     Problem,
@@ -84,6 +109,7 @@ from .status import (
     usage_by_node,
 )
 from .storage import cache_report
+from .workqueue import WorkQueue
 
 logger = logging.getLogger(__name__)
 S = WorkloadStatus
@@ -92,6 +118,46 @@ NODE_SEEN_REFRESH_SECONDS = 30.0  # last_seen_at of an unchanged node is refresh
 CLEANUP_INTERVAL_SECONDS = 10.0  # finished workloads are looked for at most this often
 FOREIGN_POD_FIELDS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 SERVICE_INFORMERS = {"StatefulSet": "statefulsets", "Deployment": "deployments"}  # object kind -> its informer
+DB_SCAN_SECONDS = 1.0  # the workloads' rows are compared with the last look at most this often
+LOAD_CHUNK = 200  # workloads read per query in a pass
+# What the DB scan compares of each workload's row with the last look.
+SCAN_FIELDS = ("status", "replicas", "attempt", "updated_at", "term_sent_at", "kill_sent_at", "max_runtime_seconds")
+# The Warning events Cairn reads (conditions of its workloads), one field-selected watch each:
+# a field selector cannot say "in", and all Warning events of a busy cluster are many.
+EVENT_REASONS = ("FailedScheduling", "FailedCreate")
+# The workload an object of Cairn's is about: cairn-<id>, cairn-<id>-<attempt>-..., cairn-<id>-canary
+WORKLOAD_NAME = re.compile(r"^cairn-(\d+)(?:-|$)")
+
+
+def workload_of(obj: dict) -> int | None:
+    """The workload id of one of Cairn's objects (its label, else its name), or None."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    value = labels.get(m.LABEL_WORKLOAD) or labels.get(m.LABEL_CANARY)
+    if value and str(value).isdigit():
+        return int(value)
+    match = WORKLOAD_NAME.match(meta.get("name") or "")
+    return int(match.group(1)) if match else None
+
+
+def event_workload(event: dict) -> int | None:
+    match = WORKLOAD_NAME.match((event.get("involvedObject") or {}).get("name") or "")
+    return int(match.group(1)) if match else None
+
+
+def _by_workload(obj: dict) -> list[str]:
+    label = ((obj.get("metadata") or {}).get("labels") or {}).get(m.LABEL_WORKLOAD)
+    return [label] if label else []
+
+
+def _by_node(pod: dict) -> list[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [node] if node else []
+
+
+def _by_involved_workload(event: dict) -> list[str]:
+    workload = event_workload(event)
+    return [str(workload)] if workload is not None else []
 
 
 def _grace_seconds() -> float:
@@ -101,7 +167,8 @@ def _grace_seconds() -> float:
 class ClusterReconciler:
     """Informers of one cluster and the pass that acts on what they show."""
 
-    def __init__(self, cluster: Cluster, *, watch_timeout: int | None = None, resync_seconds: float | None = None):
+    def __init__(self, cluster: Cluster, *, watch_timeout: int | None = None, resync_seconds: float | None = None,
+                 relist_seconds: float | None = None):
         self.cluster_id = cluster.pk
         self.cluster_name = cluster.name
         self.credential_version = None  # set by KubernetesReconciler: restart when credentials change
@@ -116,30 +183,54 @@ class ClusterReconciler:
         self.cache_reports_seen: dict[str, str] = {}
         self.cache_report_at: dict[str, str] = {}
         opts = kube_settings()
+        self.queue = WorkQueue(self.wakeup)
+        self.resync_seconds = float(resync_seconds or opts["RESYNC_SECONDS"])
+        self.health_seconds = float(opts["HEALTH_CHECK_SECONDS"])
+        self.full_at = float("-inf")  # the last full pass (monotonic)
+        self.lists_seen = -1  # the informers' list count at the last full pass: a new list means a full pass
+        self.snapshot: dict[int, tuple] = {}  # workload id -> its row as last looked at (the DB scan)
+        self.scanned_at = float("-inf")
+        self.health_due: dict[int, float] = {}  # workload id -> when its health is looked at next
+        self.elector: LeaderElector | None = None  # set by KubernetesReconciler (leader election)
+        self.leading = False  # whether it led at its last pass (taking the lead means a full pass)
+        # What a health check could find, read per pass / per chunk (healing.training_health_failure
+        # finds nothing without progress reports of the attempt or a bad node of the placement)
+        self.bad_nodes: set[str] = set()
+        self.reporting: set[tuple[int, int]] = set()
+        # what the passes did, for the tests and the benchmark
+        self.stats = {"passes": 0, "full_passes": 0, "workloads": 0, "nodes_synced": 0}
         common = {
             "wakeup": self.wakeup,
             "watch_timeout": watch_timeout or opts["WATCH_TIMEOUT"],
-            "resync_seconds": resync_seconds or opts["RESYNC_SECONDS"],
+            "resync_seconds": float(relist_seconds or opts["RELIST_SECONDS"]),
+            "page_size": int(opts["PAGE_SIZE"]),
+            "on_change": self._on_change,
         }
         c, b, a = self.clients.core, self.clients.batch, self.clients.apps
         managed = {"label_selector": m.MANAGED_SELECTOR}
         self.informers: dict[str, Informer] = {
-            "jobs": Informer(self.clients, "jobs", b.list_job_for_all_namespaces, **managed, **common),
-            "pods": Informer(self.clients, "pods", c.list_pod_for_all_namespaces, **managed, **common),
+            "jobs": Informer(self.clients, "jobs", b.list_job_for_all_namespaces, slim=SLIM["jobs"], **managed,
+                             **common),
+            "pods": Informer(self.clients, "pods", c.list_pod_for_all_namespaces, slim=SLIM["pods"],
+                             indexers={"workload": _by_workload, "node": _by_node}, **managed, **common),
             "statefulsets": Informer(self.clients, "statefulsets", a.list_stateful_set_for_all_namespaces,
-                                     **managed, **common),
+                                     slim=SLIM["statefulsets"], **managed, **common),
             "deployments": Informer(self.clients, "deployments", a.list_deployment_for_all_namespaces,
-                                    **managed, **common),
-            "nodes": Informer(self.clients, "nodes", c.list_node, **common),
+                                    slim=SLIM["deployments"], **managed, **common),
+            "nodes": Informer(self.clients, "nodes", c.list_node, slim=SLIM["nodes"], **common),
             # Pods Cairn does not own, bound to a node and not finished (DaemonSets, other
             # tenants): what they request is not Cairn's to place (sync_nodes), kept slim.
             "others": Informer(self.clients, "others", c.list_pod_for_all_namespaces,
                                label_selector=f"{m.LABEL_MANAGED_BY}!={m.MANAGED_BY}",
-                               field_selector=FOREIGN_POD_FIELDS, keep=slim_foreign_pod, **common),
-            "events": Informer(self.clients, "events", c.list_event_for_all_namespaces, field_selector="type=Warning",
-                               keep=lambda e: ((e.get("involvedObject") or {}).get("name") or "").startswith("cairn-"),
-                               **common),
+                               field_selector=FOREIGN_POD_FIELDS, keep=slim_foreign_pod,
+                               indexers={"node": _by_node}, **common),
         }
+        for reason in EVENT_REASONS:
+            # (Cairn's objects are named cairn-<id>...: of another tenant's events only the name is read)
+            self.informers[f"events-{reason}"] = Informer(
+                self.clients, f"events-{reason}", c.list_event_for_all_namespaces,
+                field_selector=f"type=Warning,reason={reason}", keep=lambda e: event_workload(e) is not None,
+                slim=SLIM["events"], indexers={"workload": _by_involved_workload}, **common)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -150,8 +241,12 @@ class ClusterReconciler:
             thread.start()
             self.threads.append(thread)
 
-    def stop(self, timeout: float = 2.0) -> None:
+    def stop(self, timeout: float = 2.0, *, release: bool = True) -> None:
+        """Stop the informers and, with an elector, leader election (`release`: the Lease is given
+        up, so a standby takes over at once; without, as if the process died)."""
         self.stop_event.set()
+        if self.elector is not None:
+            self.elector.stop(release=release, timeout=timeout)
         deadline = time.monotonic() + timeout
         for thread in self.threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -160,44 +255,256 @@ class ClusterReconciler:
     def synced(self) -> bool:
         return all(informer.synced for informer in self.informers.values())
 
-    # -- the pass -------------------------------------------------------------------------------
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader
 
-    def reconcile_pass(self) -> int:
-        """One level-triggered pass over the cluster. Returns how many workloads it acted on."""
+    # -- what changed (the informers' watch threads) ----------------------------------------------
+
+    def _on_change(self, informer: Informer, key: tuple[str, str], old: dict | None, new: dict | None) -> None:
+        """Queue what an object's change may concern: its workload, its node (and the workloads
+        with pods there when its readiness changed)."""
+        obj = new if new is not None else old
+        name = informer.name
+        if name == "nodes":
+            self.queue.add_node(key[1])
+            lost_before = node_lost_since(old) if old is not None else None
+            lost_now = node_lost_since(new) if new is not None else None
+            if (lost_before is None) != (lost_now is None):
+                grace = float(kube_settings()["NODE_LOST_GRACE_SECONDS"])
+                for pod in self.informers["pods"].by_index("node", key[1]):
+                    workload = workload_of(pod)
+                    if workload is not None:
+                        self.queue.add_workload(workload)
+                        if lost_now is not None:  # lost for good once the grace has passed
+                            self.queue.add_after("workload", workload, grace + 1)
+                if lost_now is not None:
+                    self.queue.add_after("node", key[1], grace + 1)  # its health turns unhealthy then
+        elif name == "others":  # capacity others hold on a node
+            for pod in (old, new):
+                node = ((pod or {}).get("spec") or {}).get("nodeName")
+                if node:
+                    self.queue.add_node(node)
+        elif name.startswith("events-"):
+            workload = event_workload(obj)
+            if workload is not None:
+                self.queue.add_workload(workload)
+        else:
+            workload = workload_of(obj)
+            if workload is not None:
+                self.queue.add_workload(workload)
+
+    # -- the passes -------------------------------------------------------------------------------
+
+    def step(self) -> int:
+        """What the loop runs: nothing unless leading; a full pass when one is due (first pass,
+        the lead just taken, an informer listed again, RESYNC_SECONDS since the last), else the
+        work queue. Returns how many workloads it acted on."""
         if not self.synced:
             return 0
+        leading = self.is_leader()
+        took_lead, self.leading = leading and not self.leading, leading
+        if not leading:
+            return 0
+        lists = sum(informer.lists for informer in self.informers.values())
+        if took_lead or lists != self.lists_seen or time.monotonic() - self.full_at >= self.resync_seconds:
+            return self.reconcile_pass()
+        return self.reconcile_changed()
+
+    def reconcile_pass(self) -> int:
+        """One full level-triggered pass over the cluster: every node, every workload that is
+        active or has pods alive. Returns how many workloads it acted on."""
+        if not self.synced:
+            return 0
+        lists = sum(informer.lists for informer in self.informers.values())
+        self.queue.take()  # everything is looked at now
         cluster = Cluster.objects.get(pk=self.cluster_id)
         self.sync_nodes(cluster)
-        pods_by_workload: dict[str, list[dict]] = {}
-        pods = self.informers["pods"].items()
-        self.record_cache_reports(pods)
-        for pod in pods:
-            workload_label = ((pod.get("metadata") or {}).get("labels") or {}).get(m.LABEL_WORKLOAD)
-            if workload_label:
-                pods_by_workload.setdefault(workload_label, []).append(pod)
-        ids = list(
-            Workload.objects.filter(pool__cluster_id=self.cluster_id)
-            .filter(Q(status__in=ACTIVE) | Q(runtime__alive=True)).order_by("pk").values_list("pk", "status")
-        )
-        acted = 0
-        for workload_id, status in ids:
-            try:
-                if status == S.ADMITTED:
-                    workload_dispatch(workload_id=workload_id)
-                    acted += 1
-                    continue
-                with transaction.atomic():
-                    workload = workload_locked(workload_id, skip_locked=True)
-                    if workload is not None and self._reconcile(workload, pods_by_workload.get(str(workload_id), [])):
-                        acted += 1
-            except TransientBackendError as exc:
-                logger.warning("kubernetes reconciler: workload %s: %s (next pass)", workload_id, exc)
-            except Exception:
-                logger.exception("kubernetes reconciler: workload %s", workload_id)
-        if time.monotonic() - self.cleaned_at >= CLEANUP_INTERVAL_SECONDS:  # a query over finished work
-            self.cleaned_at = time.monotonic()
-            acted += self.clean_finished()
+        self.record_cache_reports(self.informers["pods"].items(), prune=True)
+        self._scan()
+        ids = sorted(self.snapshot)
+        self.health_due = {k: v for k, v in self.health_due.items() if k in self.snapshot}
+        acted = self._reconcile_ids(ids)
+        acted += self._clean_when_due()
+        self.full_at, self.lists_seen = time.monotonic(), lists
+        self.stats["passes"] += 1
+        self.stats["full_passes"] += 1
         return acted
+
+    def reconcile_changed(self) -> int:
+        """A pass over the work queue only (see the module's docstring). Returns how many
+        workloads it acted on."""
+        if not self.synced:
+            return 0
+        batch = self.queue.take()
+        if batch.nodes:
+            self.sync_nodes(Cluster.objects.get(pk=self.cluster_id), only=batch.nodes)
+        ids = set(batch.workloads)
+        if time.monotonic() - self.scanned_at >= DB_SCAN_SECONDS:
+            ids |= self._scan()
+        if ids:
+            pods = [pod for workload in ids for pod in self.informers["pods"].by_index("workload", str(workload))]
+            self.record_cache_reports(pods)
+        acted = self._reconcile_ids(sorted(ids))
+        acted += self._clean_when_due()
+        self.stats["passes"] += 1
+        return acted
+
+    def _clean_when_due(self) -> int:
+        if time.monotonic() - self.cleaned_at < CLEANUP_INTERVAL_SECONDS:  # a query over finished work
+            return 0
+        self.cleaned_at = time.monotonic()
+        return self.clean_finished()
+
+    def _scan(self) -> set[int]:
+        """Read the rows of the cluster's active workloads (and inactive ones with pods alive),
+        one query, and return those to look at: changed since the last scan, or not settled
+        (anything but RUNNING, and RUNNING deployments, whose rollouts live in rows of their own)."""
+        rows = (Workload.objects.filter(pool__cluster_id=self.cluster_id)
+                .filter(Q(status__in=ACTIVE) | Q(runtime__alive=True)).values_list("pk", "kind", *SCAN_FIELDS))
+        snapshot, dirty = {}, set()
+        for pk, kind, *row in rows:
+            snapshot[pk] = row = tuple(row)
+            if (row[0] != S.RUNNING or kind_spec(kind).kubernetes_object == "Deployment"
+                    or self.snapshot.get(pk) != row):
+                dirty.add(pk)
+        self.snapshot, self.scanned_at = snapshot, time.monotonic()
+        return dirty
+
+    def _reconcile_ids(self, ids: list[int]) -> int:
+        """Look at these workloads (those still active or with pods alive), read LOAD_CHUNK per
+        query. Stops early when the lead is lost meanwhile."""
+        acted = 0
+        pods = self.informers["pods"]
+        leading = self.is_leader()  # (a pass called directly, not by step(), may run without the lead)
+        if ids:
+            self.bad_nodes = set(Node.objects.filter(cluster_id=self.cluster_id).filter(
+                Q(health=NodeHealth.UNHEALTHY) | Q(schedulable=False, cordon_reason=SLOW_NODE))
+                .values_list("name", flat=True))
+        for start in range(0, len(ids), LOAD_CHUNK):
+            if leading and not self.is_leader():
+                logger.warning("kubernetes reconciler: cluster %s: the lead was lost mid-pass; stopping it",
+                               self.cluster_name)
+                break
+            chunk = list(Workload.objects.select_related("pool__cluster", "project")
+                         .filter(pk__in=ids[start:start + LOAD_CHUNK], pool__cluster_id=self.cluster_id)
+                         .filter(Q(status__in=ACTIVE) | Q(runtime__alive=True)).order_by("pk"))
+            self.reporting = set(ReplicaProgress.objects.filter(workload_id__in=[w.pk for w in chunk])
+                                 .values_list("workload_id", "attempt").distinct())
+            for workload in chunk:
+                self.stats["workloads"] += 1
+                try:
+                    if workload.status == S.ADMITTED:
+                        workload_dispatch(workload_id=workload.pk)
+                        acted += 1
+                        continue
+                    its_pods = pods.by_index("workload", str(workload.pk))
+                    if self._reconcile(workload, its_pods):
+                        acted += 1
+                    self._look_again(workload, its_pods)
+                except TransientBackendError as exc:
+                    logger.warning("kubernetes reconciler: workload %s: %s (next pass)", workload.pk, exc)
+                    self.queue.add_after("workload", workload.pk, 1.0)
+                except Exception:
+                    logger.exception("kubernetes reconciler: workload %s", workload.pk)
+                    self.queue.add_after("workload", workload.pk, 5.0)
+        return acted
+
+    def _look_again(self, workload: Workload, pods: list[dict]) -> None:
+        """Queue the workload again when time alone will change what it needs (the DB scan looks
+        at everything not RUNNING every DB_SCAN_SECONDS)."""
+        if workload.status != S.RUNNING:
+            return
+        unplaced = [t for t in (unplaced_since(p) for p in pods) if t is not None]
+        if unplaced:  # the pending timeout (_pending_too_long)
+            timeout = workload.pool.pending_timeout_seconds
+            timeout = float(timeout if timeout is not None else kube_settings().get("PENDING_TIMEOUT_SECONDS", 600.0))
+            if timeout > 0:
+                self.queue.add_after("workload", workload.pk, max(1.0, min(unplaced) + timeout - time.time() + 0.5))
+        runtime = workload.runtime or {}
+        if runtime.get("after"):  # a restart waiting for the old pods and its backoff
+            self.queue.add_after("workload", workload.pk, 1.0)
+        if kind_spec(workload.kind).runs_to_completion:
+            self.queue.add_after("workload", workload.pk, self.health_seconds)
+            limit = run_deadline(workload)
+            if limit is not None:
+                due = limit.timestamp() + float(kube_settings()["DEADLINE_BACKSTOP_SECONDS"]) - time.time()
+                self.queue.add_after("workload", workload.pk, max(1.0, due))
+        refused = next((c for c in workload.conditions or [] if c.get("type") == "PodsCreated"
+                        and c.get("status") == "False"), None)
+        if refused is not None:
+            since = epoch_seconds(refused.get("lastTransitionTime")) or time.time()
+            timeout = float(kube_settings()["POD_CREATE_TIMEOUT_SECONDS"])
+            self.queue.add_after("workload", workload.pk, max(1.0, since + timeout - time.time() + 0.5))
+
+    def _health_due(self, workload: Workload) -> bool:
+        """Whether a running training job's health (hangs, stragglers, bad nodes: a few queries)
+        is due: every HEALTH_CHECK_SECONDS, not at every look, and only when it could find
+        something (its ranks report progress, or a node of its placement is bad)."""
+        placed = {e.get("node") for e in workload.placement or [] if isinstance(e, dict)}
+        if (workload.pk, workload.attempt) not in self.reporting and not placed & self.bad_nodes:
+            return False
+        now = time.monotonic()
+        if now < self.health_due.get(workload.pk, float("-inf")):
+            return False
+        self.health_due[workload.pk] = now + self.health_seconds
+        return True
+
+    # -- writes: compare-and-set, never around an API call ------------------------------------------
+
+    def _cas(self, workload: Workload, **fields) -> bool:
+        """Write `fields` if the row still is as read (status, attempt, updated_at); else queue it
+        to be looked at again with what changed."""
+        now = timezone.now()
+        won = Workload.objects.filter(pk=workload.pk, status=workload.status, attempt=workload.attempt,
+                                      updated_at=workload.updated_at).update(updated_at=now, **fields)
+        if not won:
+            self.queue.add_workload(workload.pk)
+            return False
+        for key, value in fields.items():
+            setattr(workload, key, value)
+        workload.updated_at = now
+        self._seen(workload)
+        return True
+
+    def _seen(self, workload: Workload) -> None:
+        """Its row as this reconciler wrote it: its own write is no change for the next DB scan."""
+        if workload.pk in self.snapshot:
+            self.snapshot[workload.pk] = tuple(getattr(workload, f) for f in SCAN_FIELDS)
+
+    def _save(self, workload: Workload, runtime: dict, **fields) -> bool:
+        """The backend's bookkeeping (`runtime`, plus e.g. `term_sent_at`), compare-and-set."""
+        return self._cas(workload, runtime=runtime, **fields)
+
+    def _observe(self, workload: Workload, observation, *, relaunch=None):
+        """`workload_observe` under a short row lock (no API call in it), if the workload is
+        still as read; returns its Decision, or None (busy, or changed: looked at again)."""
+        with transaction.atomic():
+            locked = workload_locked(workload.pk, skip_locked=True)
+            if locked is None or (locked.status, locked.attempt) != (workload.status, workload.attempt):
+                self.queue.add_workload(workload.pk)
+                return None
+            return workload_observe(workload=locked, observation=observation, relaunch=relaunch)
+
+    def _merge_runtime(self, workload: Workload, runtime: dict, keys: tuple[str, ...]) -> None:
+        """Write `keys` of `runtime` into the row's runtime as it is now (a key absent from
+        `runtime` is removed), under a short row lock: for bookkeeping others write beside
+        (the deployment's rollout, its placement), which a compare-and-set would keep losing."""
+        with transaction.atomic():
+            locked = workload_locked(workload.pk)
+            if locked is None or locked.status != workload.status:
+                return
+            merged = {k: v for k, v in (locked.runtime or {}).items() if k not in keys}
+            merged.update({k: runtime[k] for k in keys if k in runtime})
+            if merged != (locked.runtime or {}):
+                now = timezone.now()
+                Workload.objects.filter(pk=workload.pk).update(runtime=merged, updated_at=now)
+                locked.runtime, locked.updated_at = merged, now
+                self._seen(locked)
+                workload.runtime, workload.updated_at = merged, now
+
+    def _events_of(self, workload_id: int) -> list[dict]:
+        return [event for reason in EVENT_REASONS
+                for event in self.informers[f"events-{reason}"].by_index("workload", str(workload_id))]
 
     def clean_finished(self) -> int:
         """Finished workloads leave nothing behind: their Secrets (run tokens, dataset credentials)
@@ -244,23 +551,19 @@ class ClusterReconciler:
         now = timezone.now()
         if workload.term_sent_at is None:  # the stop task was lost, or this is a leftover
             self.backend.signal(workload)
-            workload_runtime_save(workload, runtime, term_sent_at=now)
-            return True
+            return self._save(workload, runtime, term_sent_at=now)
         alive = [p for p in pods if is_alive(p)]
         if not alive and not self._service_object(workload, wanted_replicas=True):
             if workload.status == S.STOPPING:
-                workload_observe(workload=workload, observation=AllGone(
-                    killed=workload.kill_sent_at is not None, grace_seconds=_grace_seconds()))
-                return True
+                return self._observe(workload, AllGone(
+                    killed=workload.kill_sent_at is not None, grace_seconds=_grace_seconds())) is not None
             if runtime.get("alive"):
-                workload_runtime_save(workload, {**runtime, "alive": False})
-                return True
+                return self._save(workload, {**runtime, "alive": False})
             return False
         if (alive and (now - workload.term_sent_at).total_seconds() >= _grace_seconds()
                 and workload.kill_sent_at is None):
             self.backend.signal(workload, force=True)
-            workload_runtime_save(workload, runtime, kill_sent_at=now)
-            return True
+            return self._save(workload, runtime, kill_sent_at=now)
         return False
 
     def _service_object(self, workload: Workload, *, wanted_replicas: bool = False) -> dict | None:
@@ -318,14 +621,14 @@ class ClusterReconciler:
             return self._attempt_failed(workload, None, f"The Job failed ({failure[0]}): {failure[1]}")
         succeeded = {v.replica for v in views if v.state.phase != LOST and not v.state.alive and v.state.exit_code == 0}
         if len(succeeded) >= workload.replicas or "Complete" in job_conditions:
-            workload_observe(workload=workload, observation=AllSucceeded(replicas=workload.replicas))
-            return True
+            return self._observe(workload, AllSucceeded(replicas=workload.replicas)) is not None
         if job is None and not views and self._confirmed_missing("Job", namespace, job_name):
             return self._attempt_failed(workload, None, f"Job {namespace}/{job_name} disappeared (deleted outside "
                                                         "Cairn?) before its replicas finished.", lost=True)
         live = sorted((v.state for v in views if v.state.alive), key=lambda state: state.replica)
-        if len(live) == workload.replicas:
-            # All running: hung, straggling, or on a bad node? (self-healing, apps/backends/healing.py)
+        if len(live) == workload.replicas and self._health_due(workload):
+            # All running: hung, straggling, or on a bad node? (self-healing, apps/backends/healing.py,
+            # every HEALTH_CHECK_SECONDS)
             failure = training_health_failure(workload, self.backend, live)
             if failure is not None:
                 return self._attempt_failed(workload, None, failure["message"],
@@ -437,12 +740,12 @@ class ClusterReconciler:
         old = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(m.LABEL_ATTEMPT)
                == str(after["attempt"])]
         if old:
+            self._delete_failed_job(workload, after)
             self._force_delete_on_lost_nodes(workload, old)
             return False
         now = time.time()
         if after.get("gone_at") is None:
-            workload_runtime_save(workload, {**runtime, "after": {**after, "gone_at": now}})
-            return True
+            return self._save(workload, {**runtime, "after": {**after, "gone_at": now}})
         backoff = restart_backoff(int(after["attempt"]))
         if now - float(after["gone_at"]) < backoff:
             return False
@@ -453,8 +756,20 @@ class ClusterReconciler:
                 workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason="LaunchFailed",
                 message=f"Could not start attempt {runtime['attempt']} of the restart: {exc}",
                 event_type=EventType.WARNING, runtime={**runtime, "alive": False}) is not None
-        workload_runtime_save(workload, started)  # (its Restarting event was recorded with the decision)
-        return True
+        return self._save(workload, started)  # (its Restarting event was recorded with the decision)
+
+    def _delete_failed_job(self, workload: Workload, after: dict) -> None:
+        """The failed attempt's Job is deleted right after the restart is decided (_attempt_failed);
+        should that call have failed, it is deleted here, while its pods are still seen."""
+        name = m.job_name(workload.pk, int(after["attempt"]))
+        job = self.informers["jobs"].get(namespace_of(workload), name)
+        if job is None or (job.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        if time.time() - float(after.get("failed_at") or 0) < 10:  # just deleted: the cache lags
+            return
+        failed = copy.copy(workload)
+        failed.runtime = {**(workload.runtime or {}), "job": name}
+        self.backend.signal(failed)
 
     def _force_delete_on_lost_nodes(self, workload: Workload, pods: list[dict]) -> None:
         """Terminating pods on a node that is not Ready never end by themselves (no kubelet to
@@ -473,22 +788,23 @@ class ClusterReconciler:
     def _attempt_failed(self, workload: Workload, view: PodView | None, message: str, *, lost: bool = False,
                         restart_reason: str = "", move: bool = False) -> bool:
         def relaunch(attempt: int) -> dict:
-            # Delete the failed attempt's Job; the next one is created by a later pass, once every
-            # pod of this one is gone and the backoff passed (_launch_when_gone): never two
-            # attempts' ranks at once, as docs/training.md promises.
-            self.backend.signal(workload)
+            # The next attempt is created by a later pass, once every pod of this one is gone and
+            # the backoff passed (_launch_when_gone): never two attempts' ranks at once, as
+            # docs/training.md promises. The failed attempt's Job is deleted once this commits.
             return {"backend": self.backend.name, "attempt": attempt, "namespace": namespace_of(workload),
                     "job": m.job_name(workload.pk, attempt), "alive": True, "replicas": [], "objects": [],
                     "after": {"attempt": attempt - 1, "failed_at": time.time()}}
 
         if move:  # off a bad node: delete the attempt's Job now; the next dispatch waits until its pods are gone
             self.backend.signal(workload)
-        workload_observe(workload=workload, relaunch=relaunch, observation=AttemptFailed(
+        decision = self._observe(workload, relaunch=relaunch, observation=AttemptFailed(
             message=message, exit_code=view.state.exit_code if view is not None else None,
             lost=lost or (view is not None and view.state.phase == LOST),
             reason="OOMKilled" if view is not None and view.reason == "OOMKilled" else "",
             restart_reason=restart_reason, move=move))
-        return True
+        if decision is not None and decision.kind == RESTART:
+            self.backend.signal(workload)  # the failed attempt's Job (`workload` as read: its runtime names it)
+        return decision is not None
 
     # -- notebooks and deployments --------------------------------------------------------------
 
@@ -497,9 +813,9 @@ class ClusterReconciler:
         if self._service_object(workload) is None and self._confirmed_missing(
                 kind, namespace_of(workload), m.object_name(workload.pk)):
             runtime = self.backend.launch(workload, attempt=workload.attempt)  # ensure: creates what is missing
-            workload_runtime_save(workload, {**(workload.runtime or {}), **runtime})
-            workload_event_record(workload=workload, reason="Recreated", type=EventType.WARNING,
-                                  message=f"The {kind} was missing (deleted outside Cairn?); created it again.")
+            if self._save(workload, {**(workload.runtime or {}), **runtime}):
+                workload_event_record(workload=workload, reason="Recreated", type=EventType.WARNING,
+                                      message=f"The {kind} was missing (deleted outside Cairn?); created it again.")
             return True
         scaled = False
         obj = self._service_object(workload)
@@ -532,7 +848,7 @@ class ClusterReconciler:
         namespace = namespace_of(workload)
         since = workload.started_at.timestamp() - 5 if workload.started_at else 0.0
         latest, latest_at = None, since
-        for event in self.informers["events"].items():
+        for event in self._events_of(workload.pk):
             involved = event.get("involvedObject") or {}
             if event.get("reason") != "FailedCreate" or involved.get("namespace") != namespace:
                 continue
@@ -585,7 +901,7 @@ class ClusterReconciler:
             runtime["canary"] = {"url": f"http://{m.canary_name(workload.pk)}.{namespace}.svc/",
                                  "revision": seen["revision"], "ready": seen["ready"]}
         if runtime != (workload.runtime or {}):
-            workload_runtime_save(workload, runtime)
+            self._merge_runtime(workload, runtime, ("main_rollout", "revision", "canary"))
         return bool(events)
 
     # -- conditions -----------------------------------------------------------------------------
@@ -593,7 +909,7 @@ class ClusterReconciler:
     def _scheduler_message(self, workload: Workload, pod_names: set[str]) -> str:
         """The latest FailedScheduling event of the workload's pods (more precise than the pod condition)."""
         latest = None
-        for event in self.informers["events"].items():
+        for event in self._events_of(workload.pk):
             involved = event.get("involvedObject") or {}
             if involved.get("name") in pod_names and event.get("reason") == "FailedScheduling":
                 if latest is None or event_time(event) >= event_time(latest):
@@ -636,6 +952,7 @@ class ClusterReconciler:
                      "message": f"{ready} of {len(views)} replica(s) ready."})
         current = {c["type"]: c for c in workload.conditions or []}
         changed = False
+        warnings = []
         now = timezone.now().isoformat()
         for ctype, cond in wanted.items():
             old = current.get(ctype)
@@ -646,18 +963,19 @@ class ClusterReconciler:
             changed = True
             if cond["status"] == "False" and cond["reason"] != "Starting" and (not old or old.get("reason") != cond[
                     "reason"]):
-                workload_event_record(workload=workload, reason=cond["reason"], message=cond["message"],
-                                      type=EventType.WARNING)
-        if changed:
-            conditions = list(current.values())
-            Workload.objects.filter(pk=workload.pk).update(conditions=conditions, updated_at=timezone.now())
-            workload.conditions = conditions
-        return changed
+                warnings.append(cond)
+        if not changed or not self._cas(workload, conditions=list(current.values())):
+            return False
+        for cond in warnings:  # once the conditions are written (a lost compare-and-set says nothing)
+            workload_event_record(workload=workload, reason=cond["reason"], message=cond["message"],
+                                  type=EventType.WARNING)
+        return True
 
     # -- nodes ----------------------------------------------------------------------------------
 
-    def record_cache_reports(self, pods: list[dict]) -> int:
-        """Record the node cache reports of pods not seen yet, oldest first. Returns how many."""
+    def record_cache_reports(self, pods: list[dict], *, prune: bool = False) -> int:
+        """Record the node cache reports of pods not seen yet, oldest first. Returns how many.
+        `prune` (with every pod: a full pass) forgets the reports of pods that are gone."""
         fresh = []
         for pod in pods:
             found = cache_report(pod)
@@ -675,23 +993,32 @@ class ClusterReconciler:
                     recorded += 1
             except Exception:  # a hint for placement: never worth a failed pass
                 logger.exception("kubernetes reconciler: the cache report of pod %s", uid)
-        if len(self.cache_reports_seen) > 10_000:  # pods come and go; keep the memory bounded
+        if prune and len(self.cache_reports_seen) > 10_000:  # pods come and go; keep the memory bounded
             live = {(p.get("metadata") or {}).get("uid") for p in pods}
             self.cache_reports_seen = {k: v for k, v in self.cache_reports_seen.items() if k in live}
         return recorded
 
-    def sync_nodes(self, cluster: Cluster) -> dict[str, int]:
-        """Make the cluster's Node rows match the Kubernetes Nodes (only after a full list)."""
+    def sync_nodes(self, cluster: Cluster, only: set[str] | None = None) -> dict[str, int]:
+        """Make the cluster's Node rows match the Kubernetes Nodes: every one (a full pass), or
+        `only` these (whose Node, or others' pods on it, changed)."""
         options = options_for(cluster)
         pools = list(ResourcePool.objects.filter(cluster=cluster))
         topology_keys = [k for pool in pools for k in pool.topology_keys or []]
-        existing = {node.name: node for node in Node.objects.filter(cluster=cluster)}
+        rows = Node.objects.filter(cluster=cluster)
+        nodes = self.informers["nodes"]
+        if only is None:
+            objs = nodes.items()
+        else:
+            rows = rows.filter(name__in=only)
+            objs = [obj for obj in (nodes.get("", name) for name in sorted(only)) if obj is not None]
+        existing = {node.name: node for node in rows}
         seen: set[str] = set()
         counts = {"created": 0, "updated": 0, "removed": 0}
         now = timezone.now()
-        others = usage_by_node(self.informers["others"].items(),
-                               tuple(v.resource for v in options.accelerators.values()))
-        for obj in self.informers["nodes"].items():
+        devices = tuple(v.resource for v in options.accelerators.values())
+        others = self.informers["others"]
+        self.stats["nodes_synced"] += len(objs)
+        for obj in objs:
             name = (obj.get("metadata") or {}).get("name")
             if not name:
                 continue
@@ -701,7 +1028,7 @@ class ClusterReconciler:
                                     vendors=options.accelerators, now=time.time(),
                                     lost_after=float(kube_settings()["NODE_LOST_GRACE_SECONDS"]))
             fields["others_gpu_milli"], fields["others_cpu_milli"], fields["others_memory_mb"] = \
-                others.get(name, (0, 0, 0))
+                usage_by_node(others.by_index("node", name), devices).get(name, (0, 0, 0))
             pool = _pool_for(pools, fields["labels"])
             node = existing.get(name)
             if node is None:
@@ -722,7 +1049,7 @@ class ClusterReconciler:
             if changed:
                 counts["updated"] += 1
             elif node.last_seen_at and (now - node.last_seen_at).total_seconds() < NODE_SEEN_REFRESH_SECONDS:
-                continue  # nothing new: no write (a pass runs every second over every node)
+                continue  # nothing new: no write
             node.last_seen_at = now
             node.save(update_fields=[*changed, "last_seen_at"])
         gone = [n.pk for name, n in existing.items() if name not in seen]
@@ -745,12 +1072,17 @@ def _pool_for(pools: list[ResourcePool], labels: dict) -> ResourcePool | None:
 # -- the process ---------------------------------------------------------------------------------
 
 class KubernetesReconciler:
-    """Every Kubernetes cluster with credentials: a ClusterReconciler each, started on demand."""
+    """Every Kubernetes cluster with credentials: a ClusterReconciler each, started on demand,
+    with a LeaderElector each (LEADER_ELECTION): its informers run either way (a standby's caches
+    are warm), its passes only while it holds the cluster's Lease."""
 
-    def __init__(self, **cluster_options):
+    def __init__(self, *, identity: str | None = None, leader_election: bool | None = None, **cluster_options):
         self.clusters: dict[int, ClusterReconciler] = {}
         self.cluster_options = cluster_options
         self.wakeup = threading.Event()
+        self.identity = identity or default_identity()
+        self.leader_election = (kube_settings()["LEADER_ELECTION"] if leader_election is None
+                                else leader_election)
 
     def refresh(self) -> None:
         """Start reconcilers for new clusters, stop those of removed ones, restart on new credentials."""
@@ -768,19 +1100,28 @@ class KubernetesReconciler:
                     logger.warning("kubernetes reconciler: cluster %s: %s", cluster.name, exc)
                     continue
                 reconciler.credential_version = cluster.credential.updated_at
-                reconciler.wakeup = self.wakeup
+                reconciler.wakeup = reconciler.queue.wakeup = self.wakeup
                 for informer in reconciler.informers.values():
                     informer.wakeup = self.wakeup
+                if self.leader_election:
+                    reconciler.elector = LeaderElector(reconciler.clients, identity=self.identity,
+                                                       wakeup=self.wakeup, cluster_name=cluster.name)
+                    reconciler.elector.start()
                 reconciler.start()
                 self.clusters[pk] = reconciler
 
     def pass_once(self) -> int:
         self.refresh()
-        return sum(reconciler.reconcile_pass() for reconciler in self.clusters.values())
+        return sum(reconciler.step() for reconciler in self.clusters.values())
 
-    def stop(self) -> None:
+    def next_due(self) -> float | None:
+        """Seconds until a workload or node asked to be looked at again is due, if any."""
+        due = [d for d in (r.queue.next_due() for r in self.clusters.values()) if d is not None]
+        return min(due) if due else None
+
+    def stop(self, *, release: bool = True) -> None:
         for reconciler in self.clusters.values():
-            reconciler.stop()
+            reconciler.stop(release=release)
         self.clusters.clear()
 
 
@@ -800,7 +1141,8 @@ def run_kubernetes_reconciler(stop: threading.Event, interval: float, **cluster_
             except Exception:
                 logger.exception("kubernetes reconciler: pass failed; retrying in %gs", interval)
             heartbeat("reconciler-kubernetes")
-            reconciler.wakeup.wait(interval)
+            due = reconciler.next_due()
+            reconciler.wakeup.wait(interval if due is None else min(interval, due))
             reconciler.wakeup.clear()
     finally:
         reconciler.stop()

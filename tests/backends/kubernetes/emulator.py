@@ -71,9 +71,9 @@ RESOURCES = [
     Resource("autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
     Resource("scheduling.volcano.sh/v1beta1", "podgroups", "PodGroup"),
     Resource("networking.k8s.io/v1", "networkpolicies", "NetworkPolicy"),
-    Resource("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget"),
     Resource("storage.k8s.io/v1", "storageclasses", "StorageClass", namespaced=False),
     Resource("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding"),
+    Resource("coordination.k8s.io/v1", "leases", "Lease"),
     Resource("authentication.k8s.io/v1", "selfsubjectreviews", "SelfSubjectReview", namespaced=False),
     Resource("authorization.k8s.io/v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False),
 ]
@@ -189,6 +189,12 @@ def fields_match(obj: dict, selector: str | None) -> bool:
     return True
 
 
+class _Server(ThreadingHTTPServer):
+    # A reconciler opens a connection per informer (eight) and one for its Lease at once: the
+    # default listen backlog (5) drops some SYNs, which a loaded machine turns into connect timeouts.
+    request_queue_size = 64
+
+
 class KubeEmulator:
     def __init__(self, *, token: str | None = None):
         self.token = token
@@ -220,7 +226,7 @@ class KubeEmulator:
             pass
 
         Handler.emulator = emulator
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self.url

@@ -8,6 +8,7 @@ import yaml
 
 from apps.backends.kubernetes.backend import KubernetesBackend, release_gated
 from apps.backends.kubernetes.client import clients_for
+from apps.backends.kubernetes.leader import LeaderElector
 from apps.backends.kubernetes.reconciler import ClusterReconciler
 from apps.backends.services import workload_dispatch
 from apps.workloads.models import Workload
@@ -72,8 +73,12 @@ def test_rbac_manifests_validate_and_have_no_wildcards():
     docs = rbac_documents()
     assert {d["kind"] for d in docs} == {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
                                          "RoleBinding"}
-    # the one Role: Cairn's own namespace (its image pull Secrets, copied into project namespaces)
-    assert [d["metadata"]["namespace"] for d in docs if d["kind"] == "Role"] == ["cairn-system"]
+    # the Roles: in Cairn's own namespace only (its image pull Secrets, copied into project
+    # namespaces; the reconcilers' Lease)
+    assert {d["metadata"]["name"]: d["metadata"]["namespace"] for d in docs if d["kind"] == "Role"} == {
+        "cairn-pull-secrets": "cairn-system", "cairn-leader-election": "cairn-system"}
+    assert granted("cairn-leader-election") == {("coordination.k8s.io", "leases", v) for v in ("get", "create",
+                                                                                             "update")}
     for doc in docs:
         kubernetes_validate.validate(doc, "1.37.0", strict=True)
     assert not any("*" in part for grant in granted() for part in grant)
@@ -173,6 +178,10 @@ def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_
         watches = {("batch", "jobs", "watch"), ("", "pods", "watch"), ("apps", "statefulsets", "watch"),
                    ("apps", "deployments", "watch"), ("", "nodes", "watch"), ("", "events", "watch")}
         assert eventually(lambda: watches <= emulator.verbs)
+        # Leader election: the Lease created, renewed, released.
+        elector = LeaderElector(reconciler.clients, identity="me", cluster_name=k8s_cluster.name)
+        assert elector.try_acquire_or_renew() and elector.try_acquire_or_renew()
+        elector.release()
         copied = emulator.get("secrets", NS, "regcred")
         assert copied["type"] == "kubernetes.io/dockerconfigjson" and copied["data"] == {".dockerconfigjson": "e30="}
     finally:
