@@ -524,12 +524,13 @@ _API_PATHS = {
     "deployments": "/apis/apps/v1", "replicasets": "/apis/apps/v1",
     "horizontalpodautoscalers": "/apis/autoscaling/v2", "networkpolicies": "/apis/networking.k8s.io/v1",
     "rolebindings": "/apis/rbac.authorization.k8s.io/v1", "podgroups": "/apis/scheduling.volcano.sh/v1beta1",
+    "poddisruptionbudgets": "/apis/policy/v1",
 }
 _CLUSTER_SCOPED = {"namespaces", "nodes"}
 # What Cairn creates in a project namespace, deleted after each test that ran on the real server
 # (the namespace stays: deleting it is asynchronous and the next test reuses its name).
-_CLEANUP = ("jobs", "statefulsets", "deployments", "horizontalpodautoscalers", "services", "secrets",
-            "persistentvolumeclaims", "podgroups", "pods")
+_CLEANUP = ("jobs", "statefulsets", "deployments", "horizontalpodautoscalers", "poddisruptionbudgets", "services",
+            "secrets", "persistentvolumeclaims", "podgroups", "pods")
 
 
 class RealApi:

@@ -71,6 +71,7 @@ RESOURCES = [
     Resource("autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
     Resource("scheduling.volcano.sh/v1beta1", "podgroups", "PodGroup"),
     Resource("networking.k8s.io/v1", "networkpolicies", "NetworkPolicy"),
+    Resource("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget"),
     Resource("storage.k8s.io/v1", "storageclasses", "StorageClass", namespaced=False),
     Resource("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding"),
     Resource("coordination.k8s.io/v1", "leases", "Lease"),
