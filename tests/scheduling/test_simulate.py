@@ -1,6 +1,7 @@
 """`manage.py simulate`: the trace loaders, the simulator and the command."""
 import json
 import math
+import re
 from datetime import timedelta
 from io import StringIO
 
@@ -175,6 +176,20 @@ def test_command_replays_the_trace_with_both_policies(tmp_path):
     seeded = _run("--nodes", "10", "--limit", "300", "--policy", "cairn", "--seed", "1")
     assert seeded[0]["finished"] == 300
     assert seeded[0]["projects"] != results[0]["projects"]
+
+
+@needs_trace
+def test_the_data_replay_reports_hit_rate_fills_and_wait_per_locality_bound():
+    out = StringIO()
+    call_command("simulate", "--nodes", "8", "--limit", "300", "--policy", "cairn", "--datasets", "10",
+                 "--locality-wait", "0", "30", "--no-progress", stdout=out, stderr=StringIO())
+    text = out.getvalue().split("datasets:", 1)[1]
+    rates = {label.strip(): float(rate) for label, rate in re.findall(r"\n  (\S[^\n]*?)\s+hit rate\s+([\d.]+)%", text)}
+    assert set(rates) == {"placement ignoring caches", "data-aware placement", "delay scheduling, 30 s"}  # 0: none
+    assert rates["delay scheduling, 30 s"] > rates["data-aware placement"]
+    held = re.search(r"held back for data: (\d+) of 300 jobs, median [\d,]+ s, max ([\d,]+) s", text)
+    assert held and int(held.group(2).replace(",", "")) <= 30  # never past the bound
+    assert "GB filled" in text and "added / run time: median" in text
 
 
 def test_gpu_node_reserve_outside_zero_to_one_is_a_command_error():
