@@ -53,6 +53,7 @@ export const WAITING_ON: Record<WaitingOn, { label: string; colour: string; hint
   quota_none: { label: "no quota", colour: "red", hint: "Its project has no quota on this pool." },
   budget: { label: "budget", colour: "red", hint: "Its project's GPU-hour budget for the period would be overrun." },
   constraint: { label: "GPU model", colour: "grape", hint: "No schedulable node has a GPU model it allows." },
+  locality: { label: "data locality", colour: "teal", hint: "Waiting a bounded time for a node that already caches its datasets; it starts elsewhere if none frees up in time." },
   never_fits: { label: "never fits", colour: "red", hint: "A replica is larger than every node of its pool (nodes were removed or shrank): no node of this pool can ever run it. It waits in case nodes are added; stop it, or resubmit it smaller." },
 };
 export const WAITING_ON_VALUES = Object.keys(WAITING_ON) as WaitingOn[];
@@ -70,6 +71,7 @@ export const WAITING_SENTENCE: Record<string, string> = {
   quota_none: "Cannot start: the project has no quota on this pool. Ask an administrator for one.",
   budget: "Waiting for budget: it would use more GPU-hours than the project has left this period.",
   constraint: "Waiting for a node with a GPU model it allows.",
+  locality: "Waiting a short while for a node that already holds its data; it starts elsewhere if none frees up in time.",
   never_fits: "Cannot start: it is larger than every node of its pool. Stop it, or run it again smaller.",
 };
 
