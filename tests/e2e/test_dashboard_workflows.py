@@ -131,6 +131,8 @@ def test_clone_run_again_and_a_stop_that_asks_first(server, new_page):
     page.get_by_test_id("run-again").click()
     expect(page.get_by_test_id("workload-name")).to_have_text("broken-2", timeout=UI)
     expect(page.get_by_text(re.compile(r"Runs 'broken' \(#\d+\) again"))).to_be_visible(timeout=UI)
+    page.get_by_test_id("resubmitted-from").get_by_role("link").click()  # back to the one it runs again
+    expect(page.get_by_test_id("workload-name")).to_have_text("broken", timeout=UI)
     http = _api(server)
     rows = {w["name"]: w for w in http.get(f"{server.url}/api/v1/projects/dash/workloads/", timeout=10).json()["results"]}
     assert rows["broken"]["status"] == "failed" and rows["broken-2"]["spec"] == rows["broken"]["spec"]

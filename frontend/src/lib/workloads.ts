@@ -138,6 +138,7 @@ export function placeholderRow(frame: { workload: number; name: string; kind: Wo
     ignored_env: [],
     stop_cause: "",
     preempted_by: null,
+    resubmitted_from: null,
     created_by: "",
     created_at: iso,
     updated_at: iso,

@@ -99,6 +99,15 @@ export function WorkloadHeader({
             <IdeBadge workload={w} />
             <StatusBadge status={w.status} />
           </Group>
+          {w.resubmitted_from ? (
+            <Text size="sm" data-testid="resubmitted-from">
+              Runs{" "}
+              <Anchor component={Link} to={`/projects/${project}/workloads/${w.kind}/${w.resubmitted_from}`}>
+                workload #{w.resubmitted_from}
+              </Anchor>{" "}
+              again, with its spec; that one keeps its history.
+            </Text>
+          ) : null}
           {explanation && (
             <Text size="sm" fw={500} data-testid="status-explanation">
               {explanation}
