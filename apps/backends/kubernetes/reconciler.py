@@ -70,6 +70,7 @@ from apps.workloads.deadlines import format_duration, run_deadline
 from apps.workloads.kinds import kind_spec
 from apps.workloads.lifecycle import (
     DISRUPTED,
+    HELD_BY_QUEUE,
     PENDING_TIMEOUT,
     RESTART,
     AllGone,
@@ -93,6 +94,8 @@ from .informer import Informer
 from .leader import LeaderElector, default_identity
 from .slim import SLIM
 from .status import (
+    KUEUE_JOB_UID_LABEL,
+    KUEUE_WORKLOADS,
     PodView,
     Problem,
     describe_failure,
@@ -101,6 +104,7 @@ from .status import (
     event_time,
     job_deadline_exceeded,
     job_failure,
+    kueue_state,
     node_inventory,
     node_lost_since,
     pod_view,
@@ -587,6 +591,8 @@ class ClusterReconciler:
             return self._launch_when_gone(workload, runtime, pods)
         job_name = runtime.get("job") or m.job_name(workload.pk, attempt)
         job = self.informers["jobs"].get(namespace, job_name)
+        if self._held_by_queue(workload, job):
+            return True
         views = [pod_view(p) for p in pods if pod_view(p).attempt in (attempt, None)]
         failed = [v for v in views if v.state.failed]
         deadline = job_deadline_exceeded(job)
@@ -642,6 +648,62 @@ class ClusterReconciler:
         if refused is not None and self._fail_if_refused_too_long(workload, refused):
             return True
         return self._update_conditions(workload, views, refused=refused)
+
+    def _held_by_queue(self, workload: Workload, job: dict | None) -> bool:
+        """Kueue is the admission authority of clusters registered with `kueue_queue`: Cairn's own
+        admission is a reservation. Its Workload's conditions become Cairn's condition `Admitted`
+        (False with Kueue's reason and message while it holds the Job in its queue); a Job Kueue
+        evicts (preempted: it suspends the Job) after admitting it goes back to Cairn's queue with
+        reason HeldByQueue, spending no restart. True when the workload was requeued."""
+        if job is None or not options_for(workload.pool.cluster).kueue_queue:
+            return False
+        runtime = workload.runtime or {}
+        suspended = bool((job.get("spec") or {}).get("suspend"))
+        if not suspended and runtime.get("kueue_admitted"):
+            return False  # admitted and running: nothing to ask Kueue
+        uid = (job.get("metadata") or {}).get("uid") or ""
+        group, version, plural = KUEUE_WORKLOADS
+        try:
+            found = self.clients.call(self.clients.custom.list_namespaced_custom_object, group, version,
+                                      namespace_of(workload), plural, label_selector=f"{KUEUE_JOB_UID_LABEL}={uid}")
+        except ApiError as exc:
+            logger.warning("kubernetes reconciler: Kueue workloads of %s: %s %s", workload.pk, exc.status, exc.reason)
+            return False
+        state = kueue_state(found.get("items") or [])
+        if state is None:
+            state = ("held", "Pending", "Waiting for Kueue to take the Job into its queue.") if suspended else \
+                ("admitted", "Admitted", "")
+        kind, reason, message = state
+        if kind == "evicted" and runtime.get("kueue_admitted"):
+            self.backend.signal(workload)
+            done = workload_transition(
+                workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.QUEUED, reason=HELD_BY_QUEUE,
+                message=f"Kueue evicted the Job ({reason}: {message}); requeued without spending a restart.",
+                event_type=EventType.WARNING, runtime={**runtime, "alive": True, "kueue_admitted": False},
+                placement=[], term_sent_at=timezone.now())
+            if done is not None:
+                outbox_enqueue(topic="scheduling.cycle", payload={})
+            return done is not None
+        if kind == "admitted" and not suspended:
+            cond = {"type": "Admitted", "status": "True", "reason": "AdmittedByKueue",
+                    "message": "Kueue admitted the Job" + (f": {message}" if message else ".")}
+            self._save(workload, {**runtime, "kueue_admitted": True})
+        else:
+            cond = {"type": "Admitted", "status": "False", "reason": reason,
+                    "message": f"Kueue holds the Job: {message}".rstrip(": ")}
+        current = {c.get("type"): c for c in workload.conditions or []}
+        old = current.get("Admitted") or {}
+        if all(old.get(k) == cond[k] for k in ("status", "reason", "message")):
+            return False
+        cond["lastTransitionTime"] = (timezone.now().isoformat() if old.get("status") != cond["status"]
+                                      else old.get("lastTransitionTime") or timezone.now().isoformat())
+        current["Admitted"] = cond
+        conditions = list(current.values())
+        Workload.objects.filter(pk=workload.pk).update(conditions=conditions, updated_at=timezone.now())
+        workload.conditions = conditions
+        if cond["status"] == "False":
+            workload_event_record(workload=workload, reason=reason, message=cond["message"], type=EventType.WARNING)
+        return False
 
     def _pending_too_long(self, workload: Workload, pods: list[dict]) -> bool:
         """A replica no node has taken for the pool's pending timeout (or PENDING_TIMEOUT_SECONDS)

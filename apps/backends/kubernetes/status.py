@@ -409,3 +409,29 @@ def unplaced_since(pod: dict) -> float | None:
     if (pod.get("status") or {}).get("phase") not in (None, "Pending"):
         return None
     return epoch_seconds(meta.get("creationTimestamp"))
+
+
+# -- Kueue as the admission authority (issue 42, deliver 4) -------------------------------------
+
+KUEUE_WORKLOADS = ("kueue.x-k8s.io", "v1beta2", "workloads")
+KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"  # on the Workload Kueue creates for a Job
+
+
+def kueue_state(workloads: list[dict]) -> tuple[str, str, str] | None:
+    """What Kueue says of a Job, from its Workload (the newest, if several): ("admitted", reason,
+    message), ("evicted", reason, message) — preempted, stopped queue, ... —, or ("held", reason,
+    message) while it waits in its queue (QuotaReserved / Admitted False, Kueue's own words).
+    None when Kueue has made no Workload for it (yet)."""
+    if not workloads:
+        return None
+    newest = max(workloads, key=lambda w: (w.get("metadata") or {}).get("creationTimestamp") or "")
+    conditions = {c.get("type"): c for c in (newest.get("status") or {}).get("conditions") or []}
+    evicted = conditions.get("Evicted") or {}
+    if evicted.get("status") == "True":
+        return "evicted", evicted.get("reason") or "Evicted", evicted.get("message") or ""
+    admitted = conditions.get("Admitted") or {}
+    if admitted.get("status") == "True":
+        return "admitted", admitted.get("reason") or "Admitted", admitted.get("message") or ""
+    waiting = conditions.get("QuotaReserved") or admitted
+    return ("held", waiting.get("reason") or "Pending",
+            waiting.get("message") or "Waiting in its Kueue queue for quota.")

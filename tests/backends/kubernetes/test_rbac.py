@@ -194,4 +194,5 @@ def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_
                                                    ("authentication.k8s.io", "selfsubjectreviews", "create"),
                                                    ("authorization.k8s.io", "selfsubjectaccessreviews", "create")}}
     assert used - granted() == set(), "Cairn uses verbs the RBAC does not grant"
-    assert granted() - used == set(), "the RBAC grants verbs Cairn never uses"
+    # Kueue's Workloads are read only on clusters running Kueue (test_real_kueue.py, real API server)
+    assert granted() - used == {("kueue.x-k8s.io", "workloads", "list")}, "the RBAC grants verbs Cairn never uses"
