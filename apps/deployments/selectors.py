@@ -7,8 +7,8 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db.models import QuerySet
 
-from apps.projects.choices import may_call_deployment
 from apps.clusters.backends import backend_spec
+from apps.projects.choices import may_call_deployment
 from apps.workloads.choices import Kind, WorkloadStatus
 from apps.workloads.models import Workload
 
