@@ -56,7 +56,7 @@ function Home() {
   const slug = defaultProject(me);
   if (!slug) {
     return (
-      <EmptyState title="You are not in any project yet">
+      <EmptyState page title="You are not in any project yet">
         Ask a project owner or your administrator to add you to a project; it will appear here.
       </EmptyState>
     );
@@ -70,7 +70,7 @@ function ProjectScope() {
   const { project = "" } = useParams();
   if (!me.projects.some((p) => p.slug === project)) {
     return (
-      <EmptyState title="Project not found">
+      <EmptyState page title="Project not found">
         There is no project “{project}”, or you are not a member of it. Pick one of yours in the project switcher.
       </EmptyState>
     );
@@ -122,7 +122,7 @@ export function SignedInApp() {
             <Route path="cluster" element={<ClusterPage />} />
             <Route path="tokens" element={<TokensPage />} />
           </Route>
-          <Route path="*" element={<EmptyState title="Page not found">Use the navigation on the left.</EmptyState>} />
+          <Route path="*" element={<EmptyState page title="Page not found">Use the navigation on the left.</EmptyState>} />
          </Route>
         </Route>
       </Route>

@@ -1,10 +1,11 @@
 // The frame of every signed-in page: header (project switcher, theme, user menu) and navigation.
 import { AppShell, Anchor, Burger, Group, Menu, NavLink, Select, Text } from "@mantine/core";
-import { useDisclosure } from "@mantine/hooks";
+import { useDisclosure, useMediaQuery } from "@mantine/hooks";
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef } from "react";
 import { Link, Outlet, useLocation, useNavigate, useParams } from "react-router";
 import { config } from "../config";
+import { takeSignedIn } from "../lib/landing";
 import { titleFor } from "../lib/titles";
 import { defaultProject, ME_KEY, rememberProject, signOut, useMe } from "../session";
 import { ThemeToggle } from "./ThemeToggle";
@@ -41,6 +42,20 @@ function focusMainHeading(main: HTMLElement | null): () => void {
   return () => window.clearTimeout(timer);
 }
 
+/** With nothing focused, make the next Tab go to the first control of the page (the skip link)
+ * rather than to whatever followed an element that was removed. */
+function restartTabAtTop() {
+  const active = document.activeElement;
+  if (active && active !== document.body) return;
+  const body = document.body;
+  const had = body.getAttribute("tabindex");
+  body.setAttribute("tabindex", "-1");
+  body.focus({ preventScroll: true });
+  body.blur();
+  if (had === null) body.removeAttribute("tabindex");
+  else body.setAttribute("tabindex", had);
+}
+
 /** A route's title, and focus moved to its heading when the route changes (not on first load:
  * there the skip link is the first stop of Tab). */
 function useRouteAnnouncement(main: React.RefObject<HTMLElement | null>) {
@@ -50,6 +65,10 @@ function useRouteAnnouncement(main: React.RefObject<HTMLElement | null>) {
     document.title = titleFor(pathname);
     if (first.current) {
       first.current = false;
+      // Signed in just now: focus goes to the page's heading, as on any navigation. On a page
+      // load, Tab starts at the top (the skip link), not after some element that has gone.
+      if (takeSignedIn()) return focusMainHeading(main.current);
+      restartTabAtTop();
       return undefined;
     }
     return focusMainHeading(main.current);
@@ -71,6 +90,17 @@ export function Layout() {
   const [navOpened, nav] = useDisclosure(false);
   const closeNav = nav.close;
   useEffect(() => closeNav(), [location.pathname, closeNav]);
+  // Collapsed off-screen, the navigation must take no Tab stop and be out of the accessibility
+  // tree (inert) until the menu button opens it; Escape closes it and gives focus back.
+  const wide = useMediaQuery("(min-width: 48em)", true, { getInitialValueInEffect: false });
+  const navHidden = !wide && !navOpened;
+  const burger = useRef<HTMLButtonElement>(null);
+  const onNavKeyDown = (event: React.KeyboardEvent) => {
+    if (event.key === "Escape" && !wide && navOpened) {
+      closeNav();
+      burger.current?.focus();
+    }
+  };
 
   const switchProject = (slug: string | null) => {
     if (!slug || slug === routeProject) return;
@@ -110,6 +140,7 @@ export function Layout() {
         <Group h="100%" px={{ base: "xs", sm: "md" }} justify="space-between" wrap="nowrap" gap="xs">
           <Group gap="xs" wrap="nowrap">
             <Burger
+              ref={burger}
               opened={navOpened}
               onClick={nav.toggle}
               hiddenFrom="sm"
@@ -137,7 +168,8 @@ export function Layout() {
           </Group>
           <Group gap="xs" wrap="nowrap">
             <ThemeToggle />
-            <Menu position="bottom-end">
+            {/* no focus placeholder in the menu: a presentational element with a tabindex (axe) */}
+            <Menu position="bottom-end" withInitialFocusPlaceholder={false}>
               <Menu.Target>
                 <Anchor component="button" data-testid="user-menu">
                   <Text size="sm">{me.username}</Text>
@@ -148,13 +180,21 @@ export function Layout() {
                 <Menu.Item component="a" href={config.apiDocsUrl}>API reference</Menu.Item>
                 {me.is_staff && <Menu.Item component="a" href={config.adminUrl}>Admin</Menu.Item>}
                 <Menu.Divider />
-                <Menu.Item color="red" onClick={onSignOut} data-testid="sign-out">Sign out</Menu.Item>
+                <Menu.Item color="var(--mantine-color-red-text)" onClick={onSignOut} data-testid="sign-out">Sign out</Menu.Item>
               </Menu.Dropdown>
             </Menu>
           </Group>
         </Group>
       </AppShell.Header>
-      <AppShell.Navbar p="xs" component="nav" aria-label="Main" id={NAV_ID}>
+      <AppShell.Navbar
+        p="xs"
+        component="nav"
+        aria-label="Main"
+        id={NAV_ID}
+        inert={navHidden}
+        data-hidden={navHidden || undefined}
+        onKeyDown={onNavKeyDown}
+      >
         {project &&
           PROJECT_PAGES.map((page) => {
             const active = location.pathname.startsWith(`/projects/${project}/${page.path}`);

@@ -14,11 +14,13 @@ export function Loading({ label = "Loading…" }: { label?: string }) {
   );
 }
 
-export function EmptyState({ title, children, action }: { title: string; children?: ReactNode; action?: ReactNode }) {
+/** `page`: the state is the whole page (not found, no project), so its title is the page's h1;
+ * otherwise it is an h3, under the h2 of the section it is in. */
+export function EmptyState({ title, children, action, page = false }: { title: string; children?: ReactNode; action?: ReactNode; page?: boolean }) {
   return (
     <Center py="xl" data-testid="empty-state">
       <Stack align="center" gap="xs" maw={520}>
-        <Title order={4}>{title}</Title>
+        <Title order={page ? 1 : 3} size={page ? "h3" : "h4"}>{title}</Title>
         {children && (
           <Text c="dimmed" ta="center">
             {children}

@@ -1,7 +1,7 @@
 // The cluster: pools (capacity / allocated / used), nodes, a node × GPU utilisation heatmap, and
 // each pool's queue. Live from the "cluster" topic (telemetry, node changes).
 import {
-  Anchor, Badge, Card, Group, Progress, Select, SimpleGrid, Stack, Table, Text, Title, Tooltip,
+  Anchor, Badge, Card, Group, Select, SimpleGrid, Stack, Table, Text, Title, Tooltip,
 } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
@@ -9,6 +9,7 @@ import { useMemo } from "react";
 import { Link, useSearchParams } from "react-router";
 import { api, unwrap, type Schemas } from "../api/client";
 import { GpuHeatmap } from "../components/GpuHeatmap";
+import { UsageProgress } from "../components/UsageProgress";
 import { useDebounced, useNow } from "../components/hooks";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { WaitingOnBadge } from "../components/WaitingOnBadge";
@@ -31,8 +32,8 @@ function fetchOverview(): Promise<ClusterOverview> {
   return unwrap(api.GET("/api/v1/cluster/overview/"));
 }
 
-function Bar({ label, value, total, colour, testId, format = (v, t) => `${formatGpu(v)} / ${formatGpu(t)} GPUs` }: {
-  label: string; value: number; total: number; colour: string; testId?: string; format?: (value: number, total: number) => string;
+function Bar({ label, pool, value, total, colour, testId, format = (v, t) => `${formatGpu(v)} / ${formatGpu(t)} GPUs` }: {
+  label: string; pool: string; value: number; total: number; colour: string; testId?: string; format?: (value: number, total: number) => string;
 }) {
   return (
     <Stack gap={2} data-testid={testId}>
@@ -44,7 +45,7 @@ function Bar({ label, value, total, colour, testId, format = (v, t) => `${format
           {format(value, total)}
         </Text>
       </Group>
-      <Progress value={percentOf(value, total)} color={colour} size="sm" />
+      <UsageProgress label={`${label}, pool ${pool}`} valueText={format(value, total)} sections={[{ value: percentOf(value, total), color: colour }]} />
     </Stack>
   );
 }
@@ -89,9 +90,10 @@ function PoolCard({ pool }: { pool: OverviewPool }) {
             </Text>
           )}
         </Group>
-        <Bar label="Allocated" value={pool.allocated_gpu_milli} total={pool.capacity_gpu_milli} colour="indigo" />
-        <Bar label="Used (utilisation)" value={pool.used_gpu_milli} total={pool.capacity_gpu_milli} colour="teal" />
+        <Bar pool={pool.name} label="Allocated" value={pool.allocated_gpu_milli} total={pool.capacity_gpu_milli} colour="indigo" />
+        <Bar pool={pool.name} label="Used (utilisation)" value={pool.used_gpu_milli} total={pool.capacity_gpu_milli} colour="teal" />
         <Bar
+          pool={pool.name}
           label="CPU allocated"
           value={pool.allocated_cpu_milli ?? 0}
           total={pool.cpu_milli_allocatable ?? 0}
@@ -100,6 +102,7 @@ function PoolCard({ pool }: { pool: OverviewPool }) {
           format={(v, t) => `${formatGpu(v)} / ${formatGpu(t)} cores`}
         />
         <Bar
+          pool={pool.name}
           label="Memory allocated"
           value={pool.allocated_memory_mb ?? 0}
           total={pool.memory_mb_allocatable ?? 0}

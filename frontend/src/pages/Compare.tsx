@@ -219,6 +219,7 @@ function CompareBody({ project, data, onRemove }: { project: string; data: Compa
       <Card withBorder padding="sm">
         {curves.error ? <ErrorState error={curves.error} onRetry={curves.retry} /> : null}
         <TimeSeriesChart
+          title={metric ? `${metric} of the compared runs` : "Compared runs"}
           testId="compare-chart"
           series={chartSeries}
           revision={curves.revision}

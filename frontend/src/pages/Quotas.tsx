@@ -1,6 +1,6 @@
 // The project's quota per pool: nominal and used GPUs, CPU and memory (GPUs borrowed beyond the
 // nominal highlighted), lendable, what queued work waits on, and the GPU-hour budget of the period. Refreshed when the project's workloads change.
-import { Badge, Group, Progress, Stack, Table, Text, Title, Tooltip } from "@mantine/core";
+import { Badge, Group, Stack, Table, Text, Title, Tooltip } from "@mantine/core";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useMemo } from "react";
 import { useParams } from "react-router";
@@ -8,6 +8,7 @@ import { api, unwrap } from "../api/client";
 import { useDebounced, useNow } from "../components/hooks";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { EmptyState, ErrorState, Loading } from "../components/States";
+import { UsageProgress } from "../components/UsageProgress";
 import { formatBytesMb, formatGpu, formatRelative } from "../lib/format";
 import { budgetColour, quotaView, resourceNames, resourcesLabel, type QuotaView, type UsageBar } from "../lib/quotas";
 import { WAITING_ON, type WaitingOn } from "../lib/status";
@@ -24,13 +25,17 @@ function hours(value: number): string {
   return value >= 100 ? value.toFixed(0) : value.toFixed(1);
 }
 
-function ResourceBar({ label, bar, testId }: { label: string; bar: UsageBar; testId: string }) {
+function barSections(bar: UsageBar) {
+  return [
+    { value: bar.within, color: "indigo" },
+    { value: bar.borrowed, color: "orange", striped: true },
+  ];
+}
+
+function ResourceBar({ name, label, bar, testId }: { name: string; label: string; bar: UsageBar; testId: string }) {
   return (
     <Stack gap={2} data-testid={testId}>
-      <Progress.Root size="sm">
-        <Progress.Section value={bar.within} color="indigo" />
-        {bar.borrowed > 0 && <Progress.Section value={bar.borrowed} color="orange" striped />}
-      </Progress.Root>
+      <UsageProgress label={name} valueText={label} sections={barSections(bar)} />
       <Text size="xs" c="dimmed">
         {label}
       </Text>
@@ -53,17 +58,26 @@ function UsedCell({ q }: { q: QuotaView }) {
         withArrow
       >
         <Stack gap={2}>
-          <Progress.Root size="lg" data-testid="quota-bar">
-            <Progress.Section value={q.bar.within} color="indigo" />
-            {q.bar.borrowed > 0 && <Progress.Section value={q.bar.borrowed} color="orange" striped />}
-          </Progress.Root>
+          <UsageProgress
+            size="lg"
+            testId="quota-bar"
+            label={`GPUs used in pool ${q.pool}`}
+            valueText={q.borrowed > 0 ? `${label}, ${formatGpu(q.borrowed)} borrowed` : label}
+            sections={barSections(q.bar)}
+          />
           <Text size="xs" c="dimmed">
             {label}
           </Text>
         </Stack>
       </Tooltip>
-      <ResourceBar label={`${formatGpu(q.cpuUsed)} of ${cpus(q.cpuNominal)}`} bar={q.cpuBar} testId="quota-cpu" />
       <ResourceBar
+        name={`CPUs used in pool ${q.pool}`}
+        label={`${formatGpu(q.cpuUsed)} of ${cpus(q.cpuNominal)}`}
+        bar={q.cpuBar}
+        testId="quota-cpu"
+      />
+      <ResourceBar
+        name={`Memory used in pool ${q.pool}`}
         label={`${formatBytesMb(q.memoryUsed)} of ${formatBytesMb(q.memoryNominal)} memory`}
         bar={q.memoryBar}
         testId="quota-memory"
@@ -133,7 +147,12 @@ function BudgetCell({ q, now }: { q: QuotaView; now: number }) {
   }
   return (
     <Stack gap={4} miw={170}>
-      <Progress value={q.budgetPercent ?? 0} color={budgetColour(q.budgetPercent)} size="lg" />
+      <UsageProgress
+        size="lg"
+        label={`GPU-hour budget used in pool ${q.pool}`}
+        valueText={`${hours(q.gpuHours)} of ${hours(q.budget)} GPU-hours this ${q.period}`}
+        sections={[{ value: Math.min(100, q.budgetPercent ?? 0), color: budgetColour(q.budgetPercent) }]}
+      />
       <Text size="xs" c="dimmed">
         {hours(q.gpuHours)} of {hours(q.budget)} GPU-h this {q.period}
         {q.periodEnd ? ` · resets ${formatRelative(q.periodEnd, now)}` : ""}

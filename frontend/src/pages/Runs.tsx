@@ -2,7 +2,7 @@
 // (topic "runs", docs/live.md), filter by status or workload (?workload=<id> in the URL).
 import {
   Anchor, Badge, Button, Checkbox, Code, Group, MultiSelect, Pagination, SegmentedControl, Stack, Table, Text,
-  TextInput, Title, Tooltip,
+  TextInput, Title, Tooltip, VisuallyHidden,
 } from "@mantine/core";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useMemo, useRef, useState } from "react";
@@ -282,7 +282,9 @@ function RunsView({ project }: { project: string }) {
                       {key}
                     </Table.Th>
                   ))}
-                  <Table.Th />
+                  <Table.Th>
+                    <VisuallyHidden>Actions</VisuallyHidden>
+                  </Table.Th>
                 </Table.Tr>
               </Table.Thead>
               <Table.Tbody>

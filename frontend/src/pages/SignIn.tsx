@@ -4,6 +4,7 @@ import { useEffect, useState, type FormEvent } from "react";
 import { useNavigate, useSearchParams } from "react-router";
 import { errorAdvice } from "../components/States";
 import { ThemeToggle } from "../components/ThemeToggle";
+import { markSignedIn } from "../lib/landing";
 import { ME_KEY, signIn } from "../session";
 
 /** Only same-site paths are followed after sign-in (no open redirect). */
@@ -37,7 +38,10 @@ export function SignInPage() {
       queryClient.setQueryData(ME_KEY, me);
       const next = safeNext(params.get("next"));
       if (isServerPage(next)) window.location.assign(next);
-      else navigate(next, { replace: true });
+      else {
+        markSignedIn(); // the first page's heading takes focus (the form is gone)
+        navigate(next, { replace: true });
+      }
     } catch (err) {
       setError(errorAdvice(err).detail);
     } finally {

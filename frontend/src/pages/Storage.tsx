@@ -1,6 +1,6 @@
 // The project's storage: volumes (create, usage against the quota, delete), datasets (every
 // version, where each is cached) and models (versions with the run that produced each).
-import { Anchor, Button, Card, Group, NumberInput, Stack, Table, Text, TextInput, Title } from "@mantine/core";
+import { Anchor, Button, Card, Group, NumberInput, Stack, Table, Text, TextInput, Title, VisuallyHidden } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
@@ -266,7 +266,9 @@ export function StoragePage() {
               <Table.Th>Size</Table.Th>
               <Table.Th>Used</Table.Th>
               <Table.Th>Default mount</Table.Th>
-              <Table.Th />
+              <Table.Th>
+                <VisuallyHidden>Actions</VisuallyHidden>
+              </Table.Th>
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>

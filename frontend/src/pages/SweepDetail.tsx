@@ -28,7 +28,7 @@ import { SweepStatusBadge } from "./Sweeps";
 
 export function SweepDetailPage() {
   const { project = "", id = "" } = useParams();
-  if (!/^\d+$/.test(id)) return <EmptyState title="Sweep not found">There is no sweep “{id}”.</EmptyState>;
+  if (!/^\d+$/.test(id)) return <EmptyState page title="Sweep not found">There is no sweep “{id}”.</EmptyState>;
   return <SweepView key={`${project}/${id}`} project={project} id={Number(id)} />;
 }
 
@@ -166,7 +166,7 @@ function SweepView({ project, id }: { project: string; id: number }) {
               {bars.map((b) => (
                 <div key={b.name}>
                   <Group justify="space-between"><Text size="sm" ff="monospace">{b.name}</Text><Text size="sm">{b.percent.toFixed(0)}%</Text></Group>
-                  <Progress value={b.percent} size="sm" />
+                  <Progress value={Math.round(b.percent * 10) / 10} size="sm" aria-label={`Importance of ${b.name}`} />
                 </div>
               ))}
               <Text size="xs" c="dimmed">Optuna's estimate over {importance.data?.completed_trials} completed trials.</Text>
@@ -180,6 +180,7 @@ function SweepView({ project, id }: { project: string; id: number }) {
       <Card withBorder padding="sm">
         <Title order={2} size="h4" mb="xs">{metric} by trial</Title>
         <TimeSeriesChart
+          title={`${metric} by trial`}
           testId="objective-chart"
           xLabel="trial"
           height={240}

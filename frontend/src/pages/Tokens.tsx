@@ -1,7 +1,7 @@
 // Personal API tokens: list, create (the secret is shown once), revoke.
 import {
   ActionIcon, Alert, Badge, Button, Card, Code, CopyButton, Group, Input, Modal, SegmentedControl, Select, Stack, Table,
-  Text, TextInput, Title, Tooltip,
+  Text, TextInput, Title, Tooltip, VisuallyHidden,
 } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
@@ -250,7 +250,9 @@ export function TokensPage() {
                 <Table.Th>Last used</Table.Th>
                 <Table.Th>Expires</Table.Th>
                 <Table.Th>State</Table.Th>
-                <Table.Th />
+                <Table.Th>
+                  <VisuallyHidden>Actions</VisuallyHidden>
+                </Table.Th>
               </Table.Tr>
             </Table.Thead>
             <Table.Tbody>

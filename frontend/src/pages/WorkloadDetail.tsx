@@ -35,6 +35,7 @@ export function WorkloadDetailPage() {
   if (!isWorkloadKind(kind) || !/^\d+$/.test(id)) {
     return (
       <EmptyState
+        page
         title="No such workload"
         action={
           <Button component={Link} to={`/projects/${project}/workloads`} variant="light">

@@ -2,10 +2,17 @@
 // log scale, EMA smoothing, drag-to-zoom that fetches the zoomed step range at full resolution
 // (double-click or "Reset zoom" to go back), resizing with its container, and live points
 // appended without re-creating the chart (uPlot's setData on the same instance).
-import { Box, Button, Group, Loader, Slider, Switch, Text, Tooltip, UnstyledButton, useComputedColorScheme } from "@mantine/core";
-import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from "react";
+// Accessible (issue 46, item 16): the plot is an image named by a summary of its series (range,
+// latest, min and max), with its points as a table on demand and as a CSV download; legend
+// entries are toggle buttons that say whether their series is shown (aria-pressed); "Zoom in" and
+// "Reset zoom" buttons do from the keyboard what dragging does with a mouse.
+import {
+  Box, Button, Group, Loader, ScrollArea, Slider, Switch, Table, Text, Tooltip, UnstyledButton, useComputedColorScheme,
+} from "@mantine/core";
+import { useCallback, useEffect, useId, useMemo, useRef, useState, type ReactNode } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import { chartCsv, chartRows, chartSummary, csvFileName, formatXValue } from "../../lib/chartText";
 import { formatNumber } from "../../lib/format";
 import {
   alignSeries, countPoints, mergeSeries, positiveOnly, sliceRange, type AlignedData, type SeriesData,
@@ -29,6 +36,8 @@ export interface ChartSeries {
 export type RangeLoader = (lo: number, hi: number) => Promise<Record<string, SeriesData>>;
 
 export interface TimeSeriesChartProps {
+  /** what the chart shows ("Loss", "Requests per second"): its accessible name starts with it */
+  title?: string;
   series: ChartSeries[];
   /** bump when series data changed in place (live points) */
   revision?: number;
@@ -62,6 +71,9 @@ interface Zoom {
   error: string | null;
 }
 
+/** Rows of the data table shown in the page (the CSV has them all). */
+export const TABLE_ROWS = 100;
+
 /** 1, 2, 5 × 10^k: ticks of a step axis are whole steps. */
 const STEP_INCRS = (() => {
   const out: number[] = [];
@@ -87,6 +99,7 @@ function formatX(value: number, kind: "step" | "time"): string {
 }
 
 export function TimeSeriesChart({
+  title,
   series,
   revision = 0,
   height = 280,
@@ -107,6 +120,8 @@ export function TimeSeriesChart({
   const [zoom, setZoom] = useState<Zoom | null>(null);
   const [hidden, setHidden] = useState<ReadonlySet<string>>(() => new Set());
   const [cursorIdx, setCursorIdx] = useState<number | null>(null);
+  const [tableOpen, setTableOpen] = useState(false);
+  const tableId = useId();
 
   const hostRef = useRef<HTMLDivElement>(null);
   const plotRef = useRef<uPlot | null>(null);
@@ -170,6 +185,18 @@ export function TimeSeriesChart({
     zoomToken.current++;
     setZoom(null);
   }, []);
+
+  /** The keyboard's drag: the middle half of the steps shown now. */
+  const zoomIn = () => {
+    const plot = plotRef.current;
+    const min = plot?.scales.x.min;
+    const max = plot?.scales.x.max;
+    if (min === undefined || max === undefined || min === null || max === null) return;
+    const quarter = (max - min) / 4;
+    const lo = Math.max(0, Math.floor(min + quarter));
+    const hi = Math.ceil(max - quarter);
+    if (hi - lo >= 2) requestZoom(lo, hi);
+  };
 
   // Whatever changes the chart's structure re-creates it; data changes only call setData.
   const structure = [
@@ -301,6 +328,28 @@ export function TimeSeriesChart({
       return next;
     });
 
+  const name = title ?? (series.length ? series.map((s) => s.label).join(", ") : "Chart");
+  const labelled = useMemo(() => series.map((s, i) => ({ label: s.label, data: view[i] })), [series, view]);
+  const shownX = xLabel ?? (xKind === "time" ? "time" : "steps");
+  const summary = useMemo(
+    () => chartSummary(name, labelled, xKind, formatValue, shownX),
+    // formatValue is often an inline arrow: the summary follows the data, not its identity
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [name, labelled, xKind, shownX],
+  );
+  const downloadCsv = () => {
+    const blob = new Blob([chartCsv(labelled, xKind, xLabel)], { type: "text/csv" });
+    const url = URL.createObjectURL(blob);
+    const link = document.createElement("a");
+    link.href = url;
+    link.download = csvFileName(name);
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    window.setTimeout(() => URL.revokeObjectURL(url), 1000);
+  };
+  const zoomable = !!loadRange && xKind === "step";
+
   const atCursor = cursorIdx !== null && cursorIdx < aligned[0].length ? cursorIdx : null;
   const legendValue = (i: number): number | null => {
     if (atCursor === null) return lastValue(view[i]);
@@ -366,7 +415,13 @@ export function TimeSeriesChart({
         data-zoomed={zoom ? "true" : "false"}
         style={{ width: "100%", minWidth: 0 }}
       >
-        <div ref={hostRef} style={{ width: "100%", minHeight: height, overflow: "hidden" }} />
+        <div
+          ref={hostRef}
+          role="img"
+          aria-label={summary}
+          data-testid="chart-plot"
+          style={{ width: "100%", minHeight: height, overflow: "hidden" }}
+        />
         {pointCount === 0 && (
           <Box pos="absolute" top={0} left={0} right={0} h={height} style={{ display: "grid", placeItems: "center", pointerEvents: "none" }}>
             <Text size="sm" c="dimmed" ta="center" maw={420}>
@@ -385,10 +440,16 @@ export function TimeSeriesChart({
             const off = hidden.has(s.id);
             return (
               <Tooltip key={s.id} label={off ? "Show" : "Hide"} openDelay={500}>
-                <UnstyledButton onClick={() => toggle(s.id)} style={{ opacity: off ? 0.45 : 1 }}>
+                <UnstyledButton
+                  onClick={() => toggle(s.id)}
+                  aria-pressed={!off}
+                  data-testid="chart-legend-toggle"
+                  className="chart-legend-toggle"
+                  style={{ opacity: off ? 0.6 : 1 }}
+                >
                   <Group gap={6} wrap="nowrap">
                     <Box w={12} h={3} style={{ background: s.color, borderRadius: 2 }} />
-                    <Text size="xs">{s.label}</Text>
+                    <Text size="xs" td={off ? "line-through" : undefined}>{s.label}</Text>
                     <Text size="xs" ff="monospace" fw={600}>
                       {value === null ? "—" : formatValue(value)}
                     </Text>
@@ -399,6 +460,76 @@ export function TimeSeriesChart({
           })}
         </Group>
       )}
+      {series.length > 0 && (
+        <Group gap="xs" mt={4} wrap="wrap" data-testid="chart-tools">
+          {zoomable && pointCount > 0 && (
+            <Button size="compact-xs" variant="subtle" onClick={zoomIn} data-testid="chart-zoom-in">
+              Zoom in
+            </Button>
+          )}
+          <Button
+            size="compact-xs"
+            variant="subtle"
+            aria-expanded={tableOpen}
+            aria-controls={tableId}
+            onClick={() => setTableOpen((open) => !open)}
+            data-testid="chart-table-toggle"
+          >
+            {tableOpen ? "Hide data table" : "Data table"}
+          </Button>
+          <Button
+            size="compact-xs"
+            variant="subtle"
+            onClick={downloadCsv}
+            disabled={pointCount === 0}
+            data-testid="chart-csv"
+            aria-label={`Download the data of ${name} as CSV`}
+          >
+            CSV
+          </Button>
+        </Group>
+      )}
+      {tableOpen && <DataTable id={tableId} name={name} series={labelled} xKind={xKind} xLabel={xLabel} formatValue={formatValue} />}
     </Box>
+  );
+}
+
+function DataTable({ id, name, series, xKind, xLabel, formatValue }: {
+  id: string;
+  name: string;
+  series: { label: string; data: SeriesData }[];
+  xKind: "step" | "time";
+  xLabel?: string;
+  formatValue: (value: number) => string;
+}) {
+  const rows = chartRows(series);
+  const shown = rows.slice(-TABLE_ROWS);
+  return (
+    <ScrollArea.Autosize mah={260} mt={4} id={id} data-testid="chart-table" type="auto">
+      <Table striped withTableBorder fz="xs" verticalSpacing={2}>
+        <Table.Caption>
+          {name}
+          {rows.length > shown.length ? `: the last ${shown.length} of ${rows.length} points (the CSV has all)` : ""}
+        </Table.Caption>
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th scope="col">{xLabel ?? (xKind === "time" ? "Time" : "Step")}</Table.Th>
+            {series.map((s, i) => (
+              <Table.Th key={i} scope="col">{s.label}</Table.Th>
+            ))}
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {shown.map((row) => (
+            <Table.Tr key={row[0]}>
+              <Table.Th scope="row" fw={400}>{row[0] === null ? "" : formatXValue(row[0], xKind)}</Table.Th>
+              {row.slice(1).map((v, i) => (
+                <Table.Td key={i}>{v === null ? "—" : formatValue(v)}</Table.Td>
+              ))}
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+    </ScrollArea.Autosize>
   );
 }

@@ -51,6 +51,7 @@ function Panel({
         {title}
       </Text>
       <TimeSeriesChart
+        title={title}
         testId="telemetry-chart"
         series={series}
         revision={revision}

@@ -35,8 +35,8 @@ function send(frame: LiveFrame) {
   act(() => live.forEach((s) => s.handler.current(frame)));
 }
 
-function notebook(status: string, attempt: number): Workload {
-  return { id: 7, replicas: 1, status, attempt, kind: "notebook" } as unknown as Workload;
+function notebook(status: string, attempt: number, replicas = 1): Workload {
+  return { id: 7, name: "scratch", replicas, status, attempt, kind: "notebook" } as unknown as Workload;
 }
 
 function panel(w: Workload) {
@@ -73,6 +73,18 @@ describe("LogPanel", () => {
     expect(screen.getByTestId("log-view").textContent).toContain("attempt two");
     expect(screen.queryByText(/ended:/i)).toBeNull();
     expect(subscriptions).toHaveLength(2); // running on: the same subscription follows it
+  });
+
+  it("is a named log region that takes focus, so the keyboard scrolls it (issue 46, item 16)", () => {
+    const view = render(panel(notebook("running", 1)));
+    const log = screen.getByRole("log", { name: "Log of scratch" });
+    expect(log).toBe(screen.getByTestId("log-view"));
+    expect(log.tabIndex).toBe(0);
+    expect(log.getAttribute("aria-live")).toBe("off"); // a stream: not read out line by line
+    log.focus();
+    expect(document.activeElement).toBe(log);
+    view.rerender(panel(notebook("running", 1, 2)));
+    expect(screen.getByRole("log").getAttribute("aria-label")).toBe("Log of scratch, replica 0");
   });
 
   it("keeps its subscription when the workload finishes", () => {

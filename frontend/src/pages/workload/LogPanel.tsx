@@ -1,5 +1,6 @@
 // The Logs panel: one replica's log, live over logs:<id>:<replica> (the server sends the tail,
 // then new lines), kept to the last LOG_LINES lines, following the bottom until scrolled up.
+// The view takes focus (Tab) so that the keyboard scrolls it; scrolling up stops following.
 import { Alert, Anchor, Badge, Box, Card, Group, Select, Switch, Text, Title } from "@mantine/core";
 import { useLayoutEffect, useMemo, useRef, useState } from "react";
 import { appendLog, appendNote, emptyLog, logText, type LogBuffer } from "../../lib/logbuffer";
@@ -122,6 +123,12 @@ function LogView({ workload: w, project }: LogPanelProps) {
         onScroll={onScroll}
         className="log-view"
         data-testid="log-view"
+        // A scrolling region that keyboard users can reach and scroll (arrows, Page Up/Down);
+        // a log role, not announced line by line (aria-live off): it streams up to 10 frames a second.
+        tabIndex={0}
+        role="log"
+        aria-live="off"
+        aria-label={`Log of ${w.name}${replicas > 1 ? `, replica ${replica}` : ""}`}
         data-replica={replica}
         data-lines={lineCount}
         p="xs"

@@ -153,6 +153,7 @@ export function MetricsPanel({ project, workload: w, runs, runsLoading, runsErro
         {runsError ? <ErrorState error={runsError} onRetry={onRetry} /> : null}
         {metrics.error ? <ErrorState error={metrics.error} onRetry={metrics.retry} /> : null}
         <TimeSeriesChart
+          title="Metrics"
           series={metrics.series}
           revision={metrics.revision}
           loadRange={metrics.loadRange}

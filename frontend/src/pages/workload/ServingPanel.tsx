@@ -106,6 +106,7 @@ export function ServingPanel({ project, workload: w }: { project: string; worklo
                 {p.title}
               </Text>
               <TimeSeriesChart
+                title={p.title}
                 testId="serving-chart"
                 series={chartSeries(p.lines)}
                 revision={revision}
