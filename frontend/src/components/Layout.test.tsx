@@ -79,6 +79,18 @@ describe("Layout", () => {
     expect(h1.getAttribute("tabindex")).toBe("-1");
   });
 
+  it("lists every project page, the overview and the kind pages included", () => {
+    viewport(1366);
+    frame("/projects/vision/notebooks");
+    const nav = screen.getByRole("navigation", { name: "Main" });
+    expect(within(nav).getAllByRole("link").map((a) => a.textContent)).toEqual([
+      "Overview", "Workloads", "Notebooks", "Deployments", "Runs & comparison", "Sweeps", "Quotas", "Storage",
+      "Cluster", "API tokens",
+    ]);
+    expect(within(nav).getByRole("link", { name: "Notebooks" }).getAttribute("aria-current")).toBe("page");
+    expect(within(nav).getByRole("link", { name: "Deployments" }).getAttribute("href")).toBe("/projects/vision/deployments");
+  });
+
   it("moves to another page: the navigation follows", () => {
     viewport(1366);
     frame("/projects/vision/storage");

@@ -11,7 +11,10 @@ import { defaultProject, ME_KEY, rememberProject, signOut, useMe } from "../sess
 import { ThemeToggle } from "./ThemeToggle";
 
 const PROJECT_PAGES = [
+  { path: "overview", label: "Overview" },
   { path: "workloads", label: "Workloads" },
+  { path: "notebooks", label: "Notebooks" },
+  { path: "deployments", label: "Deployments" },
   { path: "runs", label: "Runs & comparison" },
   { path: "sweeps", label: "Sweeps" },
   { path: "quotas", label: "Quotas" },
