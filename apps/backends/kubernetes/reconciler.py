@@ -428,7 +428,11 @@ class ClusterReconciler:
         if runtime.get("after"):  # a restart waiting for the old pods and its backoff
             self.queue.add_after("workload", workload.pk, 1.0)
         if kind_spec(workload.kind).runs_to_completion:
-            self.queue.add_after("workload", workload.pk, self.health_seconds)
+            # the health check, only where it could find something (else the next full pass): a
+            # recheck of every running job every HEALTH_CHECK_SECONDS floods the queue (kube_scale)
+            placed = {e.get("node") for e in workload.placement or [] if isinstance(e, dict)}
+            if (workload.pk, workload.attempt) in self.reporting or placed & self.bad_nodes:
+                self.queue.add_after("workload", workload.pk, self.health_seconds)
             limit = run_deadline(workload)
             if limit is not None:
                 due = limit.timestamp() + float(kube_settings()["DEADLINE_BACKSTOP_SECONDS"]) - time.time()
