@@ -114,6 +114,11 @@ def seed_rows() -> dict:
     from apps.quotas.models import Quota
 
     local = local_cluster_register()
+    # The demo's jobs run examples/train.py from this checkout: a sandboxed replica sees only the
+    # pool's allowed paths (as `seed_demo` does for `make run`).
+    if str(ROOT) not in local.pool.allowed_paths:
+        local.pool.allowed_paths = [*local.pool.allowed_paths, str(ROOT)]
+        local.pool.save(update_fields=["allowed_paths"])
     with transaction.atomic():
         ada = User.objects.create_user("ada", "ada@example.org", PASSWORD, is_staff=True)
         ben = User.objects.create_user("ben", "ben@example.org", PASSWORD)
