@@ -34,3 +34,16 @@ def test_a_fixed_deployment_and_a_stopped_one(project, pool, bob, client_for):
     assert _scale(client_for(bob), stopped) == {"desired": 0, "admitted": 0, "ready": 0, "autoscaling": None}
     listed = client_for(bob).get("/api/v1/projects/vision/deployments/").json()["results"]
     assert {row["name"]: row["scale"]["ready"] for row in listed} == {"fixed": 2, "gone": 0}
+
+
+def test_the_create_answer_is_the_detail_answer(project, pool, quota, alice, client_for):
+    """POST's 201 body is a Deployment as the schema documents it (scale included), the same as GET's
+    (schemathesis found `scale` missing from it)."""
+    client = client_for(alice)
+    created = client.post("/api/v1/projects/vision/deployments/", {"name": "digits", "command": "serve",
+                                                                   "autoscaling": {"min_replicas": 0, "max_replicas": 2}},
+                          format="json")
+    assert created.status_code == 201, created.content
+    body = created.json()
+    assert body["scale"]["autoscaling"]["max_replicas"] == 2 and body["gateway_url"].endswith("/serve/vision/digits/")
+    assert body == client.get(f"/api/v1/projects/vision/deployments/{body['id']}/").json()

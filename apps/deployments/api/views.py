@@ -9,7 +9,7 @@ from apps.projects.choices import Action
 from apps.workloads.api.views import ERRORS, KindWorkloadViewSet
 from apps.workloads.choices import Kind
 
-from ..selectors import deployment_keys, deployment_revisions, deployment_rollout_status, gateway_url, model_source
+from ..selectors import deployment_keys, deployment_revisions, deployment_rollout_status
 from ..services import (
     deployment_key_create,
     deployment_key_revoke,
@@ -49,10 +49,9 @@ class DeploymentViewSet(KindWorkloadViewSet):
     @extend_schema(request=DeploymentCreateSerializer, responses={201: DeploymentSerializer, **ERRORS})
     def create(self, request, project=None):
         response = super().create(request, project)
-        if response.status_code == status.HTTP_201_CREATED:
-            response.data = {**response.data, "gateway_url": gateway_url(project=self.project.slug,
-                                                                         name=response.data["name"]),
-                             "model_source": model_source(response.data.get("spec"))}
+        if response.status_code == status.HTTP_201_CREATED:  # as GET answers it: gateway URL, lineage, scale
+            workload = self.get_queryset().get(pk=response.data["id"])
+            response.data = DeploymentSerializer(workload, context=self.get_serializer_context()).data
         return response
 
     # -- keys: who may call the deployment through the gateway without a Cairn account ------------
