@@ -231,6 +231,8 @@ def _scan_all(site: dict, new_page, scheme: str, report: Path) -> dict[str, list
     _settle(page)
     page.get_by_test_id("user-menu").click()
     expect(page.get_by_role("menu")).to_be_visible(timeout=UI)
+    # scanned mid fade-in, the menu's text is blended with the page (a "contrast" failure of a frame)
+    expect(page.get_by_role("menu")).to_have_css("opacity", "1", timeout=UI)
     found["user menu"] = _axe(page, everything, "user menu")
     page.keyboard.press("Escape")
     page.set_viewport_size({"width": 390, "height": 844})
