@@ -405,9 +405,12 @@ def pod_security_context() -> dict:
 
 def gated_placement(view: WorkloadView) -> dict[int, str]:
     """Replica -> node for the training pods Cairn places one by one (scheduling gate, then a
-    per-pod nodeSelector: PLACEMENT_GATE); empty when it does not (other kinds, no placement, or
-    a replica placed on a node the job must be kept off)."""
+    per-pod nodeSelector: PLACEMENT_GATE); empty when it does not (other kinds, no placement, a
+    replica placed on a node the job must be kept off, or every replica on one node: the set
+    `hostname In [node]` is then exact, and the pods need no reconciler pass to start)."""
     if view.kind != "training" or len(view.placement_nodes) != view.replicas:
+        return {}
+    if len(set(view.placement_nodes)) < 2:
         return {}
     if set(view.placement_nodes) & set(view.excluded_nodes):
         return {}

@@ -351,6 +351,12 @@ def test_a_training_job_placed_replica_by_replica_is_created_gated():
     # a placement that does not name every replica's node (an old row) stays a set of nodes
     spec = pod_template(workload_manifests(view(replicas=4, placement_nodes=("gpu-1", "gpu-2")), ClusterOptions()))["spec"]
     assert "schedulingGates" not in spec and "affinity" in spec
+    # every replica on one node: the set of one node is exact, no gate (nothing waits for a pass)
+    for replicas, nodes in ((1, ("gpu-1",)), (2, ("gpu-1", "gpu-1"))):
+        spec = pod_template(workload_manifests(view(replicas=replicas, placement_nodes=nodes), ClusterOptions()))["spec"]
+        assert "schedulingGates" not in spec
+        terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gpu-1"]} in terms[0]["matchExpressions"]
 
 
 def test_a_gated_pod_is_released_to_its_replicas_node():

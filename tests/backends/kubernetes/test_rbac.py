@@ -117,10 +117,11 @@ def test_rbac_grants_exactly_what_the_backend_and_reconciler_use(emulator, make_
     k8s_cluster.save(update_fields=["config"])
     backend = KubernetesBackend()
     kubelet.add_node("gpu-a")
+    kubelet.add_node("gpu-b")
     workloads = [
-        # placed replica by replica: its pods are released from their scheduling gate (pods patch)
-        make_workload(kind="training", replicas=2, placement=[{"replica": i, "node": "gpu-a", "gpus": [i]}
-                                                              for i in range(2)]),
+        # placed replica by replica (two nodes): its pods are released from their scheduling gate (pods patch)
+        make_workload(kind="training", replicas=2, placement=[{"replica": i, "node": node, "gpus": [0]}
+                                                              for i, node in enumerate(("gpu-a", "gpu-b"))]),
         make_workload(kind="notebook", spec={"env": {}}),
         make_workload(kind="deployment", spec={"command": ["serve"], "port": 8000, "env": {}}),
     ]
