@@ -77,20 +77,35 @@ def create_nodes(api: k8s.ApiClient, count: int, *, prefix: str = "gpu", gpus: i
     return names
 
 
+def settled(node: dict) -> bool:
+    """Whether the node lifecycle controller is done with a node kwok readied: Ready, its
+    `node.kubernetes.io/not-ready` taint gone and its beta os / arch labels added. Those updates
+    follow Ready by up to tens of seconds for a hundred nodes (the controller manager's client
+    rate limit), more on a loaded machine; they change what Cairn reads (taints, labels)."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    taints = (node.get("spec") or {}).get("taints") or []
+    return (any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+            and not any(t.get("key", "").startswith("node.kubernetes.io/") for t in taints)
+            and "beta.kubernetes.io/os" in labels)
+
+
 def wait_ready(api: k8s.ApiClient, names: list[str], *, timeout: float = 120) -> None:
+    """Wait until every node is Ready and settled (see `settled`): a test that counts node syncs
+    must not see the controller's late updates as its own."""
     import json
 
     core = k8s.CoreV1Api(api)
     wanted = set(names)
+    ready: set[str] = set()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         data = json.loads(core.list_node(_preload_content=False).data)
-        ready = {n["metadata"]["name"] for n in data["items"]
-                 if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions") or [])}
+        ready = {n["metadata"]["name"] for n in data["items"] if settled(n)}
         if wanted <= ready:
             return
         time.sleep(1)
-    raise TimeoutError(f"kwok readied {len(wanted & ready)} of {len(wanted)} nodes")
+    raise TimeoutError(f"{len(wanted & ready)} of {len(wanted)} nodes ready and settled")
 
 
 def ensure_namespace(api: k8s.ApiClient, name: str, *, timeout: float = 60) -> None:

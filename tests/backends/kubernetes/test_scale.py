@@ -55,7 +55,9 @@ def scale_kube(tmp_path_factory):
         kube = RealKube(plane)  # Cairn's RBAC and token, the usual five nodes
         api = admin_api(plane.admin_kubeconfig())
         nodes = create_nodes(api, NODES)
-        wait_ready(api, nodes)
+        # Ready and settled (the node lifecycle controller's taint and labels), the usual five too:
+        # its late updates are real changes the reconciler would sync (and the test count)
+        wait_ready(api, [*nodes, *(n["name"] for n in REAL_NODES)])
         yield kube, api, nodes
         kube.close()
     finally:
