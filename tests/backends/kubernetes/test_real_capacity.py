@@ -179,24 +179,57 @@ def test_a_replica_no_node_takes_is_requeued_after_the_pools_pending_timeout(
 def test_a_deployment_gets_a_disruption_budget_the_eviction_api_enforces(real_kube, real_reconciler,
                                                                          make_real_workload):
     """A drain evicts through the Eviction API: with two replicas and the budget's maxUnavailable 1
-    (the rolling update's), the real disruption controller lets one pod go and refuses the next."""
+    (the rolling update's), the real disruption controller lets one pod go and refuses the next.
+
+    As a drain does, the nodes are cordoned first: else the evicted pod's replacement may run and
+    turn ready before the second eviction, and the budget rightly allows one more."""
     workload = make_real_workload(kind="deployment", replicas=2, gpu_milli=0, cpu_milli=100, memory_mb=64,
                                   spec={"command": ["serve"], "port": 8000, "env": {}})
     assert workload_dispatch(workload_id=workload.pk).status == "running"
     namespace, name = f"cairn-{workload.project.slug}", f"cairn-{workload.pk}"
-    policy = k8s.PolicyV1Api(real_kube.api)
+    selector = {m.LABEL_WORKLOAD: str(workload.pk)}
+    policy, apps = k8s.PolicyV1Api(real_kube.api), k8s.AppsV1Api(real_kube.api)
     budget = policy.read_namespaced_pod_disruption_budget(name, namespace)
-    assert budget.spec.max_unavailable == 1 and budget.spec.selector.match_labels == {m.LABEL_WORKLOAD: str(workload.pk)}
-    allowed = lambda: policy.read_namespaced_pod_disruption_budget(name, namespace).status.disruptions_allowed  # noqa: E731
-    assert eventually(lambda: allowed() == 1, timeout=WAIT), real_kube.describe(namespace)
-    pods = [p.metadata.name for p in real_kube.pods(namespace, f"{m.LABEL_WORKLOAD}={workload.pk}")]
-    assert len(pods) == 2
+    assert budget.spec.max_unavailable == 1 and budget.spec.min_available is None
+    assert budget.spec.selector.match_labels == selector
+    assert apps.read_namespaced_deployment(name, namespace).spec.selector.match_labels == selector
+
+    def live_pods() -> list:
+        return [p for p in real_kube.pods(namespace, f"{m.LABEL_WORKLOAD}={workload.pk}")
+                if not p.metadata.deletion_timestamp]
+
+    def settled() -> bool:
+        """The rollout done, both pods ready, and the disruption controller's status computed
+        from them (it answers nothing, or 0, until it found the pods' controller)."""
+        deployment = apps.read_namespaced_deployment(name, namespace)
+        d = deployment.status
+        if (d.observed_generation or 0) < deployment.metadata.generation or not (
+                d.replicas == d.updated_replicas == d.ready_replicas == 2):
+            return False
+        pods = live_pods()
+        if len(pods) != 2 or not all(p.status.phase == "Running" and any(
+                c.type == "Ready" and c.status == "True" for c in p.status.conditions or []) for p in pods):
+            return False
+        pdb = policy.read_namespaced_pod_disruption_budget(name, namespace)
+        s = pdb.status
+        return ((s.observed_generation or 0) >= pdb.metadata.generation and s.expected_pods == 2
+                and s.current_healthy == 2 and s.desired_healthy == 1 and s.disruptions_allowed == 1)
+
+    assert eventually(settled, timeout=WAIT), real_kube.describe(namespace)
+    pods = [p.metadata.name for p in live_pods()]
 
     def evict(pod):
         real_kube.core.create_namespaced_pod_eviction(pod, namespace, {
             "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}})
 
-    evict(pods[0])
-    with pytest.raises(k8s.ApiException) as refused:
-        evict(pods[1])
-    assert refused.value.status == 429 and "disruption budget" in refused.value.body
+    cordoned = [n.metadata.name for n in real_kube.core.list_node().items if not n.spec.unschedulable]
+    try:
+        for node in cordoned:
+            real_kube.core.patch_node(node, {"spec": {"unschedulable": True}})
+        evict(pods[0])
+        with pytest.raises(k8s.ApiException) as refused:
+            evict(pods[1])
+        assert refused.value.status == 429 and "disruption budget" in refused.value.body
+    finally:
+        for node in cordoned:
+            real_kube.core.patch_node(node, {"spec": {"unschedulable": False}})
