@@ -4,6 +4,7 @@ the test PostgreSQL). The server runs without code-server (CAIRN_CODE_SERVER poi
 VS Code notebook is refused at submit, the API's reason shown on the IDE field; a JupyterLab one
 with an idle timeout is made, and the two IDEs tell apart in the workloads list."""
 import re
+import time
 
 import pytest
 import requests
@@ -188,11 +189,19 @@ def test_the_deployment_page_shows_desired_and_ready_replicas_and_autoscaling(tm
     shared = tmp_path / "shared"
     shared.mkdir(exist_ok=True)
     in_thread(lambda: _seed(str(shared)))
-    deployment = in_thread(_seed_scaled_deployment)
+    beats = tmp_path / "beats"
     server = EmbeddedServer(cairn_env(CAIRN_DATA_DIR=str(tmp_path / "data"), CAIRN_MODE="embedded",
                                       CAIRN_TASKS_IN_PROCESS="1", CAIRN_RECONCILER_INTERVAL="3600",
-                                      CAIRN_SCHEDULER_INTERVAL="3600"), log=tmp_path / "server.log")
+                                      CAIRN_SCHEDULER_INTERVAL="3600", CAIRN_HEARTBEAT_DIR=str(beats)),
+                            log=tmp_path / "server.log")
     try:
+        # The seeded deployment has no processes: made before the reconciler's first pass, that pass
+        # would find its replicas gone and start them again (0 of 3 ready). Its next pass is in an hour.
+        deadline = time.monotonic() + 60
+        while not (beats / "reconciler").exists():
+            assert time.monotonic() < deadline, "the embedded server's reconciler never made a pass"
+            time.sleep(0.1)
+        deployment = in_thread(_seed_scaled_deployment)
         page = new_page(server.url)
         sign_in(page, "erin")
         expect(page).to_have_url(re.compile(r"/projects/dash/workloads$"), timeout=UI)
