@@ -24,6 +24,7 @@ from .crypto import CredentialsUnreadable, encrypt
 from .events import NODE_CHANGES_GROUP, node_changed_event
 from .models import Cluster, ClusterCredential, Node, ResourcePool
 from .probes import AcceleratorInventory, probe_npu_smi, probe_rocm_smi
+from .selectors import cluster_connection
 
 logger = logging.getLogger(__name__)
 
@@ -295,8 +296,6 @@ def kubernetes_cluster_register(
 
 def kubernetes_cluster_check(*, cluster: Cluster, timeout: float = 10.0) -> ClusterCredential:
     """Ask the cluster's API server for its version with the stored credentials; record the answer."""
-    from .selectors import cluster_connection
-
     probe = credential_probes.get(cluster.backend)
     if probe is None:
         raise ServiceError(f"Cluster '{cluster.name}' is not a Kubernetes cluster: its backend ({cluster.backend}) "

@@ -18,6 +18,7 @@ from ..logs import LogsUnavailable, log_access
 from ..models import Workload
 from ..resubmission import workload_resubmit
 from ..services import workload_delete, workload_stop, workload_submit, workload_validate_pool
+from .logtail import follow_log
 from .serializers import NAME_RE, EventSerializer, LogQuerySerializer, WorkloadCreateSerializer, WorkloadSerializer
 
 ERRORS = {400: DetailSerializer, 401: DetailSerializer, 403: DetailSerializer, 404: DetailSerializer,
@@ -98,8 +99,6 @@ class WorkloadActionsMixin:
     )
     @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, PlainTextRenderer])
     def logs(self, request, project=None, pk=None):
-        from .logtail import follow_log
-
         workload = self.get_object()
         query = LogQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
