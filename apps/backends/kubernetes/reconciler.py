@@ -679,15 +679,9 @@ class ClusterReconciler:
                 ("admitted", "Admitted", "")
         kind, reason, message = state
         if kind == "evicted" and runtime.get("kueue_admitted"):
-            self.backend.signal(workload)
-            done = workload_transition(
-                workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.QUEUED, reason=HELD_BY_QUEUE,
-                message=f"Kueue evicted the Job ({reason}: {message}); requeued without spending a restart.",
-                event_type=EventType.WARNING, runtime={**runtime, "alive": True, "kueue_admitted": False},
-                placement=[], term_sent_at=timezone.now())
-            if done is not None:
-                outbox_enqueue(topic="scheduling.cycle", payload={})
-            return done is not None
+            return self._requeue_free(
+                workload, HELD_BY_QUEUE, f"Kueue evicted the Job ({reason}: {message}); requeued without spending "
+                "a restart.", runtime={**runtime, "kueue_admitted": False})
         if kind == "admitted" and not suspended:
             cond = {"type": "Admitted", "status": "True", "reason": "AdmittedByKueue",
                     "message": "Kueue admitted the Job" + (f": {message}" if message else ".")}
@@ -719,15 +713,9 @@ class ClusterReconciler:
         if not since or timeout <= 0 or time.time() - min(since) < timeout:
             return False
         waited = format_duration(timeout)
-        self.backend.signal(workload)
-        done = workload_transition(
-            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.QUEUED, reason=PENDING_TIMEOUT,
-            message=f"A replica waited {waited} for a node that would take it (see PodScheduled); requeued, its "
-                    f"quota released, without spending a restart.", event_type=EventType.WARNING,
-            runtime={**(workload.runtime or {}), "alive": True}, placement=[], term_sent_at=timezone.now())
-        if done is not None:
-            outbox_enqueue(topic="scheduling.cycle", payload={})
-        return done is not None
+        return self._requeue_free(
+            workload, PENDING_TIMEOUT, f"A replica waited {waited} for a node that would take it (see PodScheduled); "
+            "requeued, its quota released, without spending a restart.")
 
     def _outlived_limit(self, workload: Workload, job: dict | None, views: list[PodView]) -> bool:
         """A backstop for the Job controller, which enforces the limit (activeDeadlineSeconds):
@@ -789,12 +777,19 @@ class ClusterReconciler:
         gang with it) and the workload goes back to the queue, its restarts untouched (the
         Disrupted requeue counts as a free attempt, lifecycle.Facts). Its next attempt starts once
         every pod of this one is gone (the leftover path below, and the launch's own check)."""
+        return self._requeue_free(
+            workload, DISRUPTED, f"{why} Requeued without spending a restart: attempt {workload.attempt + 1} starts "
+            f"once every pod of attempt {workload.attempt} is gone.")
+
+    def _requeue_free(self, workload: Workload, reason: str, message: str, *, runtime: dict | None = None) -> bool:
+        """Back to the queue without spending a restart (a disruption, Kueue's eviction, a pending
+        timeout): the attempt's pods are signalled, its placement and quota released, a cycle asked for."""
         self.backend.signal(workload)
         done = workload_transition(
-            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.QUEUED, reason=DISRUPTED,
-            message=f"{why} Requeued without spending a restart: attempt {workload.attempt + 1} starts once every "
-                    f"pod of attempt {workload.attempt} is gone.", event_type=EventType.WARNING,
-            runtime={**(workload.runtime or {}), "alive": True}, placement=[], term_sent_at=timezone.now())
+            workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.QUEUED, reason=reason, message=message,
+            event_type=EventType.WARNING, runtime={**(runtime if runtime is not None else workload.runtime or {}),
+                                                   "alive": True},
+            placement=[], term_sent_at=timezone.now())
         if done is not None:
             outbox_enqueue(topic="scheduling.cycle", payload={})
         return done is not None
