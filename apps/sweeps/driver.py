@@ -104,14 +104,21 @@ def sweep_drive(*, sweep_id: int, owner: str = OWNER) -> bool:
 
 
 def _adopt_orphans(sweep: Sweep, study: optuna.Study) -> None:
-    """Trials Optuna handed out whose Trial row was never written (a driver killed in between)."""
+    """Trials Optuna handed out whose Trial row was never written (a driver killed in between).
+
+    The driver may have died before it had suggested every parameter (ask() and each suggest_*
+    write to Optuna's storage one at a time): the space is suggested again on the same trial,
+    which keeps the values already drawn and draws the missing ones. Adopting the partial params
+    as they stood ran a trial without some of its PARAM_* variables."""
     known = set(Trial.objects.filter(sweep=sweep).values_list("number", flat=True))
     for frozen in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if frozen.number in known:
             continue
         logger.info("sweep %s: adopting trial %s (asked before a restart)", sweep.pk, frozen.number)
+        params = suggest(optuna.trial.Trial(study, frozen._trial_id), sweep.space,
+                         grid=sweep.algorithm == Algorithm.GRID)
         trial = Trial.objects.create(sweep=sweep, number=frozen.number, optuna_trial_id=frozen._trial_id,
-                                     params=dict(frozen.params))
+                                     params=params)
         if sweep.status == SweepStatus.RUNNING:
             _submit(sweep, study, trial)
         else:

@@ -279,6 +279,27 @@ def test_a_trial_asked_before_a_crash_is_adopted_not_lost_nor_repeated(setup):
     assert len(study(sweep).trials) == 2
 
 
+def test_a_trial_asked_but_not_fully_suggested_before_a_crash_is_adopted_with_all_its_params(setup):
+    """The driver killed between ask() and the last suggest_*: Optuna holds the trial with some of
+    its params (here none, and only lr). Adopted, each runs with every param of the space, the
+    values already drawn kept."""
+    project, alice = setup
+    sweep = make_sweep(project, alice, max_concurrent=2, max_trials=2)
+    study(sweep).ask()
+    lr = study(sweep).ask({"lr": optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True)}).params["lr"]
+    sweep_drive(sweep_id=sweep.pk)
+    rows = trials(sweep)
+    assert [t.number for t in rows] == [0, 1] and all(t.workload_id for t in rows)
+    assert rows[1].params["lr"] == lr
+    for trial in rows:
+        assert {"lr", "solver"} <= set(trial.params), trial.params
+        assert ("momentum" in trial.params) == (trial.params["solver"] == "sgd")
+        env = trial.workload.spec["env"]
+        assert env["PARAM_LR"] == str(trial.params["lr"]) and env["PARAM_SOLVER"] == trial.params["solver"]
+        assert study(sweep).trials[trial.number].params == trial.params
+    assert Workload.objects.filter(project=project).count() == 2
+
+
 def test_a_second_driver_waits_for_the_lease(setup):
     project, alice = setup
     sweep = make_sweep(project, alice)
