@@ -146,6 +146,26 @@ class ResourcePool(models.Model):
                 raise ValidationError({name: f"A list of: {', '.join(allowed)}."})
 
 
+class PoolQueue(models.Model):
+    """A pool's queue as the scheduler last ordered it: the ids of the work that waits, in the order
+    its last cycle considered them (a deployment's scale-up under its negated workload id). A queued
+    workload's queue position is its place in `workloads`, from 1; a workload not in it (submitted
+    since, or no longer waiting) has none.
+
+    One row per pool, rewritten whole by the scheduler when the order changed: when work near the head
+    of a long queue is admitted every entry behind it moves up one place, and one row per pool costs
+    one write where a position on each workload's row cost a write per queued workload
+    (docs/benchmarks.md, "Service cycle on PostgreSQL"). Read with
+    apps.clusters.selectors.queue_positions."""
+
+    pool = models.OneToOneField(ResourcePool, on_delete=models.CASCADE, primary_key=True, related_name="queue")
+    workloads = models.JSONField(default=list)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"queue of {self.pool_id} ({len(self.workloads)} waiting)"
+
+
 class Node(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
     pool = models.ForeignKey(ResourcePool, on_delete=models.SET_NULL, null=True, blank=True, related_name="nodes")

@@ -3,7 +3,7 @@ import yaml
 
 from .choices import CredentialKind
 from .crypto import decrypt
-from .models import Cluster, ClusterCredential, Node
+from .models import Cluster, ClusterCredential, Node, PoolQueue
 
 
 def cluster_connection(*, cluster: Cluster) -> dict:
@@ -35,3 +35,30 @@ def pool_accelerators(*, pools) -> dict[int, dict[str, list[str]]]:
             seen[pool_id][1].add(arch)
     return {p.pk: {"types": list(p.accelerator_types or sorted(seen[p.pk][0] - {"none"} or seen[p.pk][0])),
                    "architectures": list(p.architectures or sorted(seen[p.pk][1]))} for p in pools}
+
+
+class QueuePositions:
+    """Queued workloads' queue positions (PoolQueue), each pool's queue read at most once: one query
+    per pool asked about, however many workloads are. Keep one per request or message."""
+
+    def __init__(self) -> None:
+        self._pools: dict[int, dict[int, int]] = {}
+
+    def of(self, *, pool_id: int | None, workload_id: int) -> int | None:
+        """The workload's place in its pool's queue, from 1; None when the last cycle did not order it."""
+        if pool_id is None:
+            return None
+        places = self._pools.get(pool_id)
+        if places is None:
+            ids = PoolQueue.objects.filter(pool_id=pool_id).values_list("workloads", flat=True).first() or []
+            places = self._pools[pool_id] = {pk: i for i, pk in enumerate(ids, start=1)}
+        return places.get(workload_id)
+
+    def seed(self, *, pool_id: int, workloads: list[int]) -> None:
+        """The pool's queue as already read (a PoolQueue's `workloads`), so that it is not read again."""
+        self._pools[pool_id] = {pk: i for i, pk in enumerate(workloads, start=1)}
+
+    def order(self, *, pool_id: int) -> list[int]:
+        """The pool's queue, workload ids in order (a scale-up's negated id included)."""
+        self.of(pool_id=pool_id, workload_id=0)
+        return list(self._pools[pool_id])

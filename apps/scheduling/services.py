@@ -17,7 +17,7 @@ from django.db.models import Case, F, FloatField, Func, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, Exp, Greatest, Least
 from django.utils import timezone
 
-from apps.clusters.models import Node, ResourcePool
+from apps.clusters.models import Node, PoolQueue, ResourcePool
 from apps.core.outbox import outbox_enqueue
 from apps.deployments.services import (
     deployment_autoscale,
@@ -234,8 +234,7 @@ class _Queued:
         self.spec = {"datasets": spec["datasets"]} if spec.get("datasets") else None  # for dataset_cache_view
         self.pool = _PoolRef(cluster_id)
         # What the scheduler last wrote on it (a wait is written only when it changes).
-        self.shown = (row["pending_reason"], row["waiting_on"], row["queue_position"], row["estimated_start"],
-                      row["locality_since"])
+        self.shown = (row["pending_reason"], row["waiting_on"], row["estimated_start"], row["locality_since"])
 
 
 @dataclass(frozen=True)
@@ -245,7 +244,7 @@ class _PoolRef:
 
 _QUEUED_FIELDS = ("id", "project_id", "pool_id", "priority", "created_at", "replicas", "gpu_milli", "cpu_milli",
                   "memory_mb", "gpu_model", "name", "preempted_by_id", "max_runtime_seconds", "accelerator_type",
-                  "arch", "spec", "pending_reason", "waiting_on", "queue_position", "estimated_start", "locality_since")
+                  "arch", "spec", "pending_reason", "waiting_on", "estimated_start", "locality_since")
 
 
 class _QueuedCache:
@@ -262,6 +261,9 @@ class _QueuedCache:
         self.fills: dict[int, int] = {}
         self.shown: dict[int, tuple] = {}
         self.read = 0
+        # Per pool name: the queue order last written (PoolQueue.workloads); None: not read yet.
+        self.queues: dict[str, list[int]] | None = None
+        self.stamps: dict[str, datetime] = {}  # their updated_at, as written or read
 
 
 _INPUTS = _QueuedCache()
@@ -389,26 +391,26 @@ def gpu_node_reserve() -> float:
 
 
 def _apply_waits(waits: list[Wait], now: datetime) -> int:
-    """Write the waits that changed (reason, kind, queue position, estimated start; a first hold for
-    data sets locality_since), in bulk, only on rows still queued; returns how many were written.
-    A steady queue costs no writes."""
+    """Write the waits that changed (reason, kind, estimated start; a first hold for data sets
+    locality_since), in bulk, only on rows still queued; returns how many were written. A steady
+    queue costs no writes, and neither does a queue that only moved up: positions are kept per pool
+    (_apply_queues)."""
     shown = _INPUTS.shown
     changed = []
     for d in waits:
         before = shown.get(d.workload_id)
-        since = before[4] if before is not None else None
+        since = before[3] if before is not None else None
         if d.kind == WaitKind.LOCALITY and since is None:
             since = now
-        after = (d.reason, d.kind, d.queue_position, d.estimated_start, since)
+        after = (d.reason, d.kind, d.estimated_start, since)
         if after != before:
             changed.append((d.workload_id, *after))
     if not changed:
         return 0
     if connection.vendor != "postgresql":
-        for pk, reason, kind, position, eta, since in changed:
+        for pk, reason, kind, eta, since in changed:
             Workload.objects.filter(pk=pk, status=WorkloadStatus.QUEUED).update(
-                pending_reason=reason, waiting_on=kind, queue_position=position, estimated_start=eta,
-                locality_since=since)
+                pending_reason=reason, waiting_on=kind, estimated_start=eta, locality_since=since)
         return len(changed)
     table = Workload._meta.db_table
     written = 0
@@ -417,22 +419,49 @@ def _apply_waits(waits: list[Wait], now: datetime) -> int:
         columns = [list(column) for column in zip(*chunk, strict=True)]
         with connection.cursor() as cursor:  # one array per column: a short statement, whatever the rows
             cursor.execute(
-                f"UPDATE {table} AS w SET pending_reason = v.reason, waiting_on = v.kind, queue_position = v.position, "
+                f"UPDATE {table} AS w SET pending_reason = v.reason, waiting_on = v.kind, "
                 "estimated_start = v.eta, locality_since = v.since FROM unnest(%s::bigint[], %s::text[], %s::text[], "
-                "%s::integer[], %s::timestamptz[], %s::timestamptz[]) AS v(id, reason, kind, position, eta, since) "
+                "%s::timestamptz[], %s::timestamptz[]) AS v(id, reason, kind, eta, since) "
                 "WHERE w.id = v.id AND w.status = %s RETURNING w.id, w.xmin::text",
                 [*columns, WorkloadStatus.QUEUED])
             versions = dict(cursor.fetchall())
         written += len(versions)
         kept = _INPUTS.rows
-        for pk, reason, kind, position, eta, since in chunk:  # our own write: not read again next cycle
+        for pk, reason, kind, eta, since in chunk:  # our own write: not read again next cycle
             row = kept.get(pk)
             if pk in versions and row is not None:
                 row.version = versions[pk]
-                row.shown = (reason, kind, position, eta, since)
+                row.shown = (reason, kind, eta, since)
                 if since != row.pending.locality_since:
                     row.pending = dataclasses.replace(row.pending, locality_since=since)
     return written
+
+
+def _apply_queues(waits: list[Wait], snapshot: Snapshot) -> int:
+    """Write each pool's queue order (PoolQueue: the waits' ids in the order the policy considered
+    them, so that a queue position is a place in it) where it changed; returns how many pools were
+    written. One row per pool, whatever the length of its queue."""
+    pool_of = {w.id: w.pool for w in snapshot.pending}
+    order: dict[str, list[int]] = {}
+    for d in waits:
+        order.setdefault(pool_of[d.workload_id], []).append(d.workload_id)
+    kept = _INPUTS
+    # Another scheduler process may have written some since (leadership moves): read those again.
+    stamps = dict(PoolQueue.objects.values_list("pool__name", "updated_at"))
+    if kept.queues is None or stamps != kept.stamps:
+        kept.queues = dict(PoolQueue.objects.values_list("pool__name", "workloads"))
+        kept.stamps = stamps
+    changed = {name: ids for name, ids in order.items() if kept.queues.get(name) != ids}
+    changed.update({name: [] for name, ids in kept.queues.items() if ids and name not in order})
+    if not changed:
+        return 0
+    pools = dict(ResourcePool.objects.filter(name__in=changed).values_list("name", "pk"))
+    for name, ids in changed.items():
+        if name in pools:
+            row, _ = PoolQueue.objects.update_or_create(pool_id=pools[name], defaults={"workloads": ids})
+            kept.stamps[name] = row.updated_at
+        kept.queues[name] = ids
+    return len(changed)
 
 
 def _apply_scale_up(decision, result: CycleResult) -> None:
@@ -487,7 +516,7 @@ def _cycle(now: datetime) -> CycleResult:
                 workload_id=decision.workload_id, from_statuses={WorkloadStatus.QUEUED},
                 to_status=WorkloadStatus.ADMITTED, reason="Admitted",
                 message="Placed on " + ", ".join(sorted({p["node"] for p in decision.placement})) + ".",
-                placement=decision.placement, admitted_at=now, estimated_start=None, queue_position=None,
+                placement=decision.placement, admitted_at=now, estimated_start=None,
                 locality_since=None,
             )
             if admitted is not None:
@@ -501,6 +530,7 @@ def _cycle(now: datetime) -> CycleResult:
         elif isinstance(decision, Wait):
             result.waiting += 1
             waits.append(with_fill_time(decision, fills))
+    _apply_queues([d for d in decisions if isinstance(d, Wait) and d.workload_id > 0], snapshot)  # no scale-ups
     result.waits_written = _apply_waits(waits, now)
     result.timings = {"read": read - began, "decide": decided - read, "write": time.perf_counter() - decided}
     return result

@@ -12,6 +12,7 @@ from collections import deque
 from channels.db import database_sync_to_async
 from rest_framework.fields import DateTimeField
 
+from apps.clusters.selectors import QueuePositions
 from apps.core.live import LiveSocket, Topic, TopicRefused, register_topic
 from apps.core.realtime import project_group, workload_telemetry_group
 
@@ -39,7 +40,7 @@ async def workload_in_project(socket: LiveSocket, workload_id: int) -> dict:
 @database_sync_to_async
 def _workload_state(workload_id: int) -> dict | None:
     w = Workload.objects.filter(pk=workload_id).only(
-        "status", "status_reason", "status_message", "pending_reason", "waiting_on", "estimated_start", "queue_position",
+        "status", "status_reason", "status_message", "pending_reason", "waiting_on", "estimated_start", "pool_id",
         "attempt", "replicas", "preemptions", "exit_code", "placement", "conditions", "updated_at").first()
     if w is None:
         return None
@@ -50,7 +51,7 @@ def _workload_state(workload_id: int) -> dict | None:
         "status_message": w.status_message, "pending_reason": w.pending_reason,
         "waiting_on": w.waiting_on or None,
         "estimated_start": when.to_representation(w.estimated_start) if queued and w.estimated_start else None,
-        "queue_position": w.queue_position if queued else None,
+        "queue_position": QueuePositions().of(pool_id=w.pool_id, workload_id=w.pk) if queued else None,
         "attempt": w.attempt, "replicas": w.replicas, "preemptions": w.preemptions, "exit_code": w.exit_code,
         "placement": w.placement, "conditions": w.conditions, "updated_at": when.to_representation(w.updated_at),
     }

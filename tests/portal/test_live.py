@@ -6,6 +6,7 @@ import time
 import pytest
 from channels.db import database_sync_to_async as sync_to_async
 from channels.testing.websocket import WebsocketCommunicator
+from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -13,6 +14,7 @@ from rest_framework.test import APIClient
 import apps.portal.consumers as consumers
 import apps.workloads.topics as workload_topics
 from apps.backends.local.paths import replica_log_path
+from apps.clusters.models import PoolQueue
 from apps.clusters.services import node_cordon
 from apps.projects.models import Membership
 from apps.telemetry.models import TelemetrySample
@@ -203,7 +205,8 @@ async def test_workloads_topic_sees_creation_status_changes_and_deletion(bob, pr
 async def test_workload_topic_state_status_events_pending_and_telemetry(vera, project, pool, monkeypatch):
     monkeypatch.setattr(workload_topics, "LIVE_STATE_POLL_SECONDS", 0.2)  # the topic lives in workloads
     workload = await sync_to_async(WorkloadFactory)(project=project, pool=pool, status="queued",
-                                                    pending_reason="Waiting for quota.", queue_position=3)
+                                                    pending_reason="Waiting for quota.")
+    await sync_to_async(PoolQueue.objects.create)(pool=pool, workloads=[workload.pk + 1, workload.pk + 2, workload.pk])
     other = await sync_to_async(WorkloadFactory)(project=project, pool=pool, status="running")
     ws = await _connected(vera)
     topic = f"workload:{workload.pk}"
@@ -216,8 +219,15 @@ async def test_workload_topic_state_status_events_pending_and_telemetry(vera, pr
 
     # The scheduler writes pending reasons and estimates without an event: the state poll sees them.
     eta = timezone.now() + timezone.timedelta(minutes=30)
-    await sync_to_async(Workload.objects.filter(pk=workload.pk).update)(
-        pending_reason="Waiting for 1 GPU.", waiting_on="capacity", estimated_start=eta, queue_position=1)
+
+    @sync_to_async
+    def scheduler_writes():  # a wait and the pool's queue, in one transaction as a cycle writes them
+        with transaction.atomic():
+            Workload.objects.filter(pk=workload.pk).update(
+                pending_reason="Waiting for 1 GPU.", waiting_on="capacity", estimated_start=eta)
+            PoolQueue.objects.filter(pool=pool).update(workloads=[workload.pk])
+
+    await scheduler_writes()
     state = await ws.receive_json_from(timeout=5)
     assert state["type"] == "workload.state" and state["pending_reason"] == "Waiting for 1 GPU."
     assert state["waiting_on"] == "capacity"

@@ -6,6 +6,7 @@ import pytest
 from apps.backends.selectors import workload_log_read
 from apps.backends.services import workload_dispatch
 from apps.backends.tasks import workload_stop_task
+from apps.clusters.selectors import QueuePositions
 from apps.core.models import OutboxMessage
 from apps.scheduling.services import scheduling_cycle
 from apps.workloads.choices import WorkloadStatus
@@ -104,7 +105,7 @@ def test_higher_priority_preempts_lower_priority_of_its_project(cluster):
     urgent.refresh_from_db()
     assert low.status == S.STOPPING and low.preempted_by_id == urgent.pk and low.stop_cause == "preempted"
     assert keep.status == S.RUNNING
-    assert urgent.estimated_start is not None and urgent.queue_position == 1
+    assert urgent.estimated_start is not None and QueuePositions().of(pool_id=urgent.pool_id, workload_id=urgent.pk) == 1
 
 
 def test_a_stop_during_preemption_ends_stopped_not_requeued(cluster):

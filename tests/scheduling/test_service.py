@@ -4,6 +4,7 @@ import threading
 import pytest
 from django.db import connection, transaction
 
+from apps.clusters.selectors import QueuePositions
 from apps.core.models import OutboxMessage
 from apps.quotas.models import UsageRecord
 from apps.scheduling.policy import ClusterState
@@ -44,7 +45,8 @@ def test_running_workloads_hold_node_capacity(setup):
     scheduling_cycle()
     waiting.refresh_from_db()
     assert waiting.status == "queued" and waiting.pending_reason.startswith("reserved: pool")
-    assert waiting.queue_position == 1 and waiting.estimated_start is None  # the neighbour's end is unknown
+    assert QueuePositions().of(pool_id=waiting.pool_id, workload_id=waiting.pk) == 1
+    assert waiting.estimated_start is None  # the neighbour's end is unknown
 
 
 def test_a_second_scheduler_does_nothing_while_the_leader_holds_the_lock(setup, django_db_blocker):

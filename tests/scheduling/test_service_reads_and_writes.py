@@ -3,11 +3,16 @@ its last cycle (their xmin moved: a new submission, an edit by anyone, a status 
 writes the waits that changed in bulk, skipping rows no longer queued."""
 import pytest
 
+from apps.clusters.selectors import QueuePositions
 from apps.scheduling.services import scheduling_cycle
 from apps.workloads.models import Workload
 from tests.factories import NodeFactory, QuotaFactory, WorkloadFactory
 
 pytestmark = pytest.mark.django_db
+
+
+def position(workload) -> int | None:
+    return QueuePositions().of(pool_id=workload.pool_id, workload_id=workload.pk)
 
 
 @pytest.fixture
@@ -24,7 +29,7 @@ def test_a_steady_queue_is_neither_read_again_nor_written(project, full_pool):
     first = scheduling_cycle()
     assert first.queued_read == 3 and first.waits_written == 3
     assert set(first.timings) == {"read", "decide", "write"}
-    positions = {w.pk: w.queue_position for w in Workload.objects.filter(pk__in=[j.pk for j in jobs])}
+    positions = {w.pk: position(w) for w in jobs}
     assert sorted(positions.values()) == [1, 2, 3]
     again = scheduling_cycle()
     assert again.waiting == 3 and again.queued_read == 0 and again.waits_written == 0
@@ -34,18 +39,18 @@ def test_rows_changed_by_anyone_are_read_again_and_their_waits_rewritten(project
     old = WorkloadFactory(project=project, pool=full_pool, gpu_milli=1000, priority=3)
     new = WorkloadFactory(project=project, pool=full_pool, gpu_milli=1000, priority=3)
     scheduling_cycle()
-    assert Workload.objects.get(pk=old.pk).queue_position == 1
+    assert position(old) == 1
     # Another writer raises the newer one's priority without save() (no updated_at): its xmin moves.
     Workload.objects.filter(pk=new.pk).update(priority=0)
     cycle = scheduling_cycle()
     assert cycle.queued_read == 1
-    assert Workload.objects.get(pk=new.pk).queue_position == 1
-    assert Workload.objects.get(pk=old.pk).queue_position == 2
+    assert position(new) == 1
+    assert position(old) == 2
     assert cycle.waits_written == 2
     third = WorkloadFactory(project=project, pool=full_pool, gpu_milli=1000, priority=5)
     cycle = scheduling_cycle()
     assert cycle.queued_read == 1 and cycle.waiting == 3
-    assert Workload.objects.get(pk=third.pk).queue_position == 3
+    assert position(third) == 3
 
 
 def test_a_workload_that_left_the_queue_is_dropped_and_not_written(project, full_pool):
@@ -55,5 +60,5 @@ def test_a_workload_that_left_the_queue_is_dropped_and_not_written(project, full
     Workload.objects.filter(pk=leaves.pk).update(status="stopped", pending_reason="")
     cycle = scheduling_cycle()
     assert cycle.waiting == 1 and cycle.queued_read == 0
-    assert Workload.objects.get(pk=stays.pk).queue_position == 1
+    assert position(stays) == 1
     assert Workload.objects.get(pk=leaves.pk).pending_reason == ""

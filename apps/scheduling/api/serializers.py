@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from apps.clusters.selectors import QueuePositions
 from apps.workloads.api.serializers import WaitingOnField, WorkloadResourcesOutSerializer
 from apps.workloads.models import Workload
 
@@ -8,7 +9,7 @@ class QueueEntrySerializer(serializers.ModelSerializer):
     """One queued workload of a pool. Workloads of projects the caller is not a member of show
     only their place, priority, size and what they wait on (no id, name, project or reason)."""
 
-    position = serializers.IntegerField(source="queue_position", allow_null=True)
+    position = serializers.SerializerMethodField()
     id = serializers.SerializerMethodField()
     name = serializers.SerializerMethodField()
     project = serializers.SerializerMethodField()
@@ -24,6 +25,10 @@ class QueueEntrySerializer(serializers.ModelSerializer):
         fields = ["position", "id", "name", "project", "kind", "priority", "replicas", "resources", "gpu_model",
                   "pending_reason", "waiting_on", "estimated_start", "submitted_at", "mine"]
         read_only_fields = fields
+
+    def get_position(self, obj) -> int | None:
+        positions = self.context.setdefault("queue_positions", QueuePositions())
+        return positions.of(pool_id=obj.pool_id, workload_id=obj.pk)
 
     def get_mine(self, obj) -> bool:
         visible = self.context.get("visible_projects")

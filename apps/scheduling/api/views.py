@@ -1,11 +1,11 @@
 """The queue of a resource pool, as the scheduler last ordered it."""
 import django_filters
-from django.db.models import F
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, generics
 
-from apps.clusters.models import ResourcePool
+from apps.clusters.models import PoolQueue, ResourcePool
+from apps.clusters.selectors import QueuePositions
 from apps.core.serializers import DetailSerializer
 from apps.projects.models import Membership
 from apps.workloads.choices import WaitingOn, WorkloadStatus
@@ -36,17 +36,38 @@ class PoolQueueView(generics.ListAPIView):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no pool in the URL
             return Workload.objects.none()
-        pool = ResourcePool.objects.filter(name=self.kwargs["pool"]).first()
+        pool = ResourcePool.objects.filter(name=self.kwargs["pool"]).select_related("queue").first()
         if pool is None:
             raise exceptions.NotFound("Resource pool not found.")
+        self.pool = pool
+        try:
+            order = pool.queue.workloads
+        except PoolQueue.DoesNotExist:
+            order = []
+        self.positions = QueuePositions()
+        self.positions.seed(pool_id=pool.pk, workloads=order)
         return (
             Workload.objects.filter(pool=pool, status=WorkloadStatus.QUEUED)
             .select_related("project")
-            .order_by(F("queue_position").asc(nulls_last=True), "priority", "created_at", "id")
+            .order_by("priority", "created_at", "id")
         )
+
+    def list(self, request, *args, **kwargs):
+        """The queue in the order of the scheduler's last cycle (PoolQueue); work it has not ordered
+        yet (submitted since) after it, by priority and submission."""
+        queryset = self.filter_queryset(self.get_queryset())
+        ids = list(queryset.values_list("pk", flat=True))
+        last = len(ids) + 1
+        of, pool_id = self.positions.of, self.pool.pk
+        ids.sort(key=lambda pk: of(pool_id=pool_id, workload_id=pk) or last)  # stable: the rest keep their order
+        page = self.paginate_queryset(ids)
+        rows = queryset.in_bulk(page)
+        serializer = self.get_serializer([rows[pk] for pk in page if pk in rows], many=True)
+        return self.get_paginated_response(serializer.data)
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
+        context["queue_positions"] = getattr(self, "positions", None) or QueuePositions()
         user = self.request.user
         if not user.is_staff:
             context["visible_projects"] = set(Membership.objects.filter(user=user).values_list("project_id", flat=True))

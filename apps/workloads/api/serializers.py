@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.clusters.models import Node
+from apps.clusters.selectors import QueuePositions
 from apps.core.serializers import StrictSerializer
 from apps.storage.api.serializers import DatasetMountListField, VolumeMountListField
 
@@ -359,7 +360,10 @@ class WorkloadSerializer(serializers.ModelSerializer):
         return obj.estimated_start if obj.status == WorkloadStatus.QUEUED else None
 
     def get_queue_position(self, obj) -> int | None:
-        return obj.queue_position if obj.status == WorkloadStatus.QUEUED else None
+        if obj.status != WorkloadStatus.QUEUED:
+            return None
+        positions = self.context.setdefault("queue_positions", QueuePositions())  # shared by a list's rows
+        return positions.of(pool_id=obj.pool_id, workload_id=obj.pk)
 
     def get_url(self, obj) -> str:
         return f"/api/v1/projects/{obj.project.slug}/{kind_route(obj.kind)}/{obj.pk}/"
