@@ -7,6 +7,11 @@ reading of a running attempt (gang failure, run-time limit, self-healing), resta
   escalation (SIGTERM, SIGKILL after the grace period, STOPPED / requeued when all are gone),
   the attempt's failure (gang: the first replica to fail ends it), restarts after the backoff
   (claimed like a dispatch, launched after the claim commits), the run-time limit.
+- `workload_stop_step` / `stop_escalate`: the stop protocol every reconciler calls with what it
+  sees (local, Slurm and Kubernetes alike): SIGTERM once, SIGKILL after the grace period (again
+  every grace period), then STOPPED / QUEUED through `workload_observe(AllGone)`.
+- `workload_restart_launch`: a restart decided earlier (Kubernetes waits for the failed attempt's
+  pods to be gone) claimed and launched like a dispatch.
 - `reconcile_workloads`: a pass over a backend's workloads (a queryset): active ones through
   `workload_reconcile` (or the backend's own step around it), ADMITTED ones dispatched when their
   dispatch was lost, inactive ones whose replicas still run stopped.
@@ -64,8 +69,8 @@ from .base import LOST, Backend, BackendUnavailable, LaunchError, ReplicaScaling
 from .healing import training_health_failure
 from .identity import identity_alive, process_identity
 from .launch_env import attempt_env
-from .loops import reconciler_wakeup
 from .scaling import replicas_serve
+from .wakeup import reconciler_wakeup
 
 logger = logging.getLogger(__name__)
 S = WorkloadStatus
@@ -93,17 +98,61 @@ def _is_me(identity: dict | None) -> bool:
     ) < 0.05
 
 
-def _escalate(workload: Workload, backend: Backend) -> None:
-    """SIGTERM the live replicas once; SIGKILL them once the grace period has passed."""
+def _save_locked(workload: Workload) -> Callable[..., bool]:
+    """How the shared steps write a workload whose row the caller holds locked."""
+    def save(runtime: dict, **fields) -> bool:
+        workload_runtime_save(workload, runtime, **fields)
+        return True
+    return save
+
+
+def stop_escalate(workload: Workload, backend: Backend, *, save: Callable[..., bool] | None = None) -> bool:
+    """The stop escalation of every backend, for a workload whose replicas are still alive: SIGTERM
+    once (`term_sent_at`), SIGKILL (`signal(force=True)`) once the grace period has passed, sent
+    again every grace period while any replica is left (`kill_sent_at`, the last one).
+
+    `save(runtime, **fields)` records the times: by default under the caller's row lock; the
+    Kubernetes reconciler passes its compare-and-set (no API call under a lock). True when it
+    signalled."""
+    save = save or _save_locked(workload)
     runtime = workload.runtime or {}
     now = timezone.now()
     if workload.term_sent_at is None:
         backend.signal(workload)
-        workload_runtime_save(workload, runtime, term_sent_at=now)
-    elif (now - workload.term_sent_at).total_seconds() >= _grace_seconds():
+        save(runtime, term_sent_at=now)
+        return True
+    if (now - (workload.kill_sent_at or workload.term_sent_at)).total_seconds() >= _grace_seconds():
         backend.signal(workload, force=True)
-        if workload.kill_sent_at is None:
-            workload_runtime_save(workload, runtime, kill_sent_at=now)
+        save(runtime, kill_sent_at=now)
+        return True
+    return False
+
+
+def workload_stop_step(workload: Workload, backend: Backend, *, alive: bool,
+                       save: Callable[..., bool] | None = None,
+                       observe: Callable[[AllGone], object] | None = None) -> bool:
+    """One look at a STOPPING workload, or at an inactive one whose replicas may still run
+    (requeued, finished elsewhere), given whether any replica of it is `alive`: escalate
+    (`stop_escalate`) while one is; once none is, a STOPPING workload is settled by
+    `workload_observe(AllGone)` (STOPPED, or QUEUED when it was preempted) and another one's
+    runtime marked not alive. Every backend's reconciler stops through it, so the states and
+    events are the same everywhere. `save` as for `stop_escalate`; `observe(observation)` applies
+    the outcome (by default `workload_observe` under the caller's row lock) and returns None
+    when it could not. True when it acted."""
+    save = save or _save_locked(workload)
+    if alive:
+        stop_escalate(workload, backend, save=save)
+        return True
+    if workload.status == S.STOPPING:
+        observation = AllGone(killed=workload.kill_sent_at is not None, grace_seconds=_grace_seconds())
+        if observe is None:
+            workload_observe(workload=workload, observation=observation)
+            return True
+        return observe(observation) is not None
+    runtime = workload.runtime or {}
+    if runtime.get("alive"):
+        return save({**runtime, "alive": False})
+    return False
 
 
 # -- dispatch ------------------------------------------------------------------------------------
@@ -293,7 +342,7 @@ def _settle_interrupted_launch(workload: Workload, backend: Backend) -> bool:
 def _previous_replicas_gone(workload: Workload, backend: Backend) -> bool:
     """True once no replica of the recorded (earlier) attempt is alive; signals them meanwhile."""
     if any(state.alive for state in backend.observe(workload)):
-        _escalate(workload, backend)
+        stop_escalate(workload, backend)
         return False
     workload_runtime_save(workload, {**(workload.runtime or {}), "alive": False})
     return True
@@ -391,12 +440,7 @@ def workload_reconcile(workload: Workload) -> bool:
 
 
 def _reconcile_stopping(workload: Workload, backend: Backend, states: list[ReplicaState]) -> bool:
-    if any(state.alive for state in states):
-        _escalate(workload, backend)
-        return True
-    workload_observe(workload=workload, observation=AllGone(
-        killed=workload.kill_sent_at is not None, grace_seconds=_grace_seconds()))
-    return True
+    return workload_stop_step(workload, backend, alive=any(state.alive for state in states))
 
 
 def _reconcile_running(workload: Workload, backend: Backend, states: list[ReplicaState]) -> bool:
@@ -411,7 +455,7 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
         if workload_stop_at_deadline(workload_id=workload.pk) is not None:
             workload.refresh_from_db(fields=["status", "runtime", "stop_requested_at", "stop_cause", "term_sent_at",
                                              "kill_sent_at"])
-            _escalate(workload, backend)
+            stop_escalate(workload, backend)
             return True
     if failure is None and kind_spec(workload.kind).independent_replicas and isinstance(backend, ReplicaScaling):
         acted, states, settled = replicas_serve(workload, backend, states)
@@ -436,7 +480,7 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
                     return False
                 workload_runtime_save(workload, {**(workload.runtime or {}), "failure": failure})
                 logger.warning("reconciler: workload %s: %s", workload.pk, failure["message"])
-                _escalate(workload, backend)
+                stop_escalate(workload, backend)
                 return True
             # The first to fail is the cause; replicas lost or killed by us afterwards are not.
             first = first_failure(failed)
@@ -446,7 +490,7 @@ def _reconcile_running(workload: Workload, backend: Backend, states: list[Replic
         acted = True
         logger.info("reconciler: workload %s: %s", workload.pk, failure["message"])
     if any(state.alive for state in states):
-        _escalate(workload, backend)  # gang: the others cannot go on without it
+        stop_escalate(workload, backend)  # gang: the others cannot go on without it
         return True
     if _backing_off(workload, failure):
         return acted
@@ -486,10 +530,15 @@ def _past_deadline(workload: Workload) -> bool:
 _claimed_restarts = threading.local()
 
 
+def _restart_claim(workload: Workload, attempt: int) -> dict:
+    """A claim of the launch of attempt `attempt` (registered as being launched by this process)."""
+    return {"token": _claim_token(), "owner": _me(), "at": time.time(), "placement": workload.placement,
+            "env": attempt_env(workload=workload, attempt=attempt)}
+
+
 def _restart_or_finish(workload: Workload, backend: Backend, failure: dict) -> bool:
     def claim_restart(attempt: int) -> dict:
-        claim = {"token": _claim_token(), "owner": _me(), "at": time.time(), "placement": workload.placement,
-                 "env": attempt_env(workload=workload, attempt=attempt)}
+        claim = _restart_claim(workload, attempt)
         _restarts_claimed().append((workload.pk, claim["token"]))
         return {"backend": backend.name, "attempt": attempt, "replicas": [], "alive": True, "owner": _me(),
                 "launching": claim}
@@ -544,6 +593,29 @@ def _launch_restart(workload_id: int, token: str) -> None:
         raise
 
 
+def workload_restart_launch(*, workload_id: int) -> bool:
+    """Launch the restart a RUNNING workload's runtime is waiting for, for a backend that decides
+    a restart first and starts it later (Kubernetes: once the failed attempt's pods are gone and
+    the backoff has passed). The same claim as a dispatch's: the claim of the attempt (its run
+    and run token, who launches it) commits first, then the replicas start under the row lock;
+    a claim left by a reconciler that died in between is resumed by the next call (event
+    LaunchResumed), the backend adopting what already started. True when it acted."""
+    with transaction.atomic():
+        workload = workload_locked(workload_id, skip_locked=True)
+        if workload is None or workload.status != S.RUNNING:
+            return False
+        runtime = workload.runtime or {}
+        if runtime.get("launching"):
+            return _resume_restart(workload)
+        claim = _restart_claim(workload, workload.attempt)
+        workload_runtime_save(workload, {**runtime, "owner": _me(), "launching": claim})
+    try:
+        _launch_restart(workload_id, claim["token"])
+    finally:
+        _launching_here.discard(claim["token"])
+    return True
+
+
 def _resume_restart(workload: Workload) -> bool:
     """A RUNNING workload whose restart was claimed and not launched (its claimer died, or lost
     the database): launch the same attempt, adopting what already started."""
@@ -568,7 +640,8 @@ def _launch_restart_claimed(workload: Workload, claim: dict) -> None:
         workload_transition(
             workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason="LaunchFailed",
             message=f"Could not start attempt {attempt} of the restart: {exc}", event_type=EventType.WARNING,
-            runtime={"backend": backend.name, "attempt": attempt, "replicas": [], "alive": False},
+            runtime={**{k: v for k, v in (workload.runtime or {}).items() if k != "launching"},
+                     "backend": backend.name, "attempt": attempt, "replicas": [], "alive": False},
         )
         return
     workload_runtime_save(workload, {**runtime, "owner": _me()})
@@ -576,13 +649,9 @@ def _launch_restart_claimed(workload: Workload, claim: dict) -> None:
 
 def _reconcile_leftover(workload: Workload) -> bool:
     """A workload no longer active (requeued, finished elsewhere) whose replicas still run."""
-    runtime = workload.runtime or {}
-    if workload.status in ACTIVE or not runtime.get("alive"):
+    if workload.status in ACTIVE or not (workload.runtime or {}).get("alive"):
         return False
     backend = backend_for(workload)
     _settle_interrupted_launch(workload, backend)
-    if any(state.alive for state in backend.observe(workload)):
-        _escalate(workload, backend)
-    else:
-        workload_runtime_save(workload, {**runtime, "alive": False})
+    workload_stop_step(workload, backend, alive=any(state.alive for state in backend.observe(workload)))
     return True

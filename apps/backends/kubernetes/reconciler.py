@@ -17,12 +17,13 @@ everything again and reaches the same decisions. What is looked at when (docs/ku
   period, a restart's backoff, a deadline, a health check every HEALTH_CHECK_SECONDS); the
   nodes whose Node (or the pods of others on it) changed.
 
-No API call is made inside a database transaction: decisions are taken on the workload as read,
+No API call is made inside a database transaction, launches aside: decisions are taken on the workload as read,
 API calls made, and what is written back is compare-and-set (its status, attempt and
 updated_at unchanged; otherwise it is looked at again with the next pass). Outcomes go through
 `workload_observe` under a short row lock, the API call a restart needs (deleting the failed
-attempt's Job) after it commits. A lost dispatch (ADMITTED) is resumed through
-`workload_dispatch`, the dispatcher's own claim protocol.
+attempt's Job) after it commits. Launches (a lost dispatch, a restart) go through the
+dispatcher's own claim protocol (`workload_dispatch`, `workload_restart_launch`): the claim
+commits first, then the objects are created under the row lock, one launcher at a time.
 
 With several reconciler processes, only the one holding the cluster's Lease acts (leader.py).
 
@@ -34,8 +35,13 @@ With several reconciler processes, only the one holding the cluster's Lease acts
   DeadlineExceeded once its pods are gone, never restarted.
 - RUNNING notebook / deployment: objects missing are created again; crash loops, image pull
   errors, OOM kills and unschedulable pods become conditions (they do not end the workload).
-- STOPPING: stop once (delete Job / scale to zero), force after the grace period, STOPPED when
+- STOPPING: the shared stop (services.workload_stop_step, as local and Slurm): stop once (delete
+  Job / scale to zero), force after the grace period (again every grace period), STOPPED when
   no pod is left, or QUEUED (reason Requeued, attempt count kept) when it was preempted.
+- A restart is decided at the failure (event Restarting) and launched once the failed attempt's
+  pods are gone and the backoff has passed, through services.workload_restart_launch: a claim
+  committed first, the Job created after it; a reconciler killed in between leaves the claim,
+  which the next leader resumes (event LaunchResumed), adopting what was already created.
 - Nodes: the cluster's Node rows follow the Kubernetes Nodes (added, changed, cordoned, removed).
 - Node caches: what a pod's dataset fill reported of its node's cache (its init container's
   termination message, storage.cache_report) is recorded for that node, newest report per node.
@@ -49,14 +55,13 @@ import threading
 import time
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.backends.base import LOST, LaunchError, TransientBackendError
+from apps.backends.base import LOST, TransientBackendError
 from apps.backends.healing import SLOW_NODE, training_health_failure
-from apps.backends.services import restart_backoff, workload_dispatch
+from apps.backends.services import restart_backoff, workload_dispatch, workload_restart_launch, workload_stop_step
 from apps.clusters.choices import Backend as BackendName
 from apps.clusters.choices import NodeHealth
 from apps.clusters.models import Cluster, Node, ResourcePool
@@ -73,7 +78,6 @@ from apps.workloads.lifecycle import (
     HELD_BY_QUEUE,
     PENDING_TIMEOUT,
     RESTART,
-    AllGone,
     AllSucceeded,
     AttemptFailed,
     first_failure,
@@ -162,10 +166,6 @@ def _by_node(pod: dict) -> list[str]:
 def _by_involved_workload(event: dict) -> list[str]:
     workload = event_workload(event)
     return [str(workload)] if workload is not None else []
-
-
-def _grace_seconds() -> float:
-    return float(settings.CAIRN["STOP_GRACE_SECONDS"])
 
 
 class ClusterReconciler:
@@ -555,24 +555,15 @@ class ClusterReconciler:
     # -- stopping and leftovers -----------------------------------------------------------------
 
     def _reconcile_stopping(self, workload: Workload, pods: list[dict]) -> bool:
-        runtime = workload.runtime or {}
-        now = timezone.now()
-        if workload.term_sent_at is None:  # the stop task was lost, or this is a leftover
-            self.backend.signal(workload)
-            return self._save(workload, runtime, term_sent_at=now)
-        alive = [p for p in pods if is_alive(p)]
-        if not alive and not self._service_object(workload, wanted_replicas=True):
-            if workload.status == S.STOPPING:
-                return self._observe(workload, AllGone(
-                    killed=workload.kill_sent_at is not None, grace_seconds=_grace_seconds())) is not None
-            if runtime.get("alive"):
-                return self._save(workload, {**runtime, "alive": False})
-            return False
-        if (alive and (now - workload.term_sent_at).total_seconds() >= _grace_seconds()
-                and workload.kill_sent_at is None):
-            self.backend.signal(workload, force=True)
-            return self._save(workload, runtime, kill_sent_at=now)
-        return False
+        """The shared stop (apps.backends.services.workload_stop_step), written compare-and-set.
+        Until the first stop signal its objects count as alive: a Job or set may still be
+        creating pods the cache has not seen."""
+        alive = (workload.term_sent_at is None or any(is_alive(p) for p in pods)
+                 or self._service_object(workload, wanted_replicas=True) is not None)
+        return workload_stop_step(
+            workload, self.backend, alive=alive,
+            save=lambda runtime, **fields: self._save(workload, runtime, **fields),
+            observe=lambda observation: self._observe(workload, observation))
 
     def _service_object(self, workload: Workload, *, wanted_replicas: bool = False) -> dict | None:
         """The StatefulSet / Deployment of a notebook / deployment (from the cache); with
@@ -797,6 +788,8 @@ class ClusterReconciler:
     def _launch_when_gone(self, workload: Workload, runtime: dict, pods: list[dict]) -> bool:
         """Start the restart's attempt once no pod of the failed one is left (a pod on a lost node
         never finishes terminating: force-deleted) and its backoff has passed since then."""
+        if runtime.get("launching"):  # claimed and not launched (its reconciler died): resume it
+            return workload_restart_launch(workload_id=workload.pk)
         after = runtime["after"]
         old = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(m.LABEL_ATTEMPT)
                == str(after["attempt"])]
@@ -810,14 +803,8 @@ class ClusterReconciler:
         backoff = restart_backoff(int(after["attempt"]))
         if now - float(after["gone_at"]) < backoff:
             return False
-        try:
-            started = self.backend.launch(workload, attempt=int(runtime["attempt"]))
-        except LaunchError as exc:
-            return workload_transition(
-                workload_id=workload.pk, from_statuses={S.RUNNING}, to_status=S.FAILED, reason="LaunchFailed",
-                message=f"Could not start attempt {runtime['attempt']} of the restart: {exc}",
-                event_type=EventType.WARNING, runtime={**runtime, "alive": False}) is not None
-        return self._save(workload, started)  # (its Restarting event was recorded with the decision)
+        # Claimed, then launched, as a dispatch is (its Restarting event was recorded with the decision)
+        return workload_restart_launch(workload_id=workload.pk)
 
     def _delete_failed_job(self, workload: Workload, after: dict) -> None:
         """The failed attempt's Job is deleted right after the restart is decided (_attempt_failed);
