@@ -8,10 +8,11 @@ from django.db import close_old_connections, connection
 from apps.clusters.services import local_cluster_register
 from apps.core.heartbeat import heartbeat
 
-logger = logging.getLogger(__name__)
+from .local import netns, sandbox, startup
+from .local.reconciler import reconcile_once
+from .wakeup import reconciler_wakeup
 
-# Set by services that want the next pass now rather than at the next tick (in-process only).
-reconciler_wakeup = threading.Event()
+logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 30.0  # how often the local node's capacity and last_seen_at are refreshed
 
@@ -32,10 +33,6 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
     Registers this machine as the local cluster's node first and refreshes it now and then.
     A failing pass (database down, ...) is logged and retried on the next tick.
     """
-
-    from .local import netns, sandbox, startup
-    from .local.reconciler import reconcile_once
-
     logger.info("reconciler: started (interval %gs)", interval)
     startup.log_start_up_warning()  # server mode's log says how replicas here are isolated
     last_heartbeat = float("-inf")
@@ -61,8 +58,5 @@ def run_reconciler_loop(stop: threading.Event, interval: float) -> None:
 
 def reconcile_local_once() -> int:
     """`run_reconciler --once` for local clusters: register this machine's node, one pass."""
-    from .local import netns, sandbox
-    from .local.reconciler import reconcile_once
-
     local_cluster_register(isolation=sandbox.isolation().level, network=netns.label())
     return reconcile_once()

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from apps.backends.base import backend_packages, load
-from apps.backends.loops import reconciler_wakeup
+from apps.backends.wakeup import reconciler_wakeup
 
 
 class Command(BaseCommand):
