@@ -1,17 +1,28 @@
-"""Same decisions from two versions of the scheduling policy, on the scenarios of benchmarks a-d.
+"""Same decisions from two versions of the scheduling policy, on the scenarios of benchmarks a-e.
 
-For a refactor of apps/scheduling/policy that must not change behaviour. Put the old version
-aside first, a package directory (`mkdir /tmp/ref && git archive REV apps/scheduling/policy | tar
--x -C /tmp/ref`) or, from before the package, a single file (`git show
-REV:apps/scheduling/policy.py > /tmp/policy_ref.py`), then
+For a refactor of apps/scheduling/policy that must not change behaviour. Two ways to give the old
+version:
 
-    python bench/policy_equivalence.py --reference /tmp/ref/apps/scheduling/policy [--only a b c d]
+- a whole checkout, when the policy's interface changed too (the simulator and the benchmarks
+  then change with it): `mkdir /tmp/ref && git archive REV | tar -x -C /tmp/ref`, then
 
-runs every scenario once with the policy in the checkout and once with the reference, each in a
-process of its own (the reference is loaded as `apps.scheduling.policy`, so the simulator and
-the benchmarks' code run on it unchanged), and compares, byte for byte:
+      python bench/policy_equivalence.py --reference-tree /tmp/ref [--only a b c d e]
 
-- every decision of every cycle (`_Cycle.run`: admissions with their placements, waits with
+  Each side runs its own checkout's policy, simulator and benchmark code (this script's scenarios
+  call only what both versions have: `schedule(Snapshot(...))`, `simulate`, the benchmarks' `run`s);
+- the policy alone, when only its insides changed: a package directory (`mkdir /tmp/ref && git
+  archive REV apps/scheduling/policy | tar -x -C /tmp/ref`) or, from before the package, a single
+  file (`git show REV:apps/scheduling/policy.py > /tmp/policy_ref.py`), then
+
+      python bench/policy_equivalence.py --reference /tmp/ref/apps/scheduling/policy [--only a b c d e]
+
+  (the reference is loaded as `apps.scheduling.policy`, so this checkout's simulator and
+  benchmarks run on it unchanged).
+
+Every scenario runs once per side, each in a process of its own, and the two are compared byte
+for byte:
+
+- every decision of every cycle (the cycle's `run`: admissions with their placements, waits with
   reason, estimated start, queue position and kind, preemptions with their reason);
 - every gang placement asked of a pool (`_Pool.place_gang`, trial placements of the preemption
   and reservation searches included; the FIFO baseline and benchmark b drive it directly);
@@ -25,7 +36,11 @@ a. bench/scheduler_throughput.py's two cycles (10,000 pending on 1,000 nodes, em
 b. bench/scheduler_placement.py's inflation for Cairn on `--placement-lists`, seed 1 (all 1,213 nodes);
 c. bench/scheduler_kueue.py in full (15,000 workloads, Cairn and FIFO);
 d. bench/scheduler_replay.py's `run` on `--replay-nodes` nodes, assignment `--replay-seed`, the
-   first `--replay-limit` pods (0: all), Cairn and FIFO, with its defaults (anti-thrash, bounded wait).
+   first `--replay-limit` pods (0: all), Cairn and FIFO, with its defaults (anti-thrash, bounded wait);
+e. bench/scheduler_fairness.py's `run` on the first `--fairness-mixes` seeds of each tuning family,
+   `--fairness-pods` pods each, FIFO and every variant of `--fairness-variants` (the rule switches
+   and settings a variant changes must change the same decisions on both sides; FIFO's cache is
+   not read).
 
 Prints one line per scenario and exits 1 on any difference.
 """
@@ -76,8 +91,17 @@ def load_reference(path: Path) -> None:
     apps.scheduling.policy = module
 
 
+def _cycle_class(policy):
+    """The class whose `run` makes a cycle's decisions (`Cycle`; `_Cycle` before issue 43)."""
+    from importlib import import_module
+
+    cycle = import_module(policy.__name__ + ".cycle") if hasattr(policy, "__path__") else policy
+    return getattr(cycle, "Cycle", None) or cycle._Cycle
+
+
 def install(policy, rec: Recorder) -> None:
-    run = policy._Cycle.run
+    cycle = _cycle_class(policy)
+    run = cycle.run
     place = policy._Pool.place_gang
 
     def recorded_run(self):
@@ -96,7 +120,7 @@ def install(policy, rec: Recorder) -> None:
                                 None if done is None else [(n.name, list(g)) for n, g in done])).encode())
         return done
 
-    policy._Cycle.run = recorded_run
+    cycle.run = recorded_run
     policy._Pool.place_gang = recorded_place
 
 
@@ -158,9 +182,22 @@ def scenario_d(rec, args):
             **{policy: {**out[policy].as_dict(), "series": out[policy].series} for policy in ("fifo", "cairn")}}
 
 
+def scenario_e(rec, args):
+    import scheduler_fairness as e
+
+    e.FIFO_CACHE = Path(tempfile.mkdtemp())  # FIFO replayed by each side, not read from a cache
+    figures = {}
+    for family, first in e.SETS["tuning"]:
+        for seed in range(first, first + args.fairness_mixes):
+            out = e.run((e.mix(seed, args.fairness_pods, family), list(args.fairness_variants)))
+            figures[f"{family}-{seed}"] = {k: v for k, v in out.items() if k != "wall"}
+    return figures
+
+
 def side(args) -> None:
-    sys.path[:0] = [str(BENCH), str(ROOT)]
-    if args.side == "reference":
+    tree = Path(args.tree).resolve() if args.tree else ROOT
+    sys.path[:0] = [str(tree / "bench"), str(tree)]
+    if args.side == "reference" and args.reference:
         load_reference(Path(args.reference).resolve())
     import apps.scheduling.policy as policy
 
@@ -168,7 +205,7 @@ def side(args) -> None:
     install(policy, rec)
     results = {"policy": getattr(policy, "__file__", "")}
     scenarios = {"a": lambda: scenario_a(rec), "b": lambda: scenario_b(rec, args), "c": lambda: scenario_c(rec),
-                 "d": lambda: scenario_d(rec, args)}
+                 "d": lambda: scenario_d(rec, args), "e": lambda: scenario_e(rec, args)}
     for key in args.only:
         rec.reset()
         start = time.perf_counter()
@@ -204,14 +241,22 @@ def compare(reference: dict, current: dict, only, decisions_only: bool = False) 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reference", help="the policy to compare with: a policy.py or a policy package directory")
-    parser.add_argument("--only", nargs="+", default=["a", "b", "c", "d"], choices=["a", "b", "c", "d"])
+    parser.add_argument("--reference-tree", help="the checkout to compare with (its own simulator and benchmarks)")
+    parser.add_argument("--only", nargs="+", default=["a", "b", "c", "d", "e"], choices=["a", "b", "c", "d", "e"])
     parser.add_argument("--placement-lists", nargs="+", default=["default"])
     parser.add_argument("--replay-nodes", type=int, default=8)
     parser.add_argument("--replay-seed", type=int, default=0)
     parser.add_argument("--replay-limit", type=int, default=3000, help="first N pods of the list (0: all)")
+    parser.add_argument("--fairness-mixes", type=int, default=1, help="e: seeds per tuning family")
+    parser.add_argument("--fairness-pods", type=int, default=300, help="e: GPU pods per mix")
+    parser.add_argument("--fairness-variants", nargs="+",
+                        default=["cairn", "oldest-first", "no-slowdown-order", "no-starving-reclaim",
+                                 "no-requeued-bound", "no-timeslice", "slice-1h", "slice-single-gpu", "strict-tiers"],
+                        help="e: the variants replayed (bench/scheduler_fairness.py VARIANTS)")
     parser.add_argument("--decisions-only", action="store_true",
                         help="compare decisions and figures, not the gang placements asked on the way")
     parser.add_argument("--side", choices=["reference", "current"], help=argparse.SUPPRESS)
+    parser.add_argument("--tree", help=argparse.SUPPRESS)  # with --side: the checkout it runs
     parser.add_argument("--out", help="with --side: where to write its results (JSON)")
     parser.add_argument("--compare", nargs=2, metavar=("REFERENCE_JSON", "CURRENT_JSON"),
                         help="compare two results written by --side ... --out")
@@ -222,13 +267,15 @@ def main():
     if args.compare:
         results = [json.loads(Path(p).read_text()) for p in args.compare]
     else:
-        if not args.reference:
-            parser.error("--reference is required")
+        if not args.reference and not args.reference_tree:
+            parser.error("--reference or --reference-tree is required")
         results = []
         with tempfile.TemporaryDirectory() as tmp:
             for which in ("reference", "current"):
                 out = Path(tmp) / f"{which}.json"
-                subprocess.run([sys.executable, __file__, *sys.argv[1:], "--side", which, "--out", str(out)], check=True)
+                tree = ["--tree", args.reference_tree] if which == "reference" and args.reference_tree else []
+                subprocess.run([sys.executable, __file__, *sys.argv[1:], "--side", which, "--out", str(out), *tree],
+                               check=True)
                 results.append(json.loads(out.read_text()))
     sys.exit(0 if compare(results[0], results[1], args.only, args.decisions_only) else 1)
 

@@ -39,6 +39,7 @@ average wait.
 """
 import argparse
 import csv
+import dataclasses
 import hashlib
 import json
 import os
@@ -51,7 +52,7 @@ from multiprocessing import Pool
 from scheduler_common import ROOT, TRACE_DIR, command_line, machine, record, setup_path
 
 setup_path()
-from apps.scheduling.policy import QuotaState, Resources, _Cycle  # noqa: E402
+from apps.scheduling.policy import SERVICE_OPTIONS, PolicyOptions, QuotaState, Resources  # noqa: E402
 from apps.scheduling.sharing import on_partition, partition, project_rho  # noqa: E402
 from apps.scheduling.simulation import (  # noqa: E402
     QOS_PRIORITY,
@@ -65,26 +66,27 @@ from apps.scheduling.simulation import (  # noqa: E402
 LISTS = ("default", "gpuspec33", "multigpu50")
 COMBOS = [("default",), ("gpuspec33",), ("multigpu50",), ("default", "gpuspec33"), ("default", "multigpu50"),
           ("gpuspec33", "multigpu50"), LISTS]
-# Policy variants: class attributes of the policy set in the worker before the replay (the
-# attributes the variant names must exist: a typo fails), or "simulate.<argument>" for the replay.
+# Policy variants: fields of PolicyOptions (apps/scheduling/policy/snapshot.py) that differ from the
+# service's options (SERVICE_OPTIONS), rule switches and settings alike; the replay runs with
+# dataclasses.replace(SERVICE_OPTIONS, **variant). A name that is not a field fails (options_of).
 VARIANTS: dict[str, dict[str, object]] = {
     "cairn": {},
-    "oldest-first": {"_Cycle.YOUNGEST_FIRST": False},
-    "no-slowdown-order": {"_Cycle.SLOWDOWN_ORDER": False},
-    "no-starving-reclaim": {"_Cycle.STARVING_RECLAIM": False},
-    "no-requeued-bound": {"_Cycle.REQUEUED_BOUND": False},
+    "oldest-first": {"youngest_first": False},
+    "no-slowdown-order": {"slowdown_order": False},
+    "no-starving-reclaim": {"starving_reclaim": False},
+    "no-requeued-bound": {"requeued_bound": False},
     # Issue 31's fourth round undone (the policy recorded before it): no time slice.
-    "no-timeslice": {"_Cycle.TIMESLICE": False},
-    "slice-1h": {"simulate.timeslice_seconds": 3600.0},
-    "slice-12h": {"simulate.timeslice_seconds": 12 * 3600.0},
-    "slice-single-gpu": {"_Cycle.TIMESLICE_MIN_GPU": 1},  # single-GPU work slices too
-    "slice-4-gpus": {"_Cycle.TIMESLICE_MIN_GPU": 4000},
+    "no-timeslice": {"timeslice": False},
+    "slice-1h": {"timeslice_seconds": 3600.0},
+    "slice-12h": {"timeslice_seconds": 12 * 3600.0},
+    "slice-single-gpu": {"timeslice_min_gpu": 1},  # single-GPU work slices too
+    "slice-4-gpus": {"timeslice_min_gpu": 4000},
     # Issue 31 (third round) undone: reservations drain the oldest work first, work past the bounded
     # wait ordered by priority and share, no reclaim for it, requeued work never past the bound.
-    "before": {"_Cycle.YOUNGEST_FIRST": False, "_Cycle.SLOWDOWN_ORDER": False, "_Cycle.STARVING_RECLAIM": False,
-               "_Cycle.REQUEUED_BOUND": False, "_Cycle.TIMESLICE": False},
+    "before": {"youngest_first": False, "slowdown_order": False, "starving_reclaim": False,
+               "requeued_bound": False, "timeslice": False},
     # The ordering before issue 31: work past the bounded wait keeps the nominal-before-borrowing tiers.
-    "strict-tiers": {"_Cycle.STARVING_BELOW_NOMINAL": False},
+    "strict-tiers": {"starving_below_nominal": False},
 }
 _PODS: dict[str, list[dict]] = {}
 # FIFO's figures per mix and code version (see fifo_key): FIFO is the same for every variant.
@@ -273,30 +275,9 @@ def placeable(job, nodes) -> bool:
     return any(job.per_replica.fits_in(n.allocatable) and (models is None or n.gpu_model in models) for n in nodes)
 
 
-def _apply(variant: str) -> dict:
-    """Set a variant's class attributes; returns the previous values."""
-    before = {}
-    for path, value in VARIANTS[variant].items():
-        cls_name, attr = path.split(".")
-        if cls_name == "simulate":
-            continue
-        cls = {"_Cycle": _Cycle}[cls_name]
-        if not hasattr(cls, attr):
-            raise AttributeError(f"variant {variant}: {path} does not exist")
-        before[path] = getattr(cls, attr)
-        setattr(cls, attr, value)
-    return before
-
-
-def _arguments(variant: str) -> dict:
-    """A variant's arguments for simulate() (FIFO's: none)."""
-    return {path.split(".")[1]: value for path, value in VARIANTS.get(variant, {}).items()
-            if path.startswith("simulate.")}
-
-
-def _restore(before: dict) -> None:
-    for path, value in before.items():
-        setattr(_Cycle, path.split(".")[1], value)
+def options_of(variant: str) -> PolicyOptions:
+    """The options a variant replays with (FIFO's: the service's); a field that does not exist fails."""
+    return dataclasses.replace(SERVICE_OPTIONS, **VARIANTS.get(variant, {}))
 
 
 def run(task: tuple[dict, list[str]]) -> dict:
@@ -316,14 +297,11 @@ def run(task: tuple[dict, list[str]]) -> dict:
         if policy in out:
             continue
         start = time.perf_counter()
-        before = _apply(policy) if policy != "fifo" else {}
-        options = {"policy": "fifo" if policy == "fifo" else "cairn", "known_durations": False, **_arguments(policy)}
-        try:
-            r = simulate(nodes=nodes, quotas=quotas, jobs=jobs, **options)
-            # The sharing incentive: each project's jobs alone on its nominal, under the same policy.
-            rho = project_rho(nodes=nodes, quotas=quotas, jobs=jobs, shared_finish=r.finish_times, **options)
-        finally:
-            _restore(before)
+        options = {"policy": "fifo" if policy == "fifo" else "cairn", "known_durations": False,
+                   "options": options_of(policy)}
+        r = simulate(nodes=nodes, quotas=quotas, jobs=jobs, **options)
+        # The sharing incentive: each project's jobs alone on its nominal, under the same policy.
+        rho = project_rho(nodes=nodes, quotas=quotas, jobs=jobs, shared_finish=r.finish_times, **options)
         out[policy] = {"utilisation": r.utilisation, "wait": r.avg_queue_delay, "slowdown": r.fairness,
                        "share": r.share_fairness, "preemptions": r.preemptions, "unfinished": r.unfinished,
                        "projects": r.project_service, "rho": rho}

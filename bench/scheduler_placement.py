@@ -30,7 +30,16 @@ from concurrent.futures import ProcessPoolExecutor
 from scheduler_common import TRACE_DIR, command_line, machine, median, record, setup_path
 
 setup_path()
-from apps.scheduling.policy import DEFAULT_GPU_NODE_RESERVE, GPU, NodeState, _Pool, kept_for_gpus  # noqa: E402
+from apps.scheduling.policy import (  # noqa: E402
+    DEFAULT_GPU_NODE_RESERVE,
+    GPU,
+    NodeState,
+    PolicyOptions,
+    _Pool,
+    kept_for_gpus,
+)
+
+_DEFAULT = PolicyOptions()
 from apps.scheduling.simulation import alibaba_task_resources, load_alibaba_nodes  # noqa: E402
 
 STOP_AT = 1.3
@@ -316,18 +325,20 @@ def fits_somewhere(free, shape, models) -> bool:
 RESERVES = {"cairn-no-reserve": 0.0, "cairn-full-reserve": 1.0}
 
 
-def inflate(nodes, tasks, policy: str, seed: int, mix, reserve: float = DEFAULT_GPU_NODE_RESERVE) -> dict:
+def inflate(nodes, tasks, policy: str, seed: int, mix, reserve: float = DEFAULT_GPU_NODE_RESERVE,
+            options: PolicyOptions | None = None) -> dict:
     """Submit tasks sampled from `tasks` until no GPU task of the list fits anywhere. A task that
     does not fit changes nothing, so once demand passes STOP_AT the draw is restricted to the
     entries that still fit somewhere (re-checked after a run of misses): the same outcome as
-    drawing on from the whole list, without the millions of draws that would all miss."""
+    drawing on from the whole list, without the millions of draws that would all miss. `options`: Cairn's
+    placement tuning (`candidates`, `balance`, `stranded`, `contest`; None: the policy's defaults)."""
     rng = random.Random(seed)
     order = random.Random(seed * 7919 + 1)
     capacity = sum(n.allocatable.gpu_milli for n in nodes)
     cpu_capacity = sum(n.allocatable.cpu_milli for n in nodes)
     reserve = RESERVES.get(policy, reserve)
     if policy.startswith("cairn"):
-        pool = _Pool("sim", nodes, mix, reserve)
+        pool = _Pool("sim", nodes, mix, reserve, options)
     elif policy == "best-reserve":
         pool = Baseline(nodes, "best", rng, reserve)
     elif policy in ("paper-fgd", "paper-fgd-first"):
@@ -372,10 +383,8 @@ def inflate(nodes, tasks, policy: str, seed: int, mix, reserve: float = DEFAULT_
 
 
 def _run(args):
-    nodes, tasks, policy, seed, mix, reserve, tuning = args
-    for name, value in tuning.items():  # per worker process: what --balance, --contest, ... measure
-        setattr(_Pool, name, value)
-    return inflate(nodes, tasks, policy, seed, mix, reserve)
+    nodes, tasks, policy, seed, mix, reserve, options = args
+    return inflate(nodes, tasks, policy, seed, mix, reserve, options)
 
 
 def main():
@@ -388,13 +397,13 @@ def main():
     parser.add_argument("--gpu-node-reserve", type=float, default=DEFAULT_GPU_NODE_RESERVE,
                         help="Cairn's (and best-reserve's) GPU-node reserve; default: the service's")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (processes)")
-    parser.add_argument("--balance", type=float, default=_Pool.BALANCE,
+    parser.add_argument("--balance", type=float, default=_DEFAULT.balance,
                         help="Cairn's balanced GPU placement share (policy default; 0: off)")
-    parser.add_argument("--contest", type=float, default=_Pool.CONTEST,
+    parser.add_argument("--contest", type=float, default=_DEFAULT.contest,
                         help="Cairn's contested-model threshold (policy default; 0: off)")
-    parser.add_argument("--stranded", type=float, default=_Pool.STRANDED,
+    parser.add_argument("--stranded", type=float, default=_DEFAULT.stranded,
                         help="Cairn's weight of stranded GPU milli in the placement score (policy default; 0: off)")
-    parser.add_argument("--candidates", type=int, default=_Pool.CANDIDATES,
+    parser.add_argument("--candidates", type=int, default=_DEFAULT.candidates,
                         help="Cairn's nodes scored per replica (policy default)")
     parser.add_argument("--nodes-file", default="openb_node_list_gpu_node.csv",
                         help="the trace's node list (all_node adds its 310 CPU-only nodes)")
@@ -411,8 +420,8 @@ def main():
         weight = sum(c for _, c in top)
         mix = [(c / weight, shape, models) for (shape, models), c in top]
         for policy in args.policies:
-            tuning = {"BALANCE": args.balance, "CONTEST": args.contest, "STRANDED": args.stranded,
-                      "CANDIDATES": args.candidates}
+            tuning = PolicyOptions(balance=args.balance, contest=args.contest, stranded=args.stranded,
+                                   candidates=args.candidates)  # what --balance, --contest, ... measure
             work[(name, policy)] = [(nodes, tasks, policy, seed, mix, args.gpu_node_reserve, tuning)
                                     for seed in range(1, args.seeds + 1)]
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as executor:

@@ -17,6 +17,7 @@ sample under the first seed).
                                      [--tasks default] [--limit N] [--jobs CPUS] [--no-record]
 """
 import argparse
+import dataclasses
 import os
 import statistics
 import time
@@ -30,7 +31,7 @@ from apps.scheduling.policy import (  # noqa: E402
     DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_STARVATION_SECONDS,
     DEFAULT_TIMESLICE_SECONDS,
-    _Pool,
+    SERVICE_OPTIONS,
 )
 from apps.scheduling.simulation import chart, equal_quotas, load_alibaba_nodes, load_alibaba_tasks, simulate  # noqa: E402
 
@@ -43,7 +44,9 @@ def placeable(job, nodes) -> bool:
 def run(task: tuple[int, int, argparse.Namespace]) -> dict:
     """Both policies on one sample (nodes) under one assignment of pods to projects (seed)."""
     nodes_count, seed, args = task
-    _Pool.STRANDED = args.stranded  # set here too: a worker process may not inherit it
+    options = dataclasses.replace(SERVICE_OPTIONS, stranded=args.stranded,
+                                  repreempt_min_runtime_seconds=args.repreempt_min_runtime,
+                                  starvation_seconds=args.starvation_seconds, timeslice_seconds=args.timeslice)
     nodes = load_alibaba_nodes(TRACE_DIR / "openb_node_list_gpu_node.csv", limit=nodes_count)
     trace = load_alibaba_tasks(TRACE_DIR / f"openb_pod_list_{args.tasks}.csv", limit=args.limit, seed=seed)
     jobs = [j for j in trace if placeable(j, nodes)]
@@ -53,9 +56,7 @@ def run(task: tuple[int, int, argparse.Namespace]) -> dict:
     for policy in ("fifo", "cairn"):
         start = time.perf_counter()
         r = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy=policy, known_durations=args.known_durations,
-                     repreempt_min_runtime=args.repreempt_min_runtime,
-                     starvation_seconds=args.starvation_seconds, timeslice_seconds=args.timeslice,
-                     checkpoint_seconds=args.checkpoint_every)
+                     options=options, checkpoint_seconds=args.checkpoint_every)
         if (nodes_count, seed) != (args.chart_nodes, args.seeds[0]):
             r.series = []  # only the chart needs it; keeps what workers send back small
         r.delays = {}
@@ -148,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="bounded wait (0: strict priority order)")
     parser.add_argument("--timeslice", type=float, default=DEFAULT_TIMESLICE_SECONDS, metavar="SECONDS",
                         help="time slice past the bounded wait (0: off)")
-    parser.add_argument("--stranded", type=float, default=_Pool.STRANDED,
+    parser.add_argument("--stranded", type=float, default=SERVICE_OPTIONS.stranded,
                         help="the placement's weight of stranded GPU milli (policy default; both policies place alike)")
     parser.add_argument("--known-durations", action="store_true",
                         help="let the policy see each pod's run time (as if declared exactly); a live cluster does not")
@@ -165,7 +166,6 @@ def main():
     args = parser.parse_args()
     if args.timeslice < 0:
         parser.error("--timeslice must be 0 (off) or a positive number of seconds")
-    _Pool.STRANDED = args.stranded
     if args.chart_nodes not in args.nodes:
         args.chart_nodes = args.nodes[0]
     # Smallest samples first: they take longest, so the pool ends evenly.

@@ -27,6 +27,7 @@ setup_path()
 from apps.scheduling.policy import (  # noqa: E402
     Admit,
     ClusterState,
+    Cycle,
     NodeState,
     PendingWorkload,
     Preempt,
@@ -35,7 +36,6 @@ from apps.scheduling.policy import (  # noqa: E402
     RunningWorkload,
     Snapshot,
     Wait,
-    _Cycle,
     schedule,
 )
 
@@ -165,7 +165,7 @@ def kept_state(nodes: int, pending: int, repeat: int, running: float = 0.7, seed
                                                running=int(running * nodes))
     first = Snapshot(node_states, quotas, work, running=holders, now=T0)
     kept = ClusterState()
-    decisions = schedule(first, kept)
+    decisions = schedule(first, cluster=kept)
     by_id = {w.id: w for w in work}
     admitted = [RunningWorkload(id=d.workload_id, project=by_id[d.workload_id].project, pool="p",
                                 priority=by_id[d.workload_id].priority, per_replica=by_id[d.workload_id].per_replica,
@@ -180,15 +180,15 @@ def kept_state(nodes: int, pending: int, repeat: int, running: float = 0.7, seed
         trial = ClusterState()
         trial.sync(first)
         start = time.process_time()
-        _Cycle(second, trial)
+        Cycle(second, cluster=trial)
         setup_kept.append(time.process_time() - start)
         start = time.process_time()
-        _Cycle(second)
+        Cycle(second)
         setup_rebuilt.append(time.process_time() - start)
         trial = ClusterState()
         trial.sync(first)
         start = time.process_time()
-        with_kept = schedule(second, trial)
+        with_kept = schedule(second, cluster=trial)
         cycle_kept.append(time.process_time() - start)
         start = time.process_time()
         rebuilt = schedule(second)

@@ -42,7 +42,7 @@ class DatasetCacheModel:
         return frozenset(self.holding.get(self.dataset_of[job_id], ()))
 
     def locality_wait(self, pool: str) -> dict[str, float] | None:
-        """The Snapshot's per-pool bound (None: delay scheduling off)."""
+        """PolicyOptions.locality_wait for the pool (None: delay scheduling off)."""
         return {pool: self.wait_seconds} if self.wait_seconds > 0 else None
 
     def locality_since(self, job_id: int, epoch: datetime) -> datetime | None:

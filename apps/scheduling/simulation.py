@@ -24,16 +24,15 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from .policy import (
-    DEFAULT_GPU_NODE_RESERVE,
-    DEFAULT_REPREEMPT_MIN_RUNTIME,
     DEFAULT_SERVICE_HALF_LIFE,
-    DEFAULT_STARVATION_SECONDS,
-    DEFAULT_TIMESLICE_SECONDS,
+    SERVICE_OPTIONS,
     Accel,
     Admit,
     ClusterState,
+    CycleState,
     NodeState,
     PendingWorkload,
+    PolicyOptions,
     Preempt,
     QuotaState,
     Resources,
@@ -41,7 +40,6 @@ from .policy import (
     Snapshot,
     Wait,
     WaitKind,
-    _Cycle,
     fold,
     schedule,
 )
@@ -203,11 +201,13 @@ def equal_quotas(nodes: Iterable[NodeState], projects: Iterable[str], *, pool: s
 FIFO_WAIT = "fifo"  # the FIFO baseline's Wait.kind: behind (or at) the head of the queue
 
 
-def fifo_schedule(snapshot: Snapshot, cluster: ClusterState | None = None) -> list[Admit | Wait]:
+def fifo_schedule(snapshot: Snapshot, options: PolicyOptions | None = None, *,
+                  cluster: ClusterState | None = None) -> list[Admit | Wait]:
     """Strict FIFO (the baseline): submit order only, no priorities, fair share, preemption or
     backfill; the first workload that does not fit blocks everyone behind it. Same quota
-    arithmetic and the same placement as Cairn, so only the queueing policy differs."""
-    cycle = _Cycle(snapshot, cluster)
+    arithmetic and the same placement as Cairn (the same options' placement settings), so only the
+    queueing policy differs."""
+    cycle = CycleState(snapshot, options or PolicyOptions(), cluster)
     decisions: list[Admit | Wait] = []
     blocked = False
     for position, w in enumerate(sorted(snapshot.pending, key=lambda w: (w.submitted_at, w.id)), start=1):
@@ -267,14 +267,15 @@ def jain(values: Iterable[float]) -> float:
 def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[SimJob], policy: str = "cairn",
              cycle_interval: float = 0.0, grace_seconds: float = 30.0, known_durations: bool = True,
              progress: Callable[[int], None] | None = None, series_points: int = 2000,
-             time_limit: float | None = None,
-             repreempt_min_runtime: float = DEFAULT_REPREEMPT_MIN_RUNTIME,
-             starvation_seconds: float | None = DEFAULT_STARVATION_SECONDS,
-             timeslice_seconds: float = DEFAULT_TIMESLICE_SECONDS,
-             gpu_node_reserve: float = DEFAULT_GPU_NODE_RESERVE,
+             time_limit: float | None = None, options: PolicyOptions = SERVICE_OPTIONS,
              checkpoint_seconds: float | None = None, data=None,
              service_half_life: float = DEFAULT_SERVICE_HALF_LIFE) -> SimResult:
     """Replay `jobs` through the policy with simulated time; returns the metrics.
+
+    `options`: how the policy decides (`SERVICE_OPTIONS`: as the service with no setting changed);
+    a variant is `dataclasses.replace(SERVICE_OPTIONS, field=value)`. Its `grace_seconds` is taken
+    from `grace_seconds` (how long a preempted job takes to exit here) and its `locality_wait` from
+    `data`, which model the simulated cluster.
 
     `checkpoint_seconds`: None, a preempted job saves its state at SIGTERM (within the grace
     period) and keeps all its work; otherwise it keeps only the work up to its last periodic
@@ -283,6 +284,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
     if checkpoint_seconds is not None and not checkpoint_seconds > 0:
         raise ValueError(f"checkpoint_seconds must be positive, not {checkpoint_seconds!r}")
     decide = POLICIES[policy]
+    options = replace(options, grace_seconds=grace_seconds,
+                      locality_wait=data.locality_wait(jobs[0].pool if jobs else "") if data is not None else None)
     cluster = ClusterState()  # free capacity kept between cycles, brought up to date from each snapshot
     jobs = sorted(jobs, key=lambda j: (j.arrival, j.id))
     by_id = {j.id: j for j in jobs}
@@ -424,12 +427,8 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                        for i, w in pending.items()}
         snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=list(pending.values()),
                             running=[state for state, _ in running.values()], now=now_dt,
-                            grace_seconds=grace_seconds, repreempt_min_runtime_seconds=repreempt_min_runtime,
-                            starvation_seconds=starvation_seconds, timeslice_seconds=timeslice_seconds,
-                            gpu_node_reserve=gpu_node_reserve,
-                            project_service={(pool, p): v for p, v in service_decayed.items()},
-                            locality_wait=data.locality_wait(pool) if data is not None else None)
-        for decision in decide(snapshot, cluster):
+                            project_service={(pool, p): v for p, v in service_decayed.items()})
+        for decision in decide(snapshot, options, cluster=cluster):
             if isinstance(decision, Wait):
                 w = pending[decision.workload_id]
                 kind = decision.kind or "unknown"

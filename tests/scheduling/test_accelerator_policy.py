@@ -12,6 +12,7 @@ from apps.scheduling.policy import (
     Admit,
     NodeState,
     PendingWorkload,
+    PolicyOptions,
     QuotaState,
     Resources,
     RunningWorkload,
@@ -40,14 +41,14 @@ def work(wid, gpu_milli, ask: Accel, replicas=1, cpu=4, project="a") -> tuple[Pe
                             gpu_model=ask.model), ask)
 
 
-def run(nodes, works, running=(), **snap):
+def run(nodes, works, running=(), **options):
     accels = {("p", n.name): a for n, a in nodes}
     asks = {w.id: a for w, a in works}
     snapshot = Snapshot(nodes=[n for n, _ in nodes], quotas=[QuotaState(project=p, pool="p", nominal=BIG)
                                                               for p in "abc"],
-                        pending=[w for w, _ in works], running=list(running), now=T0, **snap)
+                        pending=[w for w, _ in works], running=list(running), now=T0)
     folded = fold(snapshot, accels, asks)
-    return explain(schedule(folded), folded, accels, asks), accels, asks
+    return explain(schedule(folded, PolicyOptions(**options)), folded, accels, asks), accels, asks
 
 
 NV = Accel("nvidia", "A100", "amd64")

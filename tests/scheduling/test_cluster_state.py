@@ -14,6 +14,7 @@ from apps.scheduling.policy import (
     ClusterState,
     NodeState,
     PendingWorkload,
+    PolicyOptions,
     Preempt,
     QuotaState,
     Resources,
@@ -23,6 +24,8 @@ from apps.scheduling.policy import (
 )
 
 T0 = datetime(2026, 1, 1)
+OPTIONS = PolicyOptions(grace_seconds=30, repreempt_min_runtime_seconds=600, starvation_seconds=3600,
+                        gpu_node_reserve=0.5)
 PROJECTS = ("a", "b", "c")
 POOLS = ("p", "q")
 
@@ -69,8 +72,7 @@ class Replay:
 
     def snapshot(self, running):
         return Snapshot(list(self.nodes), self.quotas, sorted(self.pending.values(), key=lambda w: w.id),
-                        running=running, now=T0 + timedelta(seconds=self.clock), grace_seconds=30,
-                        repreempt_min_runtime_seconds=600, starvation_seconds=3600, gpu_node_reserve=0.5)
+                        running=running, now=T0 + timedelta(seconds=self.clock))
 
     def event(self, event):
         kind = event[0]
@@ -113,14 +115,14 @@ class Replay:
 
     def cycle(self):
         running = list(self.running.values())
-        kept = schedule(self.snapshot(running), self.kept)
+        kept = schedule(self.snapshot(running), OPTIONS, cluster=self.kept)
         shuffled = list(running)
         if self.kept.built:
             self.rng.shuffle(shuffled)
         # else the kept state fell back to a rebuild: a placement without valid GPU indices (a
         # legacy row, or a node that shrank under its work), whose GPUs a rebuild chooses in the
         # order the running work comes in; the reference then takes the same order.
-        rebuilt = schedule(self.snapshot(shuffled))
+        rebuilt = schedule(self.snapshot(shuffled), OPTIONS)
         assert kept == rebuilt
         self.cycles += 1
         for d in kept:
@@ -200,8 +202,8 @@ def test_decisions_do_not_depend_on_the_order_running_work_comes_in():
     decisions = [schedule(Snapshot(nodes, quotas, pending, running=order, now=T0))
                  for order in (running, running[::-1], running[15:] + running[:15])]
     kept = ClusterState()
-    decisions.append(schedule(Snapshot(nodes, quotas, pending, running=running[::-1], now=T0), kept))
-    decisions.append(schedule(Snapshot(nodes, quotas, pending, running=running[:10], now=T0), kept))
-    decisions.append(schedule(Snapshot(nodes, quotas, pending, running=running[::-1], now=T0), kept))
+    decisions.append(schedule(Snapshot(nodes, quotas, pending, running=running[::-1], now=T0), cluster=kept))
+    decisions.append(schedule(Snapshot(nodes, quotas, pending, running=running[:10], now=T0), cluster=kept))
+    decisions.append(schedule(Snapshot(nodes, quotas, pending, running=running[::-1], now=T0), cluster=kept))
     assert kept.stats["rebuilds"] == 1
     assert {d[0].placement[0]["node"] for d in decisions} == {"n0"}

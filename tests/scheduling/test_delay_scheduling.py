@@ -13,6 +13,7 @@ from apps.scheduling.policy import (
     Admit,
     NodeState,
     PendingWorkload,
+    PolicyOptions,
     QuotaState,
     Resources,
     RunningWorkload,
@@ -23,6 +24,8 @@ from apps.scheduling.policy import (
 )
 from apps.scheduling.simulation import SimJob, simulate
 from tests.scheduling.test_policy_properties import T0, build, nodes_st, quota_st, work_st
+
+WAIT_60 = PolicyOptions(locality_wait={"p": 60.0})  # delay scheduling on pool p, bounded at 60 s
 
 HOLD = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -46,7 +49,8 @@ def test_with_the_bound_at_0_the_decisions_are_those_without_delay_scheduling(no
     node_states, quota_states, running, pending = build(nodes, quotas, first, second)
     pending = _with_data(pending, [n.name for n in node_states], data)
     without = schedule(Snapshot(node_states, quota_states, pending, running=running, now=T0))
-    with_zero = schedule(Snapshot(node_states, quota_states, pending, running=running, now=T0, locality_wait=off))
+    with_zero = schedule(Snapshot(node_states, quota_states, pending, running=running, now=T0),
+                         PolicyOptions(locality_wait=off))
     assert with_zero == without
     assert not any(isinstance(d, Wait) and d.kind == WaitKind.LOCALITY for d in with_zero)
 
@@ -56,8 +60,8 @@ def test_with_the_bound_at_0_the_decisions_are_those_without_delay_scheduling(no
 def test_no_workload_is_held_for_its_data_past_its_bound(nodes, quotas, first, second, bound, data):
     node_states, quota_states, running, pending = build(nodes, quotas, first, second)
     pending = _with_data(pending, [n.name for n in node_states], data)
-    decisions = schedule(Snapshot(node_states, quota_states, pending, running=running, now=T0,
-                                  locality_wait={"p": float(bound)}))
+    decisions = schedule(Snapshot(node_states, quota_states, pending, running=running, now=T0),
+                         PolicyOptions(locality_wait={"p": float(bound)}))
     by_id = {w.id: w for w in pending}
     for d in decisions:
         if isinstance(d, Wait) and d.kind == WaitKind.LOCALITY:
@@ -94,7 +98,7 @@ def test_a_holder_with_room_is_chosen_over_the_best_fit_node():
     nodes, running = _pool(), [_busy("n0", gpus=6)]
     job = _job(datasets_on=frozenset({"n2"}))
     [plain] = schedule(Snapshot(nodes, _quota(), [job], running=running, now=T0))
-    [local] = schedule(Snapshot(nodes, _quota(), [job], running=running, now=T0, locality_wait={"p": 60.0}))
+    [local] = schedule(Snapshot(nodes, _quota(), [job], running=running, now=T0), WAIT_60)
     assert plain.placement[0]["node"] == "n0"
     assert isinstance(local, Admit) and local.placement[0]["node"] == "n2"
 
@@ -102,16 +106,16 @@ def test_a_holder_with_room_is_chosen_over_the_best_fit_node():
 def test_it_waits_for_a_busy_holder_then_takes_any_node_once_the_bound_has_passed():
     nodes, running = _pool(), [_busy("n1")]
     job = _job(datasets_on=frozenset({"n1"}))
-    [first] = schedule(Snapshot(nodes, _quota(), [job], running=running, now=T0, locality_wait={"p": 60.0}))
+    [first] = schedule(Snapshot(nodes, _quota(), [job], running=running, now=T0), WAIT_60)
     assert isinstance(first, Wait) and first.kind == WaitKind.LOCALITY
     assert "waiting for a node holding its data (n1 of pool 'p'" in first.reason
     held = dataclasses.replace(job, locality_since=T0)
     later = T0 + timedelta(seconds=59)
-    [still] = schedule(Snapshot(nodes, _quota(), [held], running=running, now=later, locality_wait={"p": 60.0}))
+    [still] = schedule(Snapshot(nodes, _quota(), [held], running=running, now=later), WAIT_60)
     assert isinstance(still, Wait) and still.kind == WaitKind.LOCALITY and still.estimated_start == T0 + timedelta(
         seconds=60)
-    [after] = schedule(Snapshot(nodes, _quota(), [held], running=running, now=T0 + timedelta(seconds=60),
-                                locality_wait={"p": 60.0}))
+    [after] = schedule(Snapshot(nodes, _quota(), [held], running=running, now=T0 + timedelta(seconds=60)),
+                       WAIT_60)
     assert isinstance(after, Admit) and after.placement[0]["node"] != "n1"
 
 
@@ -119,19 +123,19 @@ def test_no_hold_when_it_fits_nowhere_or_no_holder_could_ever_take_it():
     nodes = _pool(2)
     full = [_busy("n0", wid=90), _busy("n1", wid=91)]
     job = _job(datasets_on=frozenset({"n1"}))
-    [blocked] = schedule(Snapshot(nodes, _quota(), [job], running=full, now=T0, locality_wait={"p": 60.0},
-                                  preemption=False))
+    [blocked] = schedule(Snapshot(nodes, _quota(), [job], running=full, now=T0), dataclasses.replace(WAIT_60, preemption=False))
     assert blocked.kind != WaitKind.LOCALITY  # waiting for data would not start it sooner
     small = [NodeState(name="tiny", pool="p", allocatable=Resources(1000, 64000, 256 * 1024)), *nodes]
     big = _job(per_replica=Resources(4000, 1000, 1024), datasets_on=frozenset({"tiny"}))
-    [decision] = schedule(Snapshot(small, _quota(), [big], now=T0, locality_wait={"p": 60.0}))
+    [decision] = schedule(Snapshot(small, _quota(), [big], now=T0), WAIT_60)
     assert isinstance(decision, Admit)  # the only holder is too small for it: no point waiting
 
 
 def test_other_pools_bounds_do_not_apply():
     nodes, running = _pool(), [_busy("n1")]
     job = _job(datasets_on=frozenset({"n1"}))
-    [decision] = schedule(Snapshot(nodes, _quota(), [job], running=running, now=T0, locality_wait={"other": 600.0}))
+    [decision] = schedule(Snapshot(nodes, _quota(), [job], running=running, now=T0),
+                          PolicyOptions(locality_wait={"other": 600.0}))
     assert isinstance(decision, Admit)
 
 

@@ -14,6 +14,7 @@ from apps.scheduling.policy import (
     Admit,
     NodeState,
     PendingWorkload,
+    PolicyOptions,
     Preempt,
     QuotaState,
     Resources,
@@ -21,7 +22,6 @@ from apps.scheduling.policy import (
     Snapshot,
     Wait,
     WaitKind,
-    _Cycle,
     _Pool,
     schedule,
 )
@@ -189,8 +189,7 @@ def test_invariants_hold_for_random_clusters(nodes, quotas, first, second):
                         placement=tuple(d.placement))
         for d in admits if d.workload_id not in lower
     ]
-    again = schedule(Snapshot(node_states, quota_states, [w], running=remaining, now=T0, preemption=False,
-                              reservations=False))
+    again = schedule(Snapshot(node_states, quota_states, [w], running=remaining, now=T0), PolicyOptions(preemption=False, reservations=False))
     assert not isinstance(again[0], Admit), f"{w.id} could have preempted lower-priority work of its project"
 
 
@@ -200,11 +199,7 @@ def test_memoised_waits_change_no_decision(nodes, quotas, first, second):
     node_states, quota_states, running, pending = build(nodes, quotas, first, second + second)  # repeated shapes
     snapshot = Snapshot(node_states, quota_states, pending, running=running, now=T0)
     with_memo = schedule(snapshot)
-    _Cycle.MEMO_WAITS = False
-    try:
-        without = schedule(snapshot)
-    finally:
-        _Cycle.MEMO_WAITS = True
+    without = schedule(snapshot, PolicyOptions(memo_waits=False))
     assert with_memo == without
 
 
@@ -222,14 +217,10 @@ def test_memoised_waits_change_no_decision_past_the_bounded_wait(nodes, quotas, 
     ran = data.draw(st.lists(st.sampled_from([0, 3600, 5 * 3600, 86400]), min_size=len(running), max_size=len(running)))
     running = [replace(r, admitted_at=T0 - timedelta(seconds=s)) for r, s in zip(running, ran, strict=True)]
     service = {("p", p): (data.draw(st.floats(0, 100)), 100.0) for p in PROJECTS}
-    snapshot = Snapshot(node_states, quota_states, pending, running=running, now=T0, starvation_seconds=3600,
-                        timeslice_seconds=4 * 3600, project_service=service)
-    with_memo = schedule(snapshot)
-    _Cycle.MEMO_WAITS = False
-    try:
-        without = schedule(snapshot)
-    finally:
-        _Cycle.MEMO_WAITS = True
+    snapshot = Snapshot(node_states, quota_states, pending, running=running, now=T0, project_service=service)
+    options = PolicyOptions(starvation_seconds=3600, timeslice_seconds=4 * 3600)
+    with_memo = schedule(snapshot, options)
+    without = schedule(snapshot, replace(options, memo_waits=False))
     assert with_memo == without
     # A project's own victim is of a lower priority, or of the same one when the time slice applies:
     # it has run a slice, and its preemptor has waited past the bound and asks for 2 GPUs or more.
@@ -260,8 +251,8 @@ def test_cpu_only_admissions_never_take_what_free_gpus_keep(nodes, quotas, first
     # Without backfill reservations or preemption: both hold free GPUs for a waiting workload (the
     # head of the queue, a preemptor), and held GPUs keep no CPU from other work (the holder's plan
     # has already counted its own), which this replay of admissions cannot see.
-    decisions = schedule(Snapshot(node_states, quota_states, pending, running=running, now=T0,
-                                  gpu_node_reserve=reserve, reservations=False, preemption=False))
+    decisions = schedule(Snapshot(node_states, quota_states, pending, running=running, now=T0),
+                         PolicyOptions(gpu_node_reserve=reserve, reservations=False, preemption=False))
     by_id = {w.id: w for w in pending}
     alloc = {n.name: n.allocatable for n in node_states}
     free = {n.name: [n.allocatable.gpu_milli, n.allocatable.cpu_milli, n.allocatable.memory_mb] for n in node_states}

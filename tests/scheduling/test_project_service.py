@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from apps.quotas.models import UsageRecord
 from apps.scheduling.policy import DEFAULT_SERVICE_HALF_LIFE, Admit, Wait, schedule
-from apps.scheduling.services import project_service, scheduling_cycle, scheduling_snapshot
+from apps.scheduling.services import policy_options, project_service, scheduling_cycle, scheduling_snapshot
 from apps.workloads.models import Workload
 from tests.factories import NodeFactory, PoolFactory, ProjectFactory, QuotaFactory, WorkloadFactory
 
@@ -168,7 +168,7 @@ def test_the_time_slice_comes_from_the_settings_and_preempts_through_the_service
                     placement=[{"replica": 0, "node": "n1", "gpus": list(range(8))}])
     Workload.objects.filter(pk=long.pk).update(admitted_at=now - 5 * HOUR)
     waiting = workload(project, pool, gpu_milli=8000, submitted=now - 2 * HOUR, priority=3)
-    assert scheduling_snapshot(now=now).timeslice_seconds == timeslice
+    assert policy_options().timeslice_seconds == timeslice
 
     result = scheduling_cycle()
 

@@ -102,8 +102,8 @@ def test_stopped_while_scheduling_is_not_admitted(setup):
 
     original = services.schedule
 
-    def stop_then_decide(snapshot, *kept):
-        decisions = original(snapshot, *kept)
+    def stop_then_decide(snapshot, *options, **kept):
+        decisions = original(snapshot, *options, **kept)
         with transaction.atomic():
             Workload.objects.filter(pk=workload.pk).update(status="stopped")
         return decisions
@@ -129,26 +129,26 @@ def test_snapshot_carries_the_preemptor_of_a_requeued_workload(setup):
     assert pending[victim.pk].preempted_by == preemptor.pk and pending[preemptor.pk].preempted_by is None
 
 
-def test_snapshot_carries_preemption_counts_and_the_anti_thrash_setting(setup, settings):
-    from apps.scheduling.services import scheduling_snapshot
+def test_snapshot_carries_preemption_counts_and_the_options_the_anti_thrash_setting(setup, settings):
+    from apps.scheduling.services import policy_options, scheduling_snapshot
 
     project, pool = setup
     victim = WorkloadFactory(project=project, pool=pool, status="running", preemptions=2,
                              placement=[{"replica": 0, "node": "n1", "gpus": [0]}])
     snapshot = scheduling_snapshot()
     assert {r.id: r.preemptions for r in snapshot.running} == {victim.pk: 2}
-    assert snapshot.repreempt_min_runtime_seconds == 3600
+    assert policy_options().repreempt_min_runtime_seconds == 3600
     settings.CAIRN = {**settings.CAIRN, "REPREEMPT_MIN_RUNTIME_SECONDS": 0}
-    assert scheduling_snapshot().repreempt_min_runtime_seconds == 0
+    assert policy_options().repreempt_min_runtime_seconds == 0
 
 
-def test_snapshot_carries_the_gpu_node_reserve_clamped_to_a_share(setup, settings):
-    from apps.scheduling.services import scheduling_snapshot
+def test_options_carry_the_gpu_node_reserve_clamped_to_a_share(setup, settings):
+    from apps.scheduling.services import policy_options
 
-    assert scheduling_snapshot().gpu_node_reserve == 0.5
+    assert policy_options().gpu_node_reserve == 0.5
     for configured, used in ((0.0, 0.0), (1.0, 1.0), (2.5, 1.0), (-1.0, 0.0), (float("nan"), 0.5)):
         settings.CAIRN = {**settings.CAIRN, "GPU_NODE_RESERVE": configured}
-        assert scheduling_snapshot().gpu_node_reserve == used
+        assert policy_options().gpu_node_reserve == used
 
 
 def test_cycles_keep_the_cluster_state_and_apply_what_changed(setup, monkeypatch):

@@ -335,9 +335,9 @@ def test_the_simulator_gives_the_policy_each_projects_decayed_service(monkeypatc
 
     seen = []
 
-    def recording(snapshot, cluster=None):
+    def recording(snapshot, options=None, *, cluster=None):
         seen.append((snapshot.now, dict(snapshot.project_service or {})))
-        return simulation.schedule(snapshot, cluster)
+        return simulation.schedule(snapshot, options, cluster=cluster)
 
     monkeypatch.setitem(simulation.POLICIES, "cairn", recording)
     nodes = [NodeState(name="n1", pool="sim", allocatable=Resources(1000, 8000, 8192))]

@@ -28,7 +28,7 @@ by another process, an admission whose write failed) is applied anyway.
 from __future__ import annotations
 
 from .placement import _Pool, placed_gpus_valid
-from .snapshot import NodeState, RunningWorkload, Snapshot
+from .snapshot import NodeState, PolicyOptions, RunningWorkload, Snapshot
 
 
 class ClusterState:
@@ -88,12 +88,13 @@ class ClusterState:
             self.stats["fallbacks"] += 1
         return ok
 
-    def pool_for_cycle(self, name: str, mix: list[tuple], gpu_node_reserve: float) -> _Pool:
-        """A copy of the kept pool for one cycle (an empty pool for a pool with no schedulable node)."""
+    def pool_for_cycle(self, name: str, mix: list[tuple], options: PolicyOptions) -> _Pool:
+        """A copy of the kept pool for one cycle (an empty pool for a pool with no schedulable node),
+        tuned by the cycle's options."""
         kept = self.pools.get(name)
         if kept is None:
-            return _Pool(name, [], mix, gpu_node_reserve)
-        return kept.copy(mix, gpu_node_reserve)
+            return _Pool(name, [], mix, options.gpu_node_reserve, options)
+        return kept.copy(mix, options.gpu_node_reserve, options)
 
     def _rebuild(self, nodes_by_pool: dict[str, list[NodeState]], running: list[RunningWorkload]) -> bool:
         self.nodes = {p: list(nodes) for p, nodes in nodes_by_pool.items() if nodes}

@@ -8,26 +8,22 @@ import math
 from collections.abc import Iterable
 from operator import attrgetter
 
-from .snapshot import PendingWorkload
-from .state import _CycleState
+from .snapshot import PendingWorkload, PolicyOptions
+from .state import CycleState
 
 
-class _Ordering(_CycleState):
-    # Past the bounded wait, work of a project that uses less than its nominal GPUs is ordered with the
-    # work within nominal even when it is bigger than what is left of that nominal (docs/scheduling.md,
-    # "Bounded wait"): a project whose pods are bigger than its nominal is otherwise served only after
-    # all newer work within nominal, and starves on a loaded pool (and it may reclaim: preemption.py).
-    # Measured with `bench/scheduler_fairness.py --variant cairn strict-tiers` (benchmark e, strict-tiers
-    # = False): on the 27 overloaded mixes it was chosen on (seeds 0-29) the p10 of Cairn - FIFO on the
-    # slowdown index went from -0.0097 to +0.0387 (docs/benchmarks.md e).
-    STARVING_BELOW_NOMINAL = True
-    # Past the bounded wait, the worst-served project first: work is ordered by its project's service
-    # ratio (Snapshot.project_service: GPU-time held / GPU-time in the system, decayed), the slowdown the
-    # fairness index measures, before priority and share. Fresh work keeps priority and share.
-    SLOWDOWN_ORDER = True
-    # A requeued victim's bounded wait counts from its submission (its time in the system began then);
-    # False: never past the bound (before issue 31's third round), which let it wait without bound.
-    REQUEUED_BOUND = True
+class Ordering:
+    """The order of one cycle's pending work, over the cycle's state (`CycleState`), by the rules of
+    `options` (`starving_below_nominal`, `slowdown_order`, `requeued_bound`, `starvation_seconds`).
+    `starving` is the bounded-wait test the preemption part is given too."""
+
+    def __init__(self, state: CycleState, options: PolicyOptions):
+        self.state = state
+        self.options = options
+        self.snap = state.snap
+        self.now = state.now
+        self._shares: dict[tuple[str, str], tuple[int, float]] = {}
+        self._queue_quota: dict[tuple[str, str], tuple] = {}  # per (pool, project) queue
 
     # Ordering. Work that fits in its project's nominal comes before work that would borrow (as
     # in Kueue: nominal is guaranteed, so a reclaim is not undone by a borrower taking the freed
@@ -38,7 +34,7 @@ class _Ordering(_CycleState):
     # one is pending: otherwise a borrower could take back the very resources it was preempted
     # to free (ordered first because its project's head differs), and the preemptor would
     # preempt again, and again (preemption ping-pong). Its project's queue waits meanwhile.
-    def _order(self) -> Iterable[PendingWorkload]:
+    def order(self) -> Iterable[PendingWorkload]:
         queues: dict[tuple[str, str], list[PendingWorkload]] = {}
         for w in self.snap.pending:
             queue = queues.get((w.pool, w.project))
@@ -50,7 +46,8 @@ class _Ordering(_CycleState):
         decided: set[int] = set()
         held: dict[int, list[tuple[str, str]]] = {}  # preemptor id -> queues waiting for it
         # Per queue, what its entries read: the cohort and the project's quota (None: no quota).
-        self._queue_quota = {key: (cohort, cohort.quotas.get(key[1])) if (cohort := self.cohorts.get(key[0])) is not None
+        cohorts = self.state.cohorts
+        self._queue_quota = {key: (cohort, cohort.quotas.get(key[1])) if (cohort := cohorts.get(key[0])) is not None
                              else (None, None) for key in queues}
         entry = self._entry
         heap = []
@@ -92,7 +89,8 @@ class _Ordering(_CycleState):
     def _entry(self, key, w: PendingWorkload):
         # Called once per workload, as it comes to the head of its queue: worked out here, not memoised.
         cohort, q = self._queue_quota[key]
-        fresh = not self.snap.starvation_seconds or not self._starving(w)
+        options = self.options
+        fresh = not options.starvation_seconds or not self.starving(w)
         if q is None:
             return (True, fresh, w.priority, math.inf, w.submitted_at, w.id, key)
         share = self._shares.get(key)
@@ -102,9 +100,9 @@ class _Ordering(_CycleState):
         r, n = w.per_replica, w.replicas
         borrows = (used[0] + r.gpu_milli * n > nominal[0] or used[1] + r.cpu_milli * n > nominal[1]
                    or used[2] + r.memory_mb * n > nominal[2])
-        if borrows and not fresh and self.STARVING_BELOW_NOMINAL and used[0] < nominal[0]:
+        if borrows and not fresh and options.starving_below_nominal and used[0] < nominal[0]:
             borrows = False
-        if not fresh and self.SLOWDOWN_ORDER and self.snap.project_service is not None:
+        if not fresh and options.slowdown_order and self.snap.project_service is not None:
             ratio = self._ratio(w.pool, w.project)
             return (borrows, fresh, ratio, w.priority, share[1], w.submitted_at, w.id, key)
         return (borrows, fresh, w.priority, share[1], w.submitted_at, w.id, key)
@@ -114,14 +112,14 @@ class _Ordering(_CycleState):
         used, spent = self.snap.project_service.get((pool, project), (0.0, 0.0))
         return used / spent if spent > 0 else 1.0
 
-    def _starving(self, w: PendingWorkload) -> bool:
-        """Waited past the bounded wait (Snapshot.starvation_seconds) since its submission. A requeued
+    def starving(self, w: PendingWorkload) -> bool:
+        """Waited past the bounded wait (PolicyOptions.starvation_seconds) since its submission. A requeued
         victim counts from its submission too: its time in the system began then, as its project's
         service ratio counts it (it gains the order, not the reclaim right: preemption.py)."""
-        limit = self.snap.starvation_seconds
+        limit = self.options.starvation_seconds
         if not limit or self.now is None or w.submitted_at is None:
             return False
-        if w.preempted_by is not None and not self.REQUEUED_BOUND:
+        if w.preempted_by is not None and not self.options.requeued_bound:
             return False
         return (self.now - w.submitted_at).total_seconds() >= limit
 

@@ -7,7 +7,9 @@ import math
 from collections.abc import Iterable
 
 from .locality import holder_first
-from .snapshot import GPU, NodeState, PendingWorkload
+from .snapshot import GPU, NodeState, PendingWorkload, PolicyOptions
+
+_BARE = PolicyOptions()
 
 
 def kept_for_gpus(share: float, free_gpu_milli: int, gpu_milli: int, cpu_milli: int, memory_mb: int) -> tuple[int, int]:
@@ -65,42 +67,36 @@ def _whole(g: int) -> int:
 
 
 class _Pool:
-    """Mutable free-capacity view of one pool's schedulable nodes, indexed for best-fit lookups."""
+    """Mutable free-capacity view of one pool's schedulable nodes, indexed for best-fit lookups.
 
-    # Nodes scored per replica, gathered from the best-fit buckets upwards; the fragmentation and
-    # stranding scores then decide. More candidates place barely better and lengthen the cycle
-    # (benchmarks a and b; docs/benchmarks.md, "Tuning constants").
-    CANDIDATES = 12
-    # GPU work prefers, among those candidates, nodes where it leaves the node's other free GPUs at
-    # least this share of their part of its CPU and memory (a 1-GPU job taking 11 of a 2-GPU node's
-    # 16 CPUs strands the other GPU). A preference, never a refusal; chosen on benchmark b
-    # (docs/benchmarks.md, "Tuning constants").
-    BALANCE = 0.25
-    # A candidate's score adds STRANDED x the GPU milli it leaves stranded: free GPUs on the node
-    # without the CPU or memory that the task mix's GPU work asks per GPU on average (see stranded()).
-    # Fragmentation alone sees a GPU as lost only once no shape of the mix fits beside it, so it let
-    # CPU-heavy fractional tasks drain the CPU of nodes with little CPU per GPU, whose other GPUs then
-    # went unused, while nodes with CPU to spare stayed idle. Chosen on benchmarks b and d
-    # (docs/benchmarks.md, "Tuning constants").
-    STRANDED = 2
+    Its tuning constants come from the cycle's `PolicyOptions` (`candidates`, `balance`, `stranded`,
+    `contest`, documented there); `options` None: `PolicyOptions()`'s."""
 
     # Nodes whose caches hold the datasets of the workload being placed (set around one placement
     # by the cycle; locality.py): a tie-break only.
     holders: frozenset[str] = frozenset()
 
-    def __init__(self, name: str, nodes: list[NodeState], mix: list[tuple], gpu_node_reserve: float = 0.0):
+    def __init__(self, name: str, nodes: list[NodeState], mix: list[tuple], gpu_node_reserve: float = 0.0,
+                 options: PolicyOptions | None = None):
         self.name = name
         self.reserve = gpu_node_reserve
+        self._tune(options)
         self.nodes = [_Node(i, n) for i, n in enumerate(nodes)]
         self._setup(mix)
 
-    def copy(self, mix: list[tuple], gpu_node_reserve: float) -> _Pool:
+    def _tune(self, options: PolicyOptions | None) -> None:
+        options = options or _BARE
+        self.candidates, self.balance = options.candidates, options.balance
+        self.stranded_weight, self.contest = options.stranded, options.contest
+
+    def copy(self, mix: list[tuple], gpu_node_reserve: float, options: PolicyOptions | None = None) -> _Pool:
         """A pool with this one's nodes and free capacity (copied: the copy's changes stay its own),
         indexed afresh for `mix` (as `canonical()` leaves it). How a cycle starts from a pool kept
         between cycles (cluster.py)."""
         other = _Pool.__new__(_Pool)
         other.name = self.name
         other.reserve = gpu_node_reserve
+        other._tune(options)
         other.nodes = [n.copy() for n in self.nodes]
         other._setup(mix)
         return other
@@ -138,7 +134,7 @@ class _Pool:
         self._frag_memo: dict[tuple, float] = {}
         self._waste_memo: dict[tuple, tuple[float, float]] = {}
         self.models = {n.model for n in self.nodes}
-        self.contested = self._contested() if self.CONTEST else frozenset()
+        self.contested = self._contested() if self.contest else frozenset()
         # The mix's average CPU and memory per GPU milli, over its GPU shapes.
         gpu_weight = sum(weight * g for weight, (g, _, _), _ in self.mix if g)
         self.cpu_per_gpu = sum(weight * c for weight, (g, c, _), _ in self.mix if g) / gpu_weight if gpu_weight else 0.0
@@ -161,15 +157,8 @@ class _Pool:
         # re-filed a node in them, to put back afterwards.
         self._saved: dict[int, dict[int, _Node]] | None = None
 
-    # A GPU model is contested when the task mix's work limited to a few models (an allowed-model
-    # constraint) asks for more than CONTEST x that model's share of the pool's GPUs (a shape
-    # allowed on k models counts 1/k towards each). Whole-GPU work allowed on any model then takes other
-    # models' nodes while any fits, and leaves the contested ones to the work that needs them
-    # (0 turns it off; chosen on benchmark b: docs/benchmarks.md, "Tuning constants").
-    CONTEST = 0.5
-
     def _contested(self) -> frozenset[str]:
-        """GPU models that constrained work in the task mix is short of (see CONTEST)."""
+        """GPU models that constrained work in the task mix is short of (PolicyOptions.contest)."""
         capacity: dict[str, int] = {}
         for n in self.nodes:
             capacity[n.model] = capacity.get(n.model, 0) + n.ngpu
@@ -185,7 +174,7 @@ class _Pool:
                 demand[x] = demand.get(x, 0.0) + weight * g / len(present)
         if not total or not total_capacity:
             return frozenset()
-        return frozenset(x for x, d in demand.items() if d / total > self.CONTEST * capacity[x] / total_capacity)
+        return frozenset(x for x, d in demand.items() if d / total > self.contest * capacity[x] / total_capacity)
 
     # bookkeeping
     def _keep(self, k: int) -> None:
@@ -272,9 +261,10 @@ class _Pool:
         key = n.key()
         memo = self._waste_memo
         value = memo.get(key)
-        if value is None or value[0] != self.STRANDED:
+        weight = self.stranded_weight
+        if value is None or value[0] != weight:
             frag = self.frag(n, key)
-            value = (self.STRANDED, frag + self.STRANDED * self.stranded(n) if self.STRANDED else frag)
+            value = (weight, frag + weight * self.stranded(n) if weight else frag)
             if len(memo) > 200_000:
                 memo.clear()
             memo[key] = value
@@ -305,7 +295,7 @@ class _Pool:
                     allowed: set[int] | None, avoid: bool = True) -> list[_Node]:
         g, c, m = shape
         out: list[_Node] = []
-        limit = self.CANDIDATES
+        limit = self.candidates
 
         # Whole-GPU work that may run on any model first looks beyond the contested models.
         skip = self.contested if avoid and g >= GPU and models is None and self.contested else None
@@ -404,11 +394,11 @@ class _Pool:
     def _balanced(self, candidates: list[tuple[_Node, list[int]]],
                   shape: tuple[int, int, int]) -> list[tuple[_Node, list[int]]]:
         """The (node, GPUs) candidates where a GPU replica of `shape` leaves the node's other free
-        GPUs BALANCE of their share of its CPU and memory."""
+        GPUs `balance` of their share of its CPU and memory."""
         g, c, m = shape
         out = []
         for n, gpus in candidates:
-            keep_cpu, keep_mem = kept_for_gpus(self.BALANCE, sum(n.gpus) - min(g, GPU) * len(gpus), n.ngpu * GPU,
+            keep_cpu, keep_mem = kept_for_gpus(self.balance, sum(n.gpus) - min(g, GPU) * len(gpus), n.ngpu * GPU,
                                                n.cap_cpu, n.cap_mem)
             if n.cpu - c >= keep_cpu and n.mem - m >= keep_mem:
                 out.append((n, gpus))

@@ -4,51 +4,54 @@ anti-thrash protection, and the claim a preemptor keeps while its victims exit."
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from .placement import _Pool
 from .quota import _Cohort
-from .snapshot import Preempt, RunningWorkload, Wait, WaitKind
-from .state import _CycleState, _usage
+from .snapshot import PendingWorkload, PolicyOptions, Preempt, RunningWorkload, Wait, WaitKind
+from .state import CycleState, usage
 
 
-class _Preemption(_CycleState):
-    # Past the bounded wait, a project below its nominal GPUs may reclaim borrowed quota for work bigger
-    # than what is left of its nominal (docs/scheduling.md, "Bounded wait"): its nominal is guaranteed,
-    # and for an 8-GPU pod of a project with a nominal of 4 a whole node is the only form it can use it
-    # in; without it, such pods waited for nodes that newer small pods kept partly busy, longer than
-    # under FIFO on some mixes of benchmark e. Not for a requeued victim (reclaimed back and forth,
-    # borrowed work would ping-pong).
-    STARVING_RECLAIM = True
-    # Time slice (Snapshot.timeslice_seconds): past the bounded wait, work asking for TIMESLICE_MIN_GPU
-    # or more may preempt its own project's work of the same priority that has run a slice since its
-    # admission, the earliest admitted first (docs/scheduling.md, "Time
-    # slice"). With run times unknown and heavy-tailed, a project's whole-node job otherwise waits
-    # behind the project's own week-long one however short it is (benchmark e). Quota-neutral: the
-    # project gives up what it takes. Single-GPU work is left out: backfill serves it, and slicing it
-    # only moved long single-GPU jobs onto whole nodes that multi-GPU work then waited for (seed 248).
-    TIMESLICE = True
-    TIMESLICE_MIN_GPU = 2000
+class Preemption:
+    """Victim searches over the cycle's state, by the rules of `options` (`preemption`,
+    `starving_reclaim`, `timeslice`, `timeslice_min_gpu`, `timeslice_seconds`,
+    `repreempt_min_runtime_seconds`, `grace_seconds`). `starving`: whether a pending workload is past
+    the bounded wait (the ordering's test, `Ordering.starving`), which widens what it may reclaim."""
 
-    def _preempt(self, w, cohort: _Cohort, pool: _Pool, shape, need, models):
+    def __init__(self, state: CycleState, options: PolicyOptions, starving: Callable[[PendingWorkload], bool]):
+        self.state = state
+        self.options = options
+        self.starving = starving
+        self.now = state.now
+        self.failed: set[tuple] = set()  # victim searches that found nothing (they stay failed)
+        self.reclaimable: dict[tuple[str, str], dict] = {}  # _reclaimable's, per (pool, project)
+        self.own_entries: dict[tuple[str, str], list[tuple]] = {}  # _own's, per (pool, project)
+
+    def preempt(self, w, cohort: _Cohort, pool: _Pool, shape, need, models):
+        """Victims for w, held and claimed for it: (its Wait, the Preempts), or None."""
+        options = self.options
         in_nominal = cohort.within_nominal(w.project, need)
-        if (not in_nominal and self.STARVING_RECLAIM and self.snap.starvation_seconds and w.preempted_by is None
-                and self._starving(w)):
+        if (not in_nominal and options.starving_reclaim and options.starvation_seconds and w.preempted_by is None
+                and self.starving(w)):
             q = cohort.quotas.get(w.project)
             in_nominal = q is not None and q.used[0] < q.nominal[0]
-        sliced = (self.TIMESLICE and self.snap.timeslice_seconds > 0 and need[0] >= self.TIMESLICE_MIN_GPU
-                  and bool(self.snap.starvation_seconds) and self._starving(w))
+        sliced = (options.timeslice and options.timeslice_seconds > 0 and need[0] >= options.timeslice_min_gpu
+                  and bool(options.starvation_seconds) and self.starving(w))
         # Victim sets only shrink and claims only grow during a cycle: a failed search stays failed.
         key = (w.pool, w.project, w.priority, shape, w.replicas, models, in_nominal, sliced)
-        if key in self.preempt_failed:
+        if key in self.failed:
             return None
-        victims = self.victims
-        own = [e for e in self._own(w.pool, w.project) if e[4].priority > w.priority and e[4].id not in victims]
+        state = self.state
+        victims = state.victims
+        # (A scale-up runs under its deployment's id: never its own victim.)
+        own = [e for e in self._own(w.pool, w.project) if e[4].priority > w.priority and e[4].id not in victims
+               and e[4].id != w.id]
         if sliced:  # after lower priorities: its own work of its priority that has had its slice, oldest first
-            since = self.now.timestamp() - self.snap.timeslice_seconds
+            since = self.now.timestamp() - options.timeslice_seconds
             own += [(2, -r.priority, _ts(r.admitted_at), -r.id, r) for e in self._own(w.pool, w.project)
                     if (r := e[4]).priority == w.priority and r.id not in victims and r.admitted_at is not None
-                    and _ts(r.admitted_at) <= since]
+                    and _ts(r.admitted_at) <= since and r.id != w.id]
         if in_nominal:
             # Reclaim: other projects' borrowed work, whatever its priority.
             chosen = self._victims(w, cohort, pool, shape, need, models, own + self._borrowed(w, cohort, need))
@@ -64,22 +67,22 @@ class _Preemption(_CycleState):
                 if lent:
                     chosen = self._victims(w, cohort, pool, shape, need, models, own + lent) or chosen
         if chosen is None:
-            self.preempt_failed.add(key)
+            self.failed.add(key)
             return None
-        self._plan_and_hold(w, pool, shape, models, chosen)
+        state.plan_and_hold(w, pool, shape, models, chosen)
         # Later workloads cannot take its quota (beyond what the victims give back).
-        cohort.claim(w.project, need, freed=[(r.project, _usage(r)) for r in chosen])
+        cohort.claim(w.project, need, freed=[(r.project, usage(r)) for r in chosen])
         for r in chosen:
-            self.victims.add(r.id)
+            victims.add(r.id)
         names = ", ".join(str(r.id) for r in chosen)
         if not any(r.project != w.project for r in chosen):
             why = "higher priority" if all(r.priority > w.priority for r in chosen) else (
-                f"time slice: its project's work past the bounded wait, after {self.snap.timeslice_seconds / 3600:g} h "
+                f"time slice: its project's work past the bounded wait, after {options.timeslice_seconds / 3600:g} h "
                 "of running")
         else:
             why = "quota reclaim" if in_nominal else "higher priority, on borrowed quota"
         preempts = [Preempt(r.id, w.id, f"Preempted by workload {w.id} ({why}, P{w.priority}).") for r in chosen]
-        eta = self.now + timedelta(seconds=self.snap.grace_seconds) if self.now else None
+        eta = self.now + timedelta(seconds=options.grace_seconds) if self.now else None
         return Wait(w.id, f"preempting: waiting for {len(chosen)} preempted workload(s) ({names}) to exit",
                     eta, kind=WaitKind.PREEMPTING), preempts
 
@@ -88,7 +91,7 @@ class _Preemption(_CycleState):
         needs (of lower priority than `below` if given); recently re-admitted victims are spared
         (anti-thrash)."""
         out: list[tuple] = []
-        victims = self.victims
+        victims = self.state.victims
         for project in sorted(cohort.borrowers):
             if project == w.project:
                 continue
@@ -108,7 +111,7 @@ class _Preemption(_CycleState):
         found = self.own_entries.get((pool, project))
         if found is None:
             found = self.own_entries[(pool, project)] = [(1, -r.priority, -_ts(r.admitted_at), -r.id, r)
-                                                         for r in self.candidates.get((pool, project), ())]
+                                                         for r in self.state.candidates.get((pool, project), ())]
         return found
 
     def _reclaimable(self, pool: str, project: str) -> dict[tuple[bool, bool, bool], list[tuple]]:
@@ -119,7 +122,7 @@ class _Preemption(_CycleState):
         if found is None:
             protected_since = self._protected_since()
             found = {}
-            for r in self.candidates.get((pool, project), ()):
+            for r in self.state.candidates.get((pool, project), ()):
                 if (protected_since is not None and r.preemptions and r.admitted_at is not None
                         and r.admitted_at > protected_since):
                     continue  # preempted before and re-admitted too recently: not again yet
@@ -149,9 +152,10 @@ class _Preemption(_CycleState):
         # only grows as candidates are released: once nothing fits with a set of candidates released
         # (`known`), only the nodes of candidates released beyond that set can take it. (Trials leave
         # the pool as they found it, so skipping one changes nothing else.)
+        state = self.state
         single = w.replicas == 1 and shape[0] > 0
-        known: set[int] | None = set() if single and (pool.name, shape, 1, models) in self.failed else None
-        allocs = self.allocs
+        known: set[int] | None = set() if single and (pool.name, shape, 1, models) in state.failed else None
+        allocs = state.allocs
 
         def placeable(released: list[RunningWorkload]) -> bool:
             nonlocal known
@@ -171,48 +175,49 @@ class _Preemption(_CycleState):
             r = heapq.heappop(heap)[4]
             if r.project != w.project and not cohort.runs_borrowed(r.project, r.per_replica.as_tuple(), need):
                 continue  # no longer borrowing after earlier victims: reclaim stops at its nominal
-            self._release_running(r)
+            state.release_running(r)
             chosen.append(r)
             if pool.free_gpu >= need[0] and cohort.check(w.project, need) is None and placeable(chosen):
                 fits = True
                 break
         if not fits:
             for r in reversed(chosen):
-                self._release_running(r, sign=1)
+                state.release_running(r, sign=1)
             return None
         # Minimal set: give back every victim that turns out not to be needed.
         for r in list(reversed(chosen)):
-            self._release_running(r, sign=1)
+            state.release_running(r, sign=1)
             rest = [x for x in chosen if x is not r]
             if cohort.check(w.project, need) is None and placeable(rest):
                 chosen = rest
             else:
-                self._release_running(r)
+                state.release_running(r)
         for r in chosen:
-            self._release_running(r, sign=1)
+            state.release_running(r, sign=1)
         return chosen
 
-    def _keep_claim(self, w, cohort: _Cohort, pool: _Pool, shape, need, models) -> bool:
+    def keep_claim(self, w, cohort: _Cohort, pool: _Pool, shape, need, models) -> bool:
         """A preemptor whose victims are still exiting keeps, for the rest of the cycle, the quota
         and the placement it will get once they are gone (as on the cycle it preempted them), so
         work ordered after it cannot take them in the meantime (and force another preemption)."""
-        victims = [r for i in self.awaiting[w.id] if (r := self.running.get(i)) is not None]
+        state = self.state
+        victims = [r for i in state.awaiting[w.id] if (r := state.running.get(i)) is not None]
         for r in victims:
-            self._release_running(r)
+            state.release_running(r)
         fits = cohort.check(w.project, need) is None
         for r in reversed(victims):
-            self._release_running(r, sign=1)
-        if not fits or not self._plan_and_hold(w, pool, shape, models, victims):
+            state.release_running(r, sign=1)
+        if not fits or not state.plan_and_hold(w, pool, shape, models, victims):
             return False
-        cohort.claim(w.project, need, freed=[(r.project, _usage(r)) for r in victims])
+        cohort.claim(w.project, need, freed=[(r.project, usage(r)) for r in victims])
         return True
 
     def _protected_since(self) -> datetime | None:
         """Workloads preempted before and re-admitted after this time are not reclaimed (None: no
         protection)."""
-        if not self.snap.repreempt_min_runtime_seconds or self.now is None:
+        if not self.options.repreempt_min_runtime_seconds or self.now is None:
             return None
-        return self.now - timedelta(seconds=self.snap.repreempt_min_runtime_seconds)
+        return self.now - timedelta(seconds=self.options.repreempt_min_runtime_seconds)
 
 
 def _ts(t: datetime | None) -> float:

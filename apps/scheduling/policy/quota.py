@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from .snapshot import _UNITS, GPU, PendingWorkload, QuotaState, WaitKind
+from .snapshot import GPU, UNITS, PendingWorkload, QuotaState, WaitKind
 
 _NONE = (0, 0, 0)
 
@@ -133,7 +133,7 @@ class _Cohort:
         q = self.quotas.get(project)
         if q is None:
             return QuotaBlock(WaitKind.QUOTA_NONE, f"quota: project '{project}' has no quota on pool '{self.pool}'")
-        for d, (unit, scale) in enumerate(_UNITS):
+        for d, (unit, scale) in enumerate(UNITS):
             if need[d] == 0:
                 continue
             after = q.used[d] + need[d]

@@ -6,33 +6,44 @@ from __future__ import annotations
 
 from .locality import hold_until
 from .placement import _Pool
-from .snapshot import PendingWorkload, _fmt, largest_node_refusal
-from .state import _CycleState
+from .snapshot import PendingWorkload, PolicyOptions, fmt_shape, largest_node_refusal
+from .state import CycleState
 
 
-class _Reasons(_CycleState):
-    MEMO_WAITS = True  # memoised waits (see _Cycle.run); off only to test that they change nothing
-    _sizes: dict[str, list[tuple]] | None = None  # per pool, every node's (name, model, allocatable)
-    _kinds: dict[str, dict[str, set[tuple]]]  # per pool and GPU model, the distinct allocatable sizes
-    _refusals: dict[tuple, str]  # per (pool, allowed models, shape), the never-fits reason
+class Reasons:
+    """Why work waits, over the cycle's state, and the memo of waits (`options.memo_waits`)."""
+
+    def __init__(self, state: CycleState, options: PolicyOptions):
+        self.state = state
+        self.options = options
+        self.snap = state.snap
+        self.now = state.now
+        self._sizes: dict[str, list[tuple]] | None = None  # per pool, every node's (name, model, allocatable)
+        self._kinds: dict[str, dict[str, set[tuple]]] = {}  # per pool and GPU model, the distinct allocatable sizes
+        self._refusals: dict[tuple, str] = {}  # per (pool, allowed models, shape), the never-fits reason
 
     # Memoised waits. A decision that changed nothing (a Wait with no preemption, claim or
     # reservation) is a pure function of the workload's class and of the pool's state; until that
     # state changes, the next workload of the same class gets the same reason without the work
     # (a long queue is mostly the same few shapes per project waiting for the same thing).
-    def _class_key(self, w: PendingWorkload) -> tuple | None:
-        if w.id in self.awaiting or not self.MEMO_WAITS:
+    def class_key(self, w: PendingWorkload) -> tuple | None:
+        state = self.state
+        if w.id in state.awaiting or not self.options.memo_waits:
             return None
-        if w.datasets_on and self.snap.locality_wait and hold_until(w, self.snap.locality_wait, self.now):
+        wait = self.options.locality_wait
+        if w.datasets_on and wait and hold_until(w, wait, self.now):
             return None  # its decision depends on where its data is (delay scheduling): never memoised
-        q = self.cohorts[w.pool].quotas.get(w.project) if w.pool in self.cohorts else None
+        cohorts = state.cohorts
+        q = cohorts[w.pool].quotas.get(w.project) if w.pool in cohorts else None
         budget = w.expected_seconds if q is not None and q.hours_left is not None else None
         return (w.pool, w.project, w.priority, w.per_replica, w.replicas, w.gpu_model, budget)
 
-    def _state(self, pool: str) -> tuple:
-        return (self.cohorts[pool].version, self.pools[pool].changes, len(self.reserved_pools), len(self.victims))
+    def version(self, pool: str) -> tuple:
+        """What a memoised wait of the pool is valid for: it holds while this stays the same."""
+        state = self.state
+        return (state.cohorts[pool].version, state.pools[pool].changes, len(state.reserved_pools), len(state.victims))
 
-    def _never_fits(self, w: PendingWorkload, shape, models) -> str:
+    def never_fits(self, w: PendingWorkload, shape, models) -> str:
         """Why no node of w's pool, schedulable or not (a cordon or a fault passes, a node's size
         does not), can ever hold one replica of w: its pool shrank (nodes removed, capacity lowered)
         after submission, which refuses such work. It waits (nodes may come back) saying so."""
@@ -62,7 +73,7 @@ class _Reasons(_CycleState):
             self._refusals[key] = f"never: {refusal}; it waits in case nodes are added, or stop it" if refusal else ""
         return self._refusals[key]
 
-    def _locality_reason(self, w: PendingWorkload, holders, until) -> str:
+    def locality_reason(self, w: PendingWorkload, holders, until) -> str:
         """Why a workload that fits now waits (delay scheduling): for a node holding its data."""
         names = sorted(n.name for n in holders)
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
@@ -70,11 +81,11 @@ class _Reasons(_CycleState):
                 f"it would fit elsewhere now, and takes any node that fits from {until.isoformat(timespec='seconds')} "
                 "at the latest")
 
-    def _capacity_reason(self, w, pool: _Pool, models, shape) -> str:
+    def capacity_reason(self, w, pool: _Pool, models, shape) -> str:
         count, most = pool.free_summary(models)
         where = f" with GPU model {' or '.join(sorted(models))}" if models else ""
-        reason = (f"capacity: pool '{w.pool}' cannot fit {w.replicas} replica(s) of {_fmt(shape)} at once"
-                  f"{where}; the most free on one node is {_fmt(most)}")
+        reason = (f"capacity: pool '{w.pool}' cannot fit {w.replicas} replica(s) of {fmt_shape(shape)} at once"
+                  f"{where}; the most free on one node is {fmt_shape(most)}")
         if shape[0] == 0 and pool.reserve and self._fits_without_reserve(w, pool, shape, models):
             reason += (f" (GPU nodes keep {pool.reserve:.0%} of their free GPUs' share of CPU and memory for GPU "
                        "work, which work without a GPU may not take)")

@@ -1,4 +1,4 @@
-"""The cycle's working state, shared by the ordering, preemption, backfill and reasons parts: the
+"""The cycle's working state, given to the ordering, preemption, backfill and reasons parts: the
 pools' free capacity and the cohorts' usage with running work applied, and the moves they all make
 on it (release or retake a running workload, try, undo and hold placements)."""
 from __future__ import annotations
@@ -6,27 +6,28 @@ from __future__ import annotations
 from .cluster import ClusterState, schedulable_by_pool
 from .placement import _Node, _Pool, placed_gpus_valid
 from .quota import _Cohort
-from .snapshot import QuotaState, RunningWorkload, Snapshot
+from .snapshot import PolicyOptions, QuotaState, RunningWorkload, Snapshot
 
 
-class _CycleState:
-    """One scheduling cycle's mutable view of the snapshot (`_Cycle` in cycle.py adds the rest).
+class CycleState:
+    """One scheduling cycle's mutable view of the snapshot (`Cycle` in cycle.py gives it to each part).
 
     `cluster`: the free capacity kept between cycles (cluster.py); it is brought up to date from
     the snapshot and the cycle starts from a copy of it. Without one (or when it cannot serve this
     snapshot) the pools are rebuilt from the nodes and the running work; the decisions are the same."""
 
-    def __init__(self, snapshot: Snapshot, cluster: ClusterState | None = None):
+    def __init__(self, snapshot: Snapshot, options: PolicyOptions, cluster: ClusterState | None = None):
         self.snap = snapshot
+        self.options = options
         self.now = snapshot.now
         nodes_by_pool = schedulable_by_pool(snapshot.nodes)
         kept = cluster is not None and cluster.sync(snapshot, nodes_by_pool)
         mix = self._mix(snapshot)
         pools = {w.pool for w in snapshot.pending} | set(nodes_by_pool)
         if kept:
-            self.pools = {p: cluster.pool_for_cycle(p, mix.get(p, []), snapshot.gpu_node_reserve) for p in pools}
+            self.pools = {p: cluster.pool_for_cycle(p, mix.get(p, []), options) for p in pools}
         else:
-            self.pools = {p: _Pool(p, nodes_by_pool.get(p, []), mix.get(p, []), snapshot.gpu_node_reserve)
+            self.pools = {p: _Pool(p, nodes_by_pool.get(p, []), mix.get(p, []), options.gpu_node_reserve, options)
                           for p in pools}
         quotas_by_pool: dict[str, list[QuotaState]] = {}
         for q in snapshot.quotas:
@@ -37,9 +38,6 @@ class _CycleState:
         for r in snapshot.running:
             if r.preemptible and not r.stopping:
                 self.candidates.setdefault((r.pool, r.project), []).append(r)
-        self.preempt_failed: set[tuple] = set()
-        self.reclaimable: dict[tuple[str, str], dict] = {}  # _Preemption._reclaimable's, per (pool, project)
-        self.own_entries: dict[tuple[str, str], list[tuple]] = {}  # _Preemption._own's, per (pool, project)
         self.allocs: dict[int, list[tuple[_Node, list[int]]]] = {}
         if kept:
             for r in snapshot.running:
@@ -60,8 +58,6 @@ class _CycleState:
             ids.sort()
         self.reserved_pools: set[str] = set()
         self.failed: set[tuple] = set()
-        self._shares: dict[tuple[str, str], tuple[int, float]] = {}
-        self._queue_quota: dict[tuple[str, str], tuple] = {}  # ordering.py's, per (pool, project) queue
 
     @staticmethod
     def _mix(snapshot: Snapshot) -> dict[str, list[tuple]]:
@@ -99,7 +95,7 @@ class _CycleState:
     def _occupy_kept(self, r: RunningWorkload, cluster: ClusterState) -> None:
         """As _occupy_running, with the pools' free capacity already taken from the kept cluster:
         the quota usage, and what r holds on this cycle's copies of the nodes."""
-        self._cohort(r.pool).add(r.project, _usage(r))
+        self._cohort(r.pool).add(r.project, usage(r))
         pool = self.pools.get(r.pool)
         if pool is not None:
             nodes = pool.nodes
@@ -108,7 +104,7 @@ class _CycleState:
     def _occupy_running(self, r: RunningWorkload) -> None:
         cohort = self._cohort(r.pool)
         shape = r.per_replica.as_tuple()
-        cohort.add(r.project, _usage(r))
+        cohort.add(r.project, usage(r))
         pool = self.pools.get(r.pool)
         if pool is None:
             return
@@ -127,17 +123,17 @@ class _CycleState:
             done.append((n, list(gpus)))
         self.allocs[r.id] = done
 
-    def _release_running(self, r: RunningWorkload, sign: int = -1) -> None:
+    def release_running(self, r: RunningWorkload, sign: int = -1) -> None:
         """Give back (sign=-1) or take again (sign=1) what a running workload holds."""
         shape = r.per_replica.as_tuple()
-        self.cohorts[r.pool].add(r.project, _usage(r), sign=sign)
+        self.cohorts[r.pool].add(r.project, usage(r), sign=sign)
         pool = self.pools.get(r.pool)
         if pool is None:
             return
         for n, gpus in self.allocs.get(r.id, []):
             pool.take(n, gpus, *shape, sign=sign)
 
-    def _try_place(self, pool: _Pool, shape, replicas, models):
+    def try_place(self, pool: _Pool, shape, replicas, models):
         # Capacity only shrinks during a cycle (victims keep theirs until they exit, holds only
         # take), so a shape that failed once fails again: remember it.
         key = (pool.name, shape, replicas, models)
@@ -148,24 +144,24 @@ class _CycleState:
             self.failed.add(key)
         return done
 
-    def _undo(self, pool: _Pool, done, shape) -> None:
+    def undo(self, pool: _Pool, done, shape) -> None:
         for n, gpus in done:
             pool.take(n, gpus, *shape, sign=-1)
 
-    def _plan_and_hold(self, w, pool: _Pool, shape, models, released: list[RunningWorkload]) -> bool:
+    def plan_and_hold(self, w, pool: _Pool, shape, models, released: list[RunningWorkload]) -> bool:
         """Plan w's placement on the state where `released` have left, then keep free only what is
         free both now and after that plan (per GPU, CPU and memory): the plan's share is held."""
         for r in released:
-            self._release_running(r)
+            self.release_running(r)
         plan = pool.place_gang(shape, w.replicas, models)
         touched = {n.idx: n for n, _ in plan or []}
         for r in released:
             touched.update((n.idx, n) for n, _ in self.allocs.get(r.id, []))
         after = {i: (list(n.gpus), n.cpu, n.mem) for i, n in touched.items()}
         if plan is not None:
-            self._undo(pool, plan, shape)
+            self.undo(pool, plan, shape)
         for r in reversed(released):
-            self._release_running(r, sign=1)
+            self.release_running(r, sign=1)
         if plan is None:
             return False
         for i, n in touched.items():
@@ -178,6 +174,6 @@ class _CycleState:
         return True
 
 
-def _usage(r: RunningWorkload) -> tuple[int, int, int]:
+def usage(r: RunningWorkload) -> tuple[int, int, int]:
     n, per = len(r.placement), r.per_replica
     return (per.gpu_milli * n, per.cpu_milli * n, per.memory_mb * n)

@@ -6,6 +6,7 @@
 
 See docs/scheduling.md.
 """
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -24,6 +25,7 @@ from apps.scheduling.policy import (
     DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
     DEFAULT_TIMESLICE_SECONDS,
+    SERVICE_OPTIONS,
     WAIT_KIND_LABELS,
     QuotaState,
     Resources,
@@ -180,6 +182,11 @@ class Command(BaseCommand):
             types = (node_types, job_types)
         gpus = sum(n.allocatable.gpu_milli for n in nodes) / 1000
         policies = ["fifo", "cairn"] if opts["policy"] == "both" else [opts["policy"]]
+        # The settings the service reads from CAIRN_*, from the flags (the rest as the service has them).
+        options = dataclasses.replace(
+            SERVICE_OPTIONS, repreempt_min_runtime_seconds=opts["repreempt_min_runtime"],
+            starvation_seconds=opts["starvation_seconds"], gpu_node_reserve=opts["gpu_node_reserve"],
+            timeslice_seconds=opts["timeslice"])
         results = []
         for policy in policies:
             bar = None
@@ -191,10 +198,9 @@ class Command(BaseCommand):
                 results.append(simulate(
                     nodes=nodes, quotas=quotas, jobs=jobs, policy=policy, cycle_interval=opts["cycle_interval"],
                     grace_seconds=opts["grace"], known_durations=not opts["unknown_durations"],
-                    progress=bar.update if bar else None, repreempt_min_runtime=opts["repreempt_min_runtime"],
-                    starvation_seconds=opts["starvation_seconds"], gpu_node_reserve=opts["gpu_node_reserve"],
+                    progress=bar.update if bar else None, options=options,
                     checkpoint_seconds=opts["checkpoint_every"], time_limit=opts["time_limit"],
-                    service_half_life=opts["service_half_life"], timeslice_seconds=opts["timeslice"],
+                    service_half_life=opts["service_half_life"],
                 ))
             finally:
                 if bar:
@@ -243,7 +249,8 @@ class Command(BaseCommand):
                                       wait_seconds=wait)
             result = simulate(nodes=nodes, quotas=quotas, jobs=jobs, policy="cairn", cycle_interval=opts["cycle_interval"],
                               grace_seconds=opts["grace"], known_durations=not opts["unknown_durations"],
-                              gpu_node_reserve=opts["gpu_node_reserve"], time_limit=opts["time_limit"], data=model)
+                              options=dataclasses.replace(SERVICE_OPTIONS, gpu_node_reserve=opts["gpu_node_reserve"]),
+                              time_limit=opts["time_limit"], data=model)
             self.stdout.write(f"  {label:28} hit rate {model.hit_rate:6.1%}  ({model.hits} hits, {model.misses} fills, "
                               f"{model.filled_gb:,.0f} GB filled)")
             if locality and not wait:
