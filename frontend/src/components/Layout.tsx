@@ -5,6 +5,7 @@ import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef } from "react";
 import { Link, Outlet, useLocation, useNavigate, useParams } from "react-router";
 import { config } from "../config";
+import { kindLabel, useKinds } from "../lib/kinds";
 import { takeSignedIn } from "../lib/landing";
 import { titleFor } from "../lib/titles";
 import { defaultProject, ME_KEY, rememberProject, signOut, useMe } from "../session";
@@ -64,8 +65,11 @@ function restartTabAtTop() {
 function useRouteAnnouncement(main: React.RefObject<HTMLElement | null>) {
   const { pathname } = useLocation();
   const first = useRef(true);
+  const kinds = useKinds(); // a workload page's title names its kind ("Training job 42")
   useEffect(() => {
-    document.title = titleFor(pathname);
+    document.title = titleFor(pathname, (kind) => kindLabel(kinds, kind));
+  }, [pathname, kinds]);
+  useEffect(() => {
     if (first.current) {
       first.current = false;
       // Signed in just now: focus goes to the page's heading, as on any navigation. On a page

@@ -25,19 +25,9 @@ export function isFinal(status: string): boolean {
   return FINAL.has(status);
 }
 
-export const KINDS = ["training", "notebook", "deployment"] as const;
-export type WorkloadKind = (typeof KINDS)[number];
-
-/** Whether `value` names a workload kind (e.g. the :kind in a page address). */
-export function isWorkloadKind(value: string): value is WorkloadKind {
-  return (KINDS as readonly string[]).includes(value);
-}
-
-export const KIND_LABEL: Record<WorkloadKind, string> = {
-  training: "Training job",
-  notebook: "Notebook",
-  deployment: "Deployment",
-};
+/** A workload kind's name. The kinds, their labels and routes come from the server
+ * (GET /api/v1/kinds/, lib/kinds.ts): the dashboard keeps no list of them. */
+export type WorkloadKind = string;
 
 /** What a queued workload waits on (the API's `waiting_on`, apps/workloads/choices.py WaitingOn):
  * a short label for tables, a colour, and what would end the wait. Typed on the schema's enum, so

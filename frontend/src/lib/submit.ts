@@ -1,7 +1,12 @@
 // The submit form: which fields each kind has, the request body built from the form values
 // (the create serializers of training-jobs / notebooks / deployments), and the API's field
 // errors ("resources.gpu", "env", ...) mapped back onto the form's fields.
-import type { WorkloadKind } from "./status";
+import type { Schemas } from "../api/client";
+
+/** The kinds this form has fields for: those with a create body in the generated schema. Which
+ * kinds the server runs, and their labels, come from GET /api/v1/kinds/ (lib/kinds.ts). */
+export type FormKind = Schemas["KindEnum"];
+type WorkloadKind = FormKind;
 
 export type Preemptible = "default" | "yes" | "no";
 export type Ide = "jupyterlab" | "vscode";
@@ -106,7 +111,7 @@ const COMMON: SubmitField[] = [
 const AUTOSCALING: SubmitField[] = ["autoscale", "minReplicas", "maxReplicas", "targetConcurrency", "stableWindow", "panicWindow"];
 
 /** The fields each kind's form shows (and sends). */
-export const KIND_FIELDS: Record<WorkloadKind, ReadonlySet<SubmitField>> = {
+export const KIND_FIELDS: Record<FormKind, ReadonlySet<SubmitField>> = {
   training: new Set<SubmitField>([
     ...COMMON, "command", "workingDir", "replicas", "maxRuntime", "hangTimeout", "stragglerPolicy", "stragglerEvictMaxFraction",
   ]),
@@ -115,6 +120,11 @@ export const KIND_FIELDS: Record<WorkloadKind, ReadonlySet<SubmitField>> = {
     ...COMMON, "command", "workingDir", "replicas", "port", "readinessPath", "isPublic", "model", ...AUTOSCALING,
   ]),
 };
+
+/** Whether the form has fields for `kind` (a kind of the server's list may have none here). */
+export function hasForm(kind: string | null): kind is FormKind {
+  return kind !== null && Object.prototype.hasOwnProperty.call(KIND_FIELDS, kind);
+}
 
 export const FIELD_LABEL: Record<SubmitField, string> = {
   name: "Name",

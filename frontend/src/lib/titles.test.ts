@@ -13,6 +13,10 @@ describe("titleFor: one title per route", () => {
     ["/tokens", "API tokens · Cairn"],
     ["/nowhere", "Page not found · Cairn"],
   ])("%s", (path, title) => {
-    expect(titleFor(path)).toBe(title);
+    expect(titleFor(path, (kind) => (kind === "training" ? "Training job" : kind))).toBe(title);
+  });
+
+  it("names a workload's kind by the label it is given (the server's), else by its name", () => {
+    expect(titleFor("/projects/dash/workloads/batch-eval/7")).toBe("batch-eval 7 · dash · Cairn");
   });
 });

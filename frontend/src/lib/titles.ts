@@ -1,6 +1,5 @@
 // The document title of each route ("Workloads · dash · Cairn"), so a tab, the history and a
 // screen reader's announcement say which page this is.
-import { KIND_LABEL, type WorkloadKind } from "./status";
 
 const PROJECT_PAGES: Record<string, string> = {
   workloads: "Workloads",
@@ -14,7 +13,8 @@ const PROJECT_PAGES: Record<string, string> = {
   storage: "Storage",
 };
 
-export function titleFor(pathname: string): string {
+/** `kindLabel` names a kind for people (lib/kinds.ts, from the server); its name by default. */
+export function titleFor(pathname: string, kindLabel: (kind: string) => string = (kind) => kind): string {
   const parts = pathname.split("/").filter(Boolean).map((p) => decodeURIComponent(p));
   let page = "Page not found";
   if (parts.length === 0) page = "Home";
@@ -26,7 +26,7 @@ export function titleFor(pathname: string): string {
     if (!section) page = "Workloads";
     else if (section === "workloads" && rest[0] === "new") page = "Submit work";
     else if (section === "workloads" && rest.length === 2) {
-      page = `${KIND_LABEL[rest[0] as WorkloadKind] ?? "Workload"} ${rest[1]}`;
+      page = `${kindLabel(rest[0])} ${rest[1]}`;
     } else if (section === "sweeps" && rest[0] === "new") page = "New sweep";
     else if (section === "sweeps" && rest.length === 1) page = `Sweep ${rest[0]}`;
     else page = PROJECT_PAGES[section] ?? page;

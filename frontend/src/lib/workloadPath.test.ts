@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { isWorkloadKind } from "./status";
 import { workloadPath, workloadRoute } from "./workloadPath";
 
 describe("workloadRoute", () => {
@@ -20,13 +19,5 @@ describe("workloadPath", () => {
 
   it("escapes the project slug", () => {
     expect(workloadPath("a b/c", 1, "logs/")).toBe("/api/v1/projects/a%20b%2Fc/workloads/1/logs/");
-  });
-});
-
-describe("isWorkloadKind", () => {
-  it("accepts the three kinds only", () => {
-    expect(["training", "notebook", "deployment"].every(isWorkloadKind)).toBe(true);
-    expect(isWorkloadKind("training-jobs")).toBe(false);
-    expect(isWorkloadKind("")).toBe(false);
   });
 });

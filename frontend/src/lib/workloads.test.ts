@@ -21,6 +21,7 @@ function page(...rows: Workload[]): WorkloadPage {
   return { count: rows.length, next: null, previous: null, results: rows };
 }
 
+const KINDS = ["training", "notebook", "deployment"]; // as GET /api/v1/kinds/ names them
 const ctx = (filters: Partial<WorkloadFilters> = {}) => ({
   filters: { ...EMPTY_FILTERS, ...filters },
   project: "vision",
@@ -35,7 +36,7 @@ describe("filters in the URL", () => {
     expect(filtersFromSearch(search)).toEqual(filters);
   });
   it("ignores unknown values and accepts comma lists", () => {
-    const f = filtersFromSearch(new URLSearchParams("kind=pod&status=queued,bogus,running&status=queued&page=-2&user=%20"));
+    const f = filtersFromSearch(new URLSearchParams("kind=pod&status=queued,bogus,running&status=queued&page=-2&user=%20"), KINDS);
     expect(f).toEqual({ kind: null, status: ["queued", "running"], user: null, page: 1 });
     expect(hasFilters(f)).toBe(true);
     expect(hasFilters(EMPTY_FILTERS)).toBe(false);
@@ -99,7 +100,7 @@ describe("applyWorkloadFrame", () => {
     expect(applyWorkloadFrame(before, frame, ctx({ status: ["running"] }))).toBe(before);
     expect(applyWorkloadFrame(before, frame, ctx({ page: 2 }))).toBe(before);
     expect(applyWorkloadFrame(before, frame, ctx({ user: "alice" }))).toBe(before);
-    expect(applyWorkloadFrame(before, { ...frame, kind: "pod" }, ctx())).toBe(before);
+    expect(applyWorkloadFrame(before, { ...frame, kind: "pod" }, { ...ctx(), kinds: KINDS })).toBe(before);
   });
   it("removes deleted workloads", () => {
     const before = page(row(1), row(2), row(3));

@@ -3,7 +3,7 @@
 import type { Schemas } from "../api/client";
 import type { LiveFrame } from "../live/socket";
 import { formatDuration, formatRunTimeLimit } from "./format";
-import { KINDS, STATUSES, type WorkloadKind, type WorkloadStatus } from "./status";
+import { STATUSES, type WorkloadKind, type WorkloadStatus } from "./status";
 
 export type Workload = Schemas["Workload"];
 export type WorkloadPage = Schemas["PaginatedWorkloadList"];
@@ -22,8 +22,11 @@ export const EMPTY_FILTERS: WorkloadFilters = { kind: null, status: [], user: nu
 export const PAGE_SIZE = 50;
 export const USER_FILTER_PAGE_SIZE = 500;
 
-function isKind(value: string | null): value is WorkloadKind {
-  return value !== null && (KINDS as readonly string[]).includes(value);
+/** A kind name as an address or a frame may carry it: one of `kinds` (the server's, lib/kinds.ts)
+ * when they are known, any well-formed name before. */
+function isKind(value: string | null, kinds?: readonly string[]): value is WorkloadKind {
+  if (value === null) return false;
+  return kinds && kinds.length ? kinds.includes(value) : /^[a-z][a-z0-9_-]*$/.test(value);
 }
 
 function isStatus(value: string): value is WorkloadStatus {
@@ -31,7 +34,7 @@ function isStatus(value: string): value is WorkloadStatus {
 }
 
 /** Filters from the query string (`?kind=training&status=queued&status=running&user=alice&page=2`). */
-export function filtersFromSearch(params: URLSearchParams): WorkloadFilters {
+export function filtersFromSearch(params: URLSearchParams, kinds?: readonly string[]): WorkloadFilters {
   const kind = params.get("kind");
   const statuses: WorkloadStatus[] = [];
   for (const raw of params.getAll("status").flatMap((s) => s.split(","))) {
@@ -41,7 +44,7 @@ export function filtersFromSearch(params: URLSearchParams): WorkloadFilters {
   const user = params.get("user")?.trim() || null;
   const page = Number.parseInt(params.get("page") ?? "1", 10);
   return {
-    kind: isKind(kind) ? kind : null,
+    kind: isKind(kind, kinds) ? kind : null,
     status: statuses,
     user,
     page: Number.isFinite(page) && page > 1 ? page : 1,
@@ -63,7 +66,7 @@ export function hasFilters(filters: WorkloadFilters): boolean {
 }
 
 export interface WorkloadListQuery {
-  kind?: WorkloadKind;
+  kind?: Workload["kind"]; // (the schema's enum of the kinds known when it was generated)
   status?: WorkloadStatus[];
   page?: number;
   page_size: number;
@@ -76,14 +79,14 @@ export function serverQuery(filters: WorkloadFilters): WorkloadListQuery {
     ordering: "-created_at",
     page_size: filters.user ? USER_FILTER_PAGE_SIZE : PAGE_SIZE,
   };
-  if (filters.kind) query.kind = filters.kind;
+  if (filters.kind) query.kind = filters.kind as Workload["kind"];
   if (filters.status.length) query.status = [...filters.status];
   if (!filters.user && filters.page > 1) query.page = filters.page;
   return query;
 }
 
 /** Does a row pass every filter (the server ones again: live frames can change a row)? */
-export function matchesFilters(row: Pick<Workload, "kind" | "status" | "created_by">, filters: WorkloadFilters): boolean {
+export function matchesFilters(row: Pick<Workload, "status" | "created_by"> & { kind: WorkloadKind }, filters: WorkloadFilters): boolean {
   if (filters.kind && row.kind !== filters.kind) return false;
   if (filters.status.length && !filters.status.includes(row.status)) return false;
   if (filters.user && row.created_by !== filters.user) return false;
@@ -109,7 +112,7 @@ export function placeholderRow(frame: { workload: number; name: string; kind: Wo
   return {
     id: frame.workload,
     name: frame.name,
-    kind: frame.kind,
+    kind: frame.kind as Workload["kind"],
     project,
     pool: "",
     status: frame.status,
@@ -154,6 +157,8 @@ export interface ReducerContext {
   filters: WorkloadFilters;
   project: string;
   now?: Date;
+  /** The kinds the server runs (lib/kinds.ts): a frame of another kind is left to the refetch. */
+  kinds?: readonly string[];
 }
 
 /**
@@ -188,7 +193,7 @@ export function applyWorkloadFrame(page: WorkloadPage | undefined, frame: LiveFr
     }
     case "workload.created": {
       if (index >= 0) return page;
-      const kind = typeof frame.kind === "string" && isKind(frame.kind) ? frame.kind : null;
+      const kind = typeof frame.kind === "string" && isKind(frame.kind, ctx.kinds) ? frame.kind : null;
       const status = typeof frame.status === "string" && isStatus(frame.status) ? frame.status : null;
       if (!kind || !status) return page;
       // Newest first: a new workload belongs on the first page only. Its submitter is not in the

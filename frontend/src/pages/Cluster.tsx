@@ -20,7 +20,8 @@ import {
 } from "../lib/cluster";
 import { formatBytesMb, formatGpu, formatPercent, formatRelative } from "../lib/format";
 import { formatAgo, formatWaiting } from "../lib/time";
-import { KIND_LABEL, WAITING_ON, WAITING_ON_VALUES, type WorkloadKind } from "../lib/status";
+import { useKindLabel } from "../lib/kinds";
+import { WAITING_ON, WAITING_ON_VALUES } from "../lib/status";
 import { gpuLabel } from "../lib/workloads";
 import { retryTransient } from "../lib/retry";
 import { useTopic } from "../live/LiveProvider";
@@ -346,6 +347,7 @@ function QueueSection({ pools, now }: { pools: OverviewPool[]; now: number }) {
 type QueueEntry = Schemas["QueueEntry"];
 
 function QueueTable({ rows, empty, now }: { rows: QueueEntry[]; empty: string; now: number }) {
+  const kindLabel = useKindLabel();
   return (
     <Table.ScrollContainer minWidth={900}>
       <Table verticalSpacing={6} data-testid="queue-table">
@@ -385,7 +387,7 @@ function QueueTable({ rows, empty, now }: { rows: QueueEntry[]; empty: string; n
                     </Anchor>
                   ) : (
                     <Text size="sm" c="dimmed" fs="italic">
-                      another project's {KIND_LABEL[q.kind as WorkloadKind]?.toLowerCase() ?? "workload"}
+                      another project's {kindLabel(q.kind).toLowerCase()}
                     </Text>
                   )}
                 </Table.Td>

@@ -16,7 +16,8 @@ import { errorAdvice, ErrorState, Loading } from "../components/States";
 import { StatusBadge } from "../components/StatusBadge";
 import { formatGpu, formatRelative } from "../lib/format";
 import { quotaView, type QuotaLike } from "../lib/quotas";
-import { KIND_LABEL, waitSentence, type WorkloadKind, type WorkloadStatus } from "../lib/status";
+import { useKindLabel } from "../lib/kinds";
+import { waitSentence, type WorkloadStatus } from "../lib/status";
 import { retryTransient } from "../lib/retry";
 import { statusLine, type Workload } from "../lib/workloads";
 import { useTopic } from "../live/LiveProvider";
@@ -42,6 +43,7 @@ function link(project: string, w: Pick<Workload, "kind" | "id">): string {
 function WorkList({ project, rows, empty, testId, detail }: {
   project: string; rows: Workload[] | undefined; empty: string; testId: string; detail: (w: Workload) => React.ReactNode;
 }) {
+  const kindLabel = useKindLabel();
   if (!rows) return <Text size="sm" c="dimmed">Loading…</Text>;
   if (!rows.length) return <Text size="sm" c="dimmed">{empty}</Text>;
   return (
@@ -50,7 +52,7 @@ function WorkList({ project, rows, empty, testId, detail }: {
         <div key={w.id} data-testid={`${testId}-item`}>
           <Group gap={6} wrap="nowrap">
             <Anchor component={Link} to={link(project, w)} size="sm" fw={500}>{w.name}</Anchor>
-            <Text size="xs" c="dimmed">{KIND_LABEL[w.kind as WorkloadKind] ?? w.kind}</Text>
+            <Text size="xs" c="dimmed">{kindLabel(w.kind)}</Text>
           </Group>
           <Text size="xs">{detail(w)}</Text>
         </div>

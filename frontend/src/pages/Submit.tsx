@@ -11,9 +11,9 @@ import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, ApiError, unwrap, type Schemas } from "../api/client";
 import { errorAdvice } from "../components/States";
 import { formatGpu, formatRunTimeLimit } from "../lib/format";
-import { KIND_LABEL, KINDS, type WorkloadKind } from "../lib/status";
+import { useKinds, useKindLabel } from "../lib/kinds";
 import {
-  buildSubmitBody, DEFAULT_VALUES, FIELD_LABEL, KIND_FIELDS, mapSubmitErrors, parseIdleTimeout, parseRunTimeLimit, valuesFromWorkload, type FieldErrors,
+  buildSubmitBody, DEFAULT_VALUES, FIELD_LABEL, type FormKind, hasForm, KIND_FIELDS, mapSubmitErrors, parseIdleTimeout, parseRunTimeLimit, valuesFromWorkload, type FieldErrors,
   type Ide, type Preemptible, type SubmitField, type SubmitValues,
 } from "../lib/submit";
 import { canWrite, useMe } from "../session";
@@ -34,15 +34,15 @@ const PREEMPTIBLE: { value: Preemptible; label: string }[] = [
   { value: "no", label: "No" },
 ];
 
-const KIND_HELP: Record<WorkloadKind, string> = {
+type WorkloadKind = FormKind;
+
+const KIND_HELP: Record<FormKind, string> = {
   training: "A batch job: every replica runs the command, started together (gang); it ends when the command exits.",
   notebook: "An IDE server (one replica): JupyterLab or VS Code, reached through Cairn; open it from its page once it runs.",
   deployment: "A serving command run as replicas, each listening on $PORT, until you stop it.",
 };
 
-function isKind(value: string | null): value is WorkloadKind {
-  return value !== null && (KINDS as readonly string[]).includes(value);
-}
+const isKind = hasForm;
 
 type Workload = Schemas["Workload"];
 
@@ -73,6 +73,9 @@ export function SubmitPage() {
   const kind: WorkloadKind = isKind(params.get("kind")) ? (params.get("kind") as WorkloadKind) : "training";
   const navigate = useNavigate();
   const queryClient = useQueryClient();
+  const kindLabel = useKindLabel();
+  // The server's kinds (GET /api/v1/kinds/) that this form has fields for, in the server's order.
+  const formKinds = useKinds().filter((k) => hasForm(k.kind));
 
   const [values, setValues] = useState<SubmitValues>(DEFAULT_VALUES);
   // Clone (?from=<id>): the form filled in from that workload's spec, once it is read.
@@ -134,7 +137,7 @@ export function SubmitPage() {
     mutationFn: (body: Record<string, unknown>) => submit(kind, project, body),
     onSuccess: (workload) => {
       void queryClient.invalidateQueries({ queryKey: ["workloads", project] });
-      notifications.show({ color: "green", title: `${KIND_LABEL[kind]} submitted`, message: `${workload.name} is ${workload.status}.` });
+      notifications.show({ color: "green", title: `${kindLabel(kind)} submitted`, message: `${workload.name} is ${workload.status}.` });
       navigate(`/projects/${project}/workloads/${workload.kind}/${workload.id}`);
     },
     onError: (error) => {
@@ -191,7 +194,7 @@ export function SubmitPage() {
       )}
       {source.data && (
         <Alert color="blue" title={`A copy of ${source.data.name}`} data-testid="cloned-from">
-          The form is filled in from {KIND_LABEL[source.data.kind as WorkloadKind]?.toLowerCase() ?? "workload"}{" "}
+          The form is filled in from {kindLabel(source.data.kind).toLowerCase()}{" "}
           <Anchor component={Link} to={`/projects/${project}/workloads/${source.data.kind}/${source.data.id}`}>{source.data.name}</Anchor>{" "}
           ({source.data.status}); change what you need, name it (or leave the name empty) and submit.
         </Alert>
@@ -216,9 +219,9 @@ export function SubmitPage() {
         }}
       >
         <Tabs.List>
-          {KINDS.map((k) => (
+          {formKinds.map(({ kind: k }) => (
             <Tabs.Tab key={k} value={k} data-testid={`submit-kind-${k}`}>
-              {KIND_LABEL[k]}
+              {kindLabel(k)}
             </Tabs.Tab>
           ))}
         </Tabs.List>
@@ -670,7 +673,7 @@ export function SubmitPage() {
               Cancel
             </Button>
             <Button type="submit" loading={mutation.isPending} disabled={!writable} data-testid="submit-workload">
-              Submit {KIND_LABEL[kind].toLowerCase()}
+              Submit {kindLabel(kind).toLowerCase()}
             </Button>
           </Group>
         </Stack>

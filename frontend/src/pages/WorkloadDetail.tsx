@@ -10,7 +10,8 @@ import { useMemo, useState } from "react";
 import { Link, useNavigate, useParams } from "react-router";
 import { useDebounced, useNow } from "../components/hooks";
 import { EmptyState, ErrorState, Loading } from "../components/States";
-import { isFinal, isWorkloadKind, type WorkloadKind } from "../lib/status";
+import { isKnownKind, useKinds } from "../lib/kinds";
+import { isFinal, type WorkloadKind } from "../lib/status";
 import { retryTransient } from "../lib/retry";
 import { deriveSegments } from "../lib/timeline";
 import { mergeWorkloadState } from "../lib/workloads";
@@ -32,7 +33,8 @@ const STOPPABLE = new Set(["queued", "admitted", "running"]);
 
 export function WorkloadDetailPage() {
   const { project = "", kind = "", id = "" } = useParams();
-  if (!isWorkloadKind(kind) || !/^\d+$/.test(id)) {
+  const kinds = useKinds();
+  if (!isKnownKind(kinds, kind) || !/^\d+$/.test(id)) {
     return (
       <EmptyState
         page
@@ -43,7 +45,7 @@ export function WorkloadDetailPage() {
           </Button>
         }
       >
-        The address should look like /projects/{project}/workloads/training/42 (kinds: training, notebook, deployment).
+        The address should look like /projects/{project}/workloads/training/42 (kinds: {kinds.map((k) => k.kind).join(", ")}).
       </EmptyState>
     );
   }

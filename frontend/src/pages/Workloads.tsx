@@ -15,7 +15,8 @@ import { StatusBadge } from "../components/StatusBadge";
 import { WaitingOnBadge } from "../components/WaitingOnBadge";
 import { formatRelative } from "../lib/format";
 import { formatAgo } from "../lib/time";
-import { isFinal, KIND_LABEL, KINDS, STATUSES, type WorkloadKind, type WorkloadStatus } from "../lib/status";
+import { useKinds, kindLabel as labelOf } from "../lib/kinds";
+import { isFinal, STATUSES, type WorkloadKind, type WorkloadStatus } from "../lib/status";
 import {
   applyWorkloadFrame, EMPTY_FILTERS, filtersFromSearch, filtersToSearch, gpuLabel, hasFilters, PAGE_SIZE, statusLine,
   queuedRefreshInterval, serverQuery, USER_FILTER_PAGE_SIZE, visibleRows, type Workload, type WorkloadFilters, type WorkloadPage,
@@ -83,18 +84,19 @@ function ReplicasCell({ row }: { row: Workload }) {
   );
 }
 
-/** The lists of the project's work: all of it, or one kind's page (Notebooks, Deployments). */
-const KIND_PAGES: { kind: WorkloadKind | null; label: string; path: string }[] = [
-  { kind: null, label: "All work", path: "workloads" },
-  { kind: "training", label: "Training jobs", path: "workloads?kind=training" },
-  { kind: "notebook", label: "Notebooks", path: "notebooks" },
-  { kind: "deployment", label: "Deployments", path: "deployments" },
-];
+/** The dashboard pages of their own some kinds have (routes in App.tsx); every other kind the
+ * server runs is the workload list filtered by it. */
+const OWN_PAGES: Record<string, string> = { notebook: "notebooks", deployment: "deployments" };
 
+/** The lists of the project's work: all of it, or one kind's page, for each kind the server runs. */
 function ListTabs({ project, current }: { project: string; current: WorkloadKind | null }) {
+  const pages: { kind: WorkloadKind | null; label: string; path: string }[] = [
+    { kind: null, label: "All work", path: "workloads" },
+    ...useKinds().map((k) => ({ kind: k.kind, label: `${k.label}s`, path: OWN_PAGES[k.kind] ?? `workloads?kind=${k.kind}` })),
+  ];
   return (
     <Group gap="xs" component="nav" aria-label="Work by kind" data-testid="kind-pages">
-      {KIND_PAGES.map((page) => (
+      {pages.map((page) => (
         <Button
           key={page.label}
           component={Link}
@@ -126,10 +128,12 @@ export function WorkloadsPage({ kindPage }: { kindPage?: WorkloadKind } = {}) {
   const me = useMe();
   const role = me.projects.find((p) => p.slug === project)?.role;
   const [params, setParams] = useSearchParams();
+  const kinds = useKinds();
+  const kindNames = useMemo(() => kinds.map((k) => k.kind), [kinds]);
   const filters = useMemo(() => {
-    const found = filtersFromSearch(params);
+    const found = filtersFromSearch(params, kindNames);
     return kindPage ? { ...found, kind: kindPage } : found;
-  }, [params, kindPage]);
+  }, [params, kindPage, kindNames]);
   const query = useMemo(() => serverQuery(filters), [filters]);
   const queryKey = useMemo(() => ["workloads", project, query] as const, [project, query]);
   const queryClient = useQueryClient();
@@ -164,7 +168,7 @@ export function WorkloadsPage({ kindPage }: { kindPage?: WorkloadKind } = {}) {
       notifications.show({ color: "orange", title: "Idle notebook reclaimed", message:
         `Notebook ${frame.workload} was idle past its idle_timeout and is being stopped; its files are kept.` });
     }
-    queryClient.setQueryData<WorkloadPage>(queryKey, (old) => applyWorkloadFrame(old, frame, { filters, project }));
+    queryClient.setQueryData<WorkloadPage>(queryKey, (old) => applyWorkloadFrame(old, frame, { filters, project, kinds: kindNames }));
     refetchSoon();
   });
 
@@ -205,7 +209,7 @@ export function WorkloadsPage({ kindPage }: { kindPage?: WorkloadKind } = {}) {
           label="Kind"
           placeholder="All kinds"
           data-testid="filter-kind"
-          data={KINDS.map((k) => ({ value: k, label: KIND_LABEL[k] }))}
+          data={kinds.map((k) => ({ value: k.kind, label: k.label }))}
           value={filters.kind}
           onChange={(value) => setFilters({ kind: (value as WorkloadKind | null) ?? null })}
           clearable
@@ -303,7 +307,7 @@ export function WorkloadsPage({ kindPage }: { kindPage?: WorkloadKind } = {}) {
                     </Table.Td>
                     <Table.Td>
                       <Group gap={6} wrap="nowrap">
-                        <Text size="sm">{KIND_LABEL[row.kind as WorkloadKind] ?? row.kind}</Text>
+                        <Text size="sm">{labelOf(kinds, row.kind)}</Text>
                         <IdeBadge workload={row} />
                       </Group>
                     </Table.Td>

@@ -8,7 +8,7 @@ import { IdeBadge } from "../../components/IdeBadge";
 import { StatusBadge } from "../../components/StatusBadge";
 import { formatClock, formatDuration, formatRelative } from "../../lib/format";
 import { lineageLink, servedModel } from "../../lib/models";
-import { KIND_LABEL, type WorkloadKind } from "../../lib/status";
+import { useKindLabel } from "../../lib/kinds";
 import { runningTime, type TimelineSegment } from "../../lib/timeline";
 import { formatTimeLeft, gpuLabel, runTimeLimitInfo, statusExplanation, statusLine } from "../../lib/workloads";
 import type { Workload } from "./api";
@@ -62,6 +62,7 @@ export function WorkloadHeader({
   workload: w, now, segments, project, canStop, stopping, onStop, canStart, starting, onStart, scale,
   canClone, canRunAgain, runningAgain, onRunAgain,
 }: WorkloadHeaderProps) {
+  const kindLabel = useKindLabel();
   // Stop asks first (a notebook's kernels are lost on one click otherwise); cancelling gives the
   // focus back to the Stop button (the modal's returnFocus).
   const [confirming, confirm] = useDisclosure(false);
@@ -94,7 +95,7 @@ export function WorkloadHeader({
               {w.name}
             </Title>
             <Badge variant="outline" color="gray" data-testid="workload-kind">
-              {KIND_LABEL[w.kind as WorkloadKind] ?? w.kind}
+              {kindLabel(w.kind)}
             </Badge>
             <IdeBadge workload={w} />
             <StatusBadge status={w.status} />
@@ -180,7 +181,7 @@ export function WorkloadHeader({
             <Group justify="flex-end">
               <Button variant="default" onClick={confirm.close} data-testid="stop-cancel" data-autofocus>Cancel</Button>
               <Button color="red" onClick={() => { setStopConfirmed(true); confirm.close(); onStop(); }} data-testid="stop-confirm-button">
-                Stop {KIND_LABEL[w.kind as WorkloadKind]?.toLowerCase() ?? "workload"}
+                Stop {kindLabel(w.kind).toLowerCase()}
               </Button>
             </Group>
           </Stack>
