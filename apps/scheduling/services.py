@@ -17,6 +17,7 @@ from django.db.models import Case, F, FloatField, Func, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, Exp, Greatest, Least
 from django.utils import timezone
 
+from apps.clusters.affinity import describe_terms, node_matches
 from apps.clusters.models import Node, PoolQueue, ResourcePool
 from apps.core.outbox import outbox_enqueue
 from apps.deployments.services import (
@@ -41,25 +42,23 @@ from .policy import (
     DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
     DEFAULT_TIMESLICE_SECONDS,
-    SERVICE_OPTIONS,
     Accel,
     Admit,
     ClusterState,
     NodeState,
     PendingWorkload,
-    PolicyOptions,
     Preempt,
     QuotaState,
     Resources,
     RunningWorkload,
-    ScaleUp,
     Snapshot,
     Wait,
     WaitKind,
     explain,
+    explain_pins,
     fill_seconds,
     fold,
-    scale_up_ids,
+    pin,
     schedule,
 )
 
@@ -76,32 +75,13 @@ _KEPT = ClusterState()
 _KEPT_LOCK = threading.Lock()
 
 
-def _schedule(snapshot: Snapshot, options: PolicyOptions) -> list:
+def _schedule(snapshot: Snapshot) -> list:
     if not _KEPT_LOCK.acquire(blocking=False):
-        return schedule(snapshot, options)
+        return schedule(snapshot)
     try:
-        return schedule(snapshot, options, cluster=_KEPT)
+        return schedule(snapshot, _KEPT)
     finally:
         _KEPT_LOCK.release()
-
-
-def policy_options() -> PolicyOptions:
-    """How the policy decides here: SERVICE_OPTIONS with the settings (CAIRN_STOP_GRACE_SECONDS,
-    _REPREEMPT_MIN_RUNTIME_SECONDS, _STARVATION_SECONDS, _TIMESLICE_SECONDS, _GPU_NODE_RESERVE) and
-    each pool's delay-scheduling bound (ResourcePool.locality_wait_seconds). Read every cycle, so a
-    pool's bound changed in the admin counts from the next one."""
-    locality_wait = {name: float(seconds) for name, seconds in
-                     ResourcePool.objects.filter(locality_wait_seconds__gt=0).values_list("name", "locality_wait_seconds")}
-    cairn = settings.CAIRN
-    return dataclasses.replace(
-        SERVICE_OPTIONS,
-        grace_seconds=float(cairn["STOP_GRACE_SECONDS"]),
-        repreempt_min_runtime_seconds=float(cairn.get("REPREEMPT_MIN_RUNTIME_SECONDS", DEFAULT_REPREEMPT_MIN_RUNTIME)),
-        starvation_seconds=float(cairn.get("STARVATION_SECONDS", DEFAULT_STARVATION_SECONDS)),
-        timeslice_seconds=float(cairn.get("TIMESLICE_SECONDS", DEFAULT_TIMESLICE_SECONDS)),
-        gpu_node_reserve=gpu_node_reserve(),
-        locality_wait=locality_wait or None,
-    )
 
 
 @dataclass
@@ -200,25 +180,50 @@ def _scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Acc
     caches = dataset_cache_view(workloads=[w for w in queued if w.spec])  # nodes holding its datasets (apps/storage)
     pending = [w.pending if w.pk not in caches else dataclasses.replace(w.pending, datasets_on=caches[w.pk][0])
                for w in queued]
-    # A running deployment's scale-up asks for its extra replicas like any admission: a ScaleUp under
-    # the id of the workload it runs as (apps/deployments/services.py applies the answer).
+    pins = _pinned(queued, node_rows)
+    if pins:
+        pending = [dataclasses.replace(p, nodes=pins[p.id][0], nodes_why=pins[p.id][1]) if p.id in pins else p
+                   for p in pending]
+    # A running deployment's scale-up asks for its extra replicas like any admission: a pending
+    # entry under the negated id (apps/deployments/services.py applies the answer).
     scale_ups = list(scale_ups_pending())
     pending += [
-        ScaleUp(
-            id=w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority,
+        PendingWorkload(
+            id=-w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority,
             submitted_at=row.requested_at or now, replicas=extra,
             per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), gpu_model=w.gpu_model,
             name=f"{w.name} (scale-up)",
         )
         for w, extra, row in scale_ups
     ]
-    asks.update({w.pk: Accel(type=(w.accelerator_type or "nvidia") if w.gpu_milli else "none", model=w.gpu_model,
+    asks.update({-w.pk: Accel(type=(w.accelerator_type or "nvidia") if w.gpu_milli else "none", model=w.gpu_model,
                               arch=w.arch) for w, _, _ in scale_ups})
+    locality_wait = {name: float(seconds) for name, seconds in
+                     ResourcePool.objects.filter(locality_wait_seconds__gt=0).values_list("name", "locality_wait_seconds")}
     snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=pending, running=running, now=now,
-                        project_service=project_service(now=now, half_life=service_half_life()))
+                    locality_wait=locality_wait or None,
+                    grace_seconds=grace.total_seconds(),
+                    repreempt_min_runtime_seconds=float(settings.CAIRN.get("REPREEMPT_MIN_RUNTIME_SECONDS",
+                                                                           DEFAULT_REPREEMPT_MIN_RUNTIME)),
+                    starvation_seconds=float(settings.CAIRN.get("STARVATION_SECONDS", DEFAULT_STARVATION_SECONDS)),
+                    timeslice_seconds=float(settings.CAIRN.get("TIMESLICE_SECONDS", DEFAULT_TIMESLICE_SECONDS)),
+                    gpu_node_reserve=gpu_node_reserve(),
+                    project_service=project_service(now=now, half_life=service_half_life()))
     _INPUTS.fills = {wid: missing for wid, (_holders, missing) in caches.items() if missing}
     _INPUTS.shown = {w.pk: w.shown for w in queued}
-    return fold(snapshot, accels, asks), accels, asks
+    return pin(fold(snapshot, accels, asks)), accels, asks
+
+
+def _pinned(queued: list["_Queued"], node_rows: list[Node]) -> dict[int, tuple[frozenset[str], str]]:
+    """Per queued workload with a node affinity (Workload.node_affinity, set by its backend: a
+    volume bound in one zone), the nodes of its pool that match it, and what pins it for people."""
+    out = {}
+    for w in queued:
+        if w.terms:
+            names = frozenset(n.name for n in node_rows
+                              if n.pool.name == w.pending.pool and node_matches(n.name, n.labels, w.terms))
+            out[w.pk] = (names, f"its volume's node affinity ({describe_terms(w.terms)})")
+    return out
 
 
 # -- the queued workloads, read only where they changed -----------------------------------------
@@ -226,7 +231,7 @@ def _scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Acc
 class _Queued:
     """What the cycle needs of one queued workload, built once per version of its row."""
 
-    __slots__ = ("pk", "version", "pending", "ask", "spec", "pool", "shown")
+    __slots__ = ("pk", "version", "pending", "ask", "spec", "pool", "shown", "terms")
 
     def __init__(self, row: dict, version: str, projects: dict[int, str], pools: dict[int, tuple[str, int]]):
         self.pk = row["id"]
@@ -247,6 +252,7 @@ class _Queued:
         spec = row["spec"] or {}
         self.spec = {"datasets": spec["datasets"]} if spec.get("datasets") else None  # for dataset_cache_view
         self.pool = _PoolRef(cluster_id)
+        self.terms = list(row.get("node_affinity") or [])  # the nodes it may run on (pinning.py)
         # What the scheduler last wrote on it (a wait is written only when it changes).
         self.shown = (row["pending_reason"], row["waiting_on"], row["estimated_start"], row["locality_since"])
 
@@ -258,7 +264,8 @@ class _PoolRef:
 
 _QUEUED_FIELDS = ("id", "project_id", "pool_id", "priority", "created_at", "replicas", "gpu_milli", "cpu_milli",
                   "memory_mb", "gpu_model", "name", "preempted_by_id", "max_runtime_seconds", "accelerator_type",
-                  "arch", "spec", "pending_reason", "waiting_on", "estimated_start", "locality_since")
+                  "arch", "spec", "pending_reason", "waiting_on", "estimated_start", "locality_since",
+                  "node_affinity")
 
 
 class _QueuedCache:
@@ -478,9 +485,8 @@ def _apply_queues(waits: list[Wait], snapshot: Snapshot) -> int:
     return len(changed)
 
 
-def _apply_scale_up(decision: Admit | Wait, result: CycleResult) -> None:
-    """The answer to a deployment's scale-up (a ScaleUp in the snapshot, under its workload's id)."""
-    workload_id = decision.workload_id
+def _apply_scale_up(decision, result: CycleResult) -> None:
+    workload_id = -decision.workload_id
     if isinstance(decision, Admit):
         if deployment_scale_admit(workload_id=workload_id, placement=list(decision.placement)) is not None:
             result.admitted += 1
@@ -518,14 +524,13 @@ def _cycle(now: datetime) -> CycleResult:
     began = time.perf_counter()
     snapshot, accels, asks = _scheduling_inputs(now=now)
     read = time.perf_counter()
-    decisions = explain(_schedule(snapshot, policy_options()), snapshot, accels, asks)
+    decisions = explain_pins(explain(_schedule(snapshot), snapshot, accels, asks), snapshot)
     decided = time.perf_counter()
     fills = _INPUTS.fills
     result = CycleResult(ran=True, queued_read=_INPUTS.read)
     waits: list[Wait] = []
-    scale_ups = scale_up_ids(snapshot)
     for decision in decisions:
-        if isinstance(decision, Admit | Wait) and decision.workload_id in scale_ups:  # a deployment's scale-up
+        if getattr(decision, "workload_id", 0) < 0:  # a deployment's scale-up
             _apply_scale_up(decision, result)
         elif isinstance(decision, Admit):
             admitted = workload_transition(
@@ -539,8 +544,8 @@ def _cycle(now: datetime) -> CycleResult:
                 outbox_enqueue(topic="workload.dispatch", payload={"workload_id": decision.workload_id})
                 result.admitted += 1
         elif isinstance(decision, Preempt):
-            # A scale-up preempts under the id of its deployment's workload.
-            if workload_preempt(workload_id=decision.workload_id, preemptor_id=decision.preemptor_id,
+            # A scale-up preempts under its deployment's id (negated in the snapshot).
+            if workload_preempt(workload_id=decision.workload_id, preemptor_id=abs(decision.preemptor_id),
                                 message=decision.reason) is not None:
                 result.preempted += 1
         elif isinstance(decision, Wait):

@@ -60,6 +60,10 @@ class Workload(models.Model):
     exit_code = models.IntegerField(null=True, blank=True)
     conditions = models.JSONField(default=list, blank=True)
     placement = models.JSONField(default=list, blank=True)  # one entry per replica: {"node": ..., ...}
+    # The nodes it may run on, set by its backend from what pins it (a notebook's home volume bound
+    # to a zone: its PersistentVolume's node affinity): Kubernetes nodeSelectorTerms, any term
+    # matching, every expression of a term (apps/clusters/affinity.py). Empty: any node.
+    node_affinity = models.JSONField(default=list, blank=True)
     attempt = models.PositiveIntegerField(default=0)  # launches so far; restarts = attempt - 1
     runtime = models.JSONField(default=dict, blank=True)  # backend bookkeeping (e.g. notebook URL)
     # What drives the end of STOPPING (apps/workloads/lifecycle.py facts_of): why it stops, who

@@ -96,6 +96,7 @@ from .backend import KubernetesBackend, is_alive, namespace_of, options_for, rel
 from .client import ApiError, ConnectionNotConfigured, clients_for, kube_settings
 from .informer import Informer
 from .leader import LeaderElector, default_identity
+from .notebooks import notebook_check
 from .slim import SLIM
 from .status import (
     KUEUE_JOB_UID_LABEL,
@@ -865,6 +866,10 @@ class ClusterReconciler:
                 workload_event_record(workload=workload, reason="Recreated", type=EventType.WARNING,
                                       message=f"The {kind} was missing (deleted outside Cairn?); created it again.")
             return True
+        if kind == "StatefulSet":  # a notebook: its home volume's zone, its node lost (notebooks.py)
+            handled = notebook_check(self, workload, pods)
+            if handled is not None:
+                return handled
         scaled = False
         obj = self._service_object(workload)
         if kind == "Deployment" and obj is not None:
