@@ -42,15 +42,18 @@ from .policy import (
     DEFAULT_SERVICE_HALF_LIFE,
     DEFAULT_STARVATION_SECONDS,
     DEFAULT_TIMESLICE_SECONDS,
+    SERVICE_OPTIONS,
     Accel,
     Admit,
     ClusterState,
     NodeState,
     PendingWorkload,
+    PolicyOptions,
     Preempt,
     QuotaState,
     Resources,
     RunningWorkload,
+    ScaleUp,
     Snapshot,
     Wait,
     WaitKind,
@@ -59,6 +62,7 @@ from .policy import (
     fill_seconds,
     fold,
     pin,
+    scale_up_ids,
     schedule,
 )
 
@@ -75,13 +79,32 @@ _KEPT = ClusterState()
 _KEPT_LOCK = threading.Lock()
 
 
-def _schedule(snapshot: Snapshot) -> list:
+def _schedule(snapshot: Snapshot, options: PolicyOptions) -> list:
     if not _KEPT_LOCK.acquire(blocking=False):
-        return schedule(snapshot)
+        return schedule(snapshot, options)
     try:
-        return schedule(snapshot, _KEPT)
+        return schedule(snapshot, options, cluster=_KEPT)
     finally:
         _KEPT_LOCK.release()
+
+
+def policy_options() -> PolicyOptions:
+    """How the policy decides here: SERVICE_OPTIONS with the settings (CAIRN_STOP_GRACE_SECONDS,
+    _REPREEMPT_MIN_RUNTIME_SECONDS, _STARVATION_SECONDS, _TIMESLICE_SECONDS, _GPU_NODE_RESERVE) and
+    each pool's delay-scheduling bound (ResourcePool.locality_wait_seconds). Read every cycle, so a
+    pool's bound changed in the admin counts from the next one."""
+    locality_wait = {name: float(seconds) for name, seconds in
+                     ResourcePool.objects.filter(locality_wait_seconds__gt=0).values_list("name", "locality_wait_seconds")}
+    cairn = settings.CAIRN
+    return dataclasses.replace(
+        SERVICE_OPTIONS,
+        grace_seconds=float(cairn["STOP_GRACE_SECONDS"]),
+        repreempt_min_runtime_seconds=float(cairn.get("REPREEMPT_MIN_RUNTIME_SECONDS", DEFAULT_REPREEMPT_MIN_RUNTIME)),
+        starvation_seconds=float(cairn.get("STARVATION_SECONDS", DEFAULT_STARVATION_SECONDS)),
+        timeslice_seconds=float(cairn.get("TIMESLICE_SECONDS", DEFAULT_TIMESLICE_SECONDS)),
+        gpu_node_reserve=gpu_node_reserve(),
+        locality_wait=locality_wait or None,
+    )
 
 
 @dataclass
@@ -184,31 +207,22 @@ def _scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Acc
     if pins:
         pending = [dataclasses.replace(p, nodes=pins[p.id][0], nodes_why=pins[p.id][1]) if p.id in pins else p
                    for p in pending]
-    # A running deployment's scale-up asks for its extra replicas like any admission: a pending
-    # entry under the negated id (apps/deployments/services.py applies the answer).
+    # A running deployment's scale-up asks for its extra replicas like any admission: a ScaleUp under
+    # the id of the workload it runs as (apps/deployments/services.py applies the answer).
     scale_ups = list(scale_ups_pending())
     pending += [
-        PendingWorkload(
-            id=-w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority,
+        ScaleUp(
+            id=w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority,
             submitted_at=row.requested_at or now, replicas=extra,
             per_replica=Resources(w.gpu_milli, w.cpu_milli, w.memory_mb), gpu_model=w.gpu_model,
             name=f"{w.name} (scale-up)",
         )
         for w, extra, row in scale_ups
     ]
-    asks.update({-w.pk: Accel(type=(w.accelerator_type or "nvidia") if w.gpu_milli else "none", model=w.gpu_model,
+    asks.update({w.pk: Accel(type=(w.accelerator_type or "nvidia") if w.gpu_milli else "none", model=w.gpu_model,
                               arch=w.arch) for w, _, _ in scale_ups})
-    locality_wait = {name: float(seconds) for name, seconds in
-                     ResourcePool.objects.filter(locality_wait_seconds__gt=0).values_list("name", "locality_wait_seconds")}
     snapshot = Snapshot(nodes=nodes, quotas=quotas, pending=pending, running=running, now=now,
-                    locality_wait=locality_wait or None,
-                    grace_seconds=grace.total_seconds(),
-                    repreempt_min_runtime_seconds=float(settings.CAIRN.get("REPREEMPT_MIN_RUNTIME_SECONDS",
-                                                                           DEFAULT_REPREEMPT_MIN_RUNTIME)),
-                    starvation_seconds=float(settings.CAIRN.get("STARVATION_SECONDS", DEFAULT_STARVATION_SECONDS)),
-                    timeslice_seconds=float(settings.CAIRN.get("TIMESLICE_SECONDS", DEFAULT_TIMESLICE_SECONDS)),
-                    gpu_node_reserve=gpu_node_reserve(),
-                    project_service=project_service(now=now, half_life=service_half_life()))
+                        project_service=project_service(now=now, half_life=service_half_life()))
     _INPUTS.fills = {wid: missing for wid, (_holders, missing) in caches.items() if missing}
     _INPUTS.shown = {w.pk: w.shown for w in queued}
     return pin(fold(snapshot, accels, asks)), accels, asks
@@ -485,8 +499,9 @@ def _apply_queues(waits: list[Wait], snapshot: Snapshot) -> int:
     return len(changed)
 
 
-def _apply_scale_up(decision, result: CycleResult) -> None:
-    workload_id = -decision.workload_id
+def _apply_scale_up(decision: Admit | Wait, result: CycleResult) -> None:
+    """The answer to a deployment's scale-up (a ScaleUp in the snapshot, under its workload's id)."""
+    workload_id = decision.workload_id
     if isinstance(decision, Admit):
         if deployment_scale_admit(workload_id=workload_id, placement=list(decision.placement)) is not None:
             result.admitted += 1
@@ -524,13 +539,14 @@ def _cycle(now: datetime) -> CycleResult:
     began = time.perf_counter()
     snapshot, accels, asks = _scheduling_inputs(now=now)
     read = time.perf_counter()
-    decisions = explain_pins(explain(_schedule(snapshot), snapshot, accels, asks), snapshot)
+    decisions = explain_pins(explain(_schedule(snapshot, policy_options()), snapshot, accels, asks), snapshot)
     decided = time.perf_counter()
     fills = _INPUTS.fills
     result = CycleResult(ran=True, queued_read=_INPUTS.read)
     waits: list[Wait] = []
+    scale_ups = scale_up_ids(snapshot)
     for decision in decisions:
-        if getattr(decision, "workload_id", 0) < 0:  # a deployment's scale-up
+        if isinstance(decision, Admit | Wait) and decision.workload_id in scale_ups:  # a deployment's scale-up
             _apply_scale_up(decision, result)
         elif isinstance(decision, Admit):
             admitted = workload_transition(
@@ -544,8 +560,8 @@ def _cycle(now: datetime) -> CycleResult:
                 outbox_enqueue(topic="workload.dispatch", payload={"workload_id": decision.workload_id})
                 result.admitted += 1
         elif isinstance(decision, Preempt):
-            # A scale-up preempts under its deployment's id (negated in the snapshot).
-            if workload_preempt(workload_id=decision.workload_id, preemptor_id=abs(decision.preemptor_id),
+            # A scale-up preempts under the id of its deployment's workload.
+            if workload_preempt(workload_id=decision.workload_id, preemptor_id=decision.preemptor_id,
                                 message=decision.reason) is not None:
                 result.preempted += 1
         elif isinstance(decision, Wait):

@@ -1,6 +1,7 @@
 """The scheduling policy: a pure function over plain data (no ORM, no I/O).
 
-`schedule(snapshot)` takes nodes, quotas, running and pending workloads and returns one decision
+`schedule(snapshot, options)` takes nodes, quotas, running and pending workloads (a `Snapshot`) and
+how to decide (a `PolicyOptions`: settings, rule switches, tuning constants) and returns one decision
 per pending workload (`Admit` with a placement, or `Wait` with a reason, an optional estimated
 start and its queue position) plus `Preempt` decisions for running workloads that must make
 room. The same function runs in the service, in the unit tests and in the trace simulator.
@@ -28,7 +29,8 @@ The package has one module per concept; each imports only from the ones above it
 test checks it), and none imports Django, the ORM or anything that does I/O:
 
 - `snapshot`: the input and output types (`Snapshot`, `NodeState`, `QuotaState`,
-  `PendingWorkload`, `RunningWorkload`, `Admit`, `Wait`, `WaitKind`, `Preempt`) and the defaults;
+  `PendingWorkload`, `ScaleUp`, `RunningWorkload`, `Admit`, `Wait`, `WaitKind`, `Preempt`), the
+  options (`PolicyOptions`, `SERVICE_OPTIONS`) and the defaults;
 - `locality`: data-aware placement, a tie-break among equal nodes for nodes caching a workload's
   datasets, delay scheduling (a bounded wait for such a node, per pool) and the expected time of a
   cache fill;
@@ -37,12 +39,15 @@ test checks it), and none imports Django, the ORM or anything that does I/O:
   GPU-node reserve, topology domains (`_Pool`);
 - `cluster`: the pools' free capacity kept between cycles and brought up to date by the changes
   since the last snapshot (`ClusterState`), with a rebuild as the fallback;
-- `state`: a cycle's working state over the pools and cohorts, and the moves all parts share;
-- `ordering`: the order of pending work, fair share, bounded wait;
-- `preemption`: victims, minimal victim sets, anti-thrash protection, preemptors' claims;
-- `backfill`: the reservation for a pool's first capacity-blocked workload;
-- `reasons`: capacity reasons and memoised waits;
-- `cycle`: `_Cycle` (the parts above combined) and `schedule(snapshot)`, the entry point;
+- `state`: a cycle's working state over the pools and cohorts, and the moves all parts share
+  (`CycleState`);
+- `ordering`: the order of pending work, fair share, bounded wait (`Ordering`);
+- `preemption`: victims, minimal victim sets, anti-thrash protection, preemptors' claims
+  (`Preemption`, given the ordering's bounded-wait test);
+- `backfill`: the reservation for a pool's first capacity-blocked workload (`Backfill`);
+- `reasons`: capacity reasons and memoised waits (`Reasons`);
+- `cycle`: `Cycle` (the parts above composed: each is given the state and the options, none
+  inherits another) and `schedule(snapshot, options)`, the entry point;
 - `accelerators` (beside the chain, on `snapshot` only): accelerator types and CPU architectures
   folded into the GPU-model key before `schedule` (`fold`) and named in pending reasons after it
   (`explain`);
@@ -50,13 +55,13 @@ test checks it), and none imports Django, the ORM or anything that does I/O:
   folded into the same key after `fold` (`pin`), its waits reworded (`explain_pins`).
 
 Import from the package (`from apps.scheduling.policy import schedule, Snapshot, ...`), not from
-its modules: the names below are the package's interface. The underscored ones are the policy's
-insides that the simulator (`_Cycle`), the tests (`_Cycle`, `_Cohort`) and the placement
-benchmarks (`_Pool`) drive directly.
+its modules: the names below are the package's interface. `Cycle` and `CycleState` are for the
+simulator's baselines and the benchmarks that drive a cycle's parts; the underscored ones are the
+policy's insides that the tests (`_Cohort`) and the placement benchmarks (`_Pool`) drive directly.
 """
 from .accelerators import Accel, explain, fold
 from .cluster import ClusterState
-from .cycle import _Cycle, schedule
+from .cycle import Cycle, schedule
 from .locality import fill_seconds, hold_until, holder_first, rank
 from .pinning import explain_pins, pin
 from .placement import _Pool, kept_for_gpus
@@ -69,29 +74,35 @@ from .snapshot import (
     DEFAULT_STARVATION_SECONDS,
     DEFAULT_TIMESLICE_SECONDS,
     GPU,
+    SERVICE_OPTIONS,
     WAIT_KIND_LABELS,
     Admit,
     Decision,
     NodeState,
     PendingWorkload,
+    PolicyOptions,
     Preempt,
     QuotaState,
     Resources,
     RunningWorkload,
+    ScaleUp,
     Snapshot,
     Wait,
     WaitKind,
     largest_node_refusal,
+    scale_up_ids,
 )
+from .state import CycleState
 
 __all__ = [
     "Accel", "explain", "explain_pins", "fold", "pin",
     "DEFAULT_GPU_NODE_RESERVE", "DEFAULT_LOCALITY_WAIT_SECONDS",
     "DEFAULT_REPREEMPT_MIN_RUNTIME", "DEFAULT_SERVICE_HALF_LIFE", "DEFAULT_STARVATION_SECONDS",
-    "DEFAULT_TIMESLICE_SECONDS", "GPU", "WAIT_KIND_LABELS",
-    "Admit", "ClusterState", "Decision", "NodeState", "PendingWorkload", "Preempt", "QuotaBlock", "QuotaState", "Resources",
-    "RunningWorkload", "Snapshot", "Wait", "WaitKind", "fill_seconds", "hold_until", "holder_first", "kept_for_gpus",
-    "largest_node_refusal", "rank",
+    "DEFAULT_TIMESLICE_SECONDS", "GPU", "SERVICE_OPTIONS", "WAIT_KIND_LABELS",
+    "Admit", "ClusterState", "Cycle", "CycleState", "Decision", "NodeState", "PendingWorkload", "PolicyOptions",
+    "Preempt", "QuotaBlock", "QuotaState", "Resources",
+    "RunningWorkload", "ScaleUp", "Snapshot", "Wait", "WaitKind", "fill_seconds", "hold_until", "holder_first", "kept_for_gpus",
+    "largest_node_refusal", "rank", "scale_up_ids",
     "schedule",
-    "_Cohort", "_Cycle", "_Pool",
+    "_Cohort", "_Pool",
 ]
