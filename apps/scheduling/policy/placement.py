@@ -498,10 +498,10 @@ class _Pool:
         memory asked, so neither term is unbounded), and place_one places a replica while some node
         it may use has capacity left: a node set takes the gang if and only if its capacities add up
         to the replicas. place_gang tries the node sets of _domain_groups, or every node without one."""
-        fit, _ = self._domain_fit(shape, models)
+        fit, sums = self._domain_fit(shape, models)
         groups = self._domain_groups(shape, replicas, models)
         if groups is None:
-            return sum(f for f in fit if f > 0) >= replicas
+            return sums[-1] >= replicas if sums else sum(f for f in fit if f > 0) >= replicas
         return any(sum(fit[i] for i in group if fit[i] > 0) >= replicas for group in groups)
 
     def _place_seq(self, shape, replicas, models, allowed) -> list[tuple[_Node, list[int]]] | None:
@@ -524,12 +524,14 @@ class _Pool:
         fit, sums = self._domain_fit(shape, models)
         tries: list[set[int]] = []
         for level in range(levels):
-            capacity = {dom: cap for dom, cap in sums[level].items() if cap > 0}
-            fitting = sorted((cap, dom) for dom, cap in capacity.items() if cap >= replicas)
+            fitting = sorted((cap, dom) for dom, cap in sums[level].items() if cap >= replicas and cap > 0)
             if fitting:
                 tries.extend(self._members(level, dom, fit) for _, dom in fitting[:2])
                 return tries
-            if level == levels - 1 and capacity:
+            if level < levels - 1:
+                continue
+            capacity = {dom: cap for dom, cap in sums[level].items() if cap > 0}
+            if capacity:
                 # No single domain: take the biggest domains until the gang fits.
                 chosen: set[int] = set()
                 total = 0
@@ -544,8 +546,9 @@ class _Pool:
     def _members(self, level: int, dom: str, fit: list[int]) -> set[int]:
         return {n.idx for n in self.domain_nodes[level][dom] if fit[n.idx]}
 
-    def _domain_fit(self, shape, models) -> tuple[list[int], list[dict[str, int]]]:
-        """How many replicas of `shape` fit on each node now, and their sums per domain of each level.
+    def _domain_fit(self, shape, models) -> tuple[list[int], list]:
+        """How many replicas of `shape` fit on each node now, their sums per domain of each level, and
+        (last in that list) the sum over the nodes where it is positive, what a gang may use at most.
         Kept per (shape, models, reserve) and brought up to date from the nodes changed since the
         last call (`_log`), so a gang's search costs the changes, not the pool's size."""
         key = (shape, models, self.reserve)
@@ -556,15 +559,19 @@ class _Pool:
             changed = {i: self.nodes[i] for i in log[synced:]}.values()
         else:
             fit = [0] * len(self.nodes)
-            sums = [dict.fromkeys(doms, 0) for doms in self.domain_nodes]
+            sums = [*(dict.fromkeys(doms, 0) for doms in self.domain_nodes), 0]
             changed = self.nodes
+        total = sums[-1]
         for n in changed:
             now = 0 if models is not None and n.model not in models else self.capacity_for(n, shape)
-            delta = now - fit[n.idx]
+            was = fit[n.idx]
+            delta = now - was
             if delta:
                 fit[n.idx] = now
+                total += (now if now > 0 else 0) - (was if was > 0 else 0)
                 for level, dom in enumerate(n.domains):
                     sums[level][dom] += delta
+        sums[-1] = total
         if len(self._fit) > 512:
             self._fit.clear()
         self._fit[key] = (len(log), fit, sums)
