@@ -4,7 +4,9 @@
 leader lock and the deployments' autoscaler, the snapshot read from PostgreSQL (nodes, quotas,
 running work, each project's service, the queued workloads, their dataset caches), the policy's
 decisions, and the writes (admissions through the compare-and-set transition with their events,
-preemptions, and the waits whose reason, kind, queue position or estimate changed, in bulk).
+preemptions, the waits whose reason, kind or estimate changed, in bulk, and each pool's queue order,
+one row per pool). Wall time and CPU time: the scheduler process's per part, and that of the
+PostgreSQL backend serving it (from /proc: the server runs on the same machine).
 
 The cluster and queue are benchmark a's (bench/scheduler_throughput.py `build`): `--nodes` x 8 GPUs
 (rack and block labels as topology), 100 projects with equal quotas, a half-full cluster (the
@@ -114,18 +116,33 @@ def churn(state: dict, rng: random.Random, submit: int) -> tuple[int, int]:
     return len(done), submit
 
 
+def backend_cpu() -> float:
+    """CPU seconds the PostgreSQL backend serving this connection has used (it runs on this machine)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 def one_cycle(cold: bool = False) -> dict:
     from apps.scheduling import services
 
     if cold:  # the baseline: every queued row read in full, as before the kept copy
         services._INPUTS.rows = {}
+    pg = backend_cpu()
     began = time.perf_counter()
     cpu = time.process_time()
     result = services.scheduling_cycle()
     total = time.perf_counter() - began
-    return {"total": total, "cpu": time.process_time() - cpu, **result.timings, "admitted": result.admitted,
-            "preempted": result.preempted, "waiting": result.waiting, "written": result.waits_written,
-            "read_rows": result.queued_read}
+    cpu = time.process_time() - cpu
+    pg = backend_cpu() - pg
+    return {"total": total, "cpu": cpu, "pg_cpu": pg, "all_cpu": cpu + pg, **result.timings,
+            "admitted": result.admitted, "preempted": result.preempted, "waiting": result.waiting,
+            "written": result.waits_written, "read_rows": result.queued_read}
 
 
 def main() -> None:
@@ -184,14 +201,17 @@ def main() -> None:
         f"queued; medians of {args.repeat}. Full read: the same, with the process's kept copy of the queue "
         "dropped first (every queued row read in full), alternated with the steady ones.",
         "",
-        "| cycle | whole cycle | read | decide | write | queued rows read | admitted | preempted | waits written |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| cycle | whole cycle | read | decide | write | CPU time, all | scheduler's CPU: read / decide / write | "
+        "PostgreSQL's CPU | queued rows read | admitted | preempted | waits written |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         _row("first cycle (cold process)", first),
         _row("steady (rows changed since the last cycle)", med),
         _row("steady, full read (baseline)", base),
         "",
         f"Target: the whole cycle <= 2 s at 1,250 nodes and 50,000 pending: "
-        f"{'met' if med['total'] <= 2 else 'NOT met'} by the steady cycle ({med['total']:.2f} s). "
+        f"{'met' if med['total'] <= 2 else 'NOT met'} in wall time by the steady cycle ({med['total']:.2f} s), "
+        f"{'met' if med['all_cpu'] <= 2 else 'NOT met'} in CPU time ({med['all_cpu']:.2f} s: the scheduler "
+        "process's, and that of the PostgreSQL backend serving it, read from /proc). "
         f"The load average was {os.getloadavg()[0]:.1f} on the 2 CPUs when the run ended (PostgreSQL shares them).",
     ]
     record("service-cycle", "\n".join(lines))
@@ -210,14 +230,18 @@ def _create_database(url: str) -> None:
 
 
 def _line(label: str, r: dict) -> str:
-    return (f"{label}: {r['total']:.2f} s (read {r['read']:.2f}, decide {r['decide']:.2f}, write {r['write']:.2f}; "
+    return (f"{label}: {r['total']:.2f} s (read {r['read']:.2f}, decide {r['decide']:.2f}, write {r['write']:.2f}); "
+            f"CPU {r['all_cpu']:.2f} s = scheduler {r['cpu']:.2f} (read {r['read_cpu']:.2f}, decide "
+            f"{r['decide_cpu']:.2f}, write {r['write_cpu']:.2f}) + PostgreSQL {r['pg_cpu']:.2f}; "
             f"{r['read_rows']:,} queued rows read, {r['admitted']} admitted, {r['preempted']} preempted, "
-            f"{r['written']:,} waits written)")
+            f"{r['written']:,} waits written")
 
 
 def _row(label: str, r: dict) -> str:
     return (f"| {label} | {r['total']:.2f} s | {r['read']:.2f} s | {r['decide']:.2f} s | {r['write']:.2f} s | "
-            f"{r['read_rows']:,.0f} | {r['admitted']:,.0f} | {r['preempted']:,.0f} | {r['written']:,.0f} |")
+            f"{r['all_cpu']:.2f} s | {r['read_cpu']:.2f} / {r['decide_cpu']:.2f} / {r['write_cpu']:.2f} s | "
+            f"{r['pg_cpu']:.2f} s | {r['read_rows']:,.0f} | {r['admitted']:,.0f} | {r['preempted']:,.0f} | "
+            f"{r['written']:,.0f} |")
 
 
 def _pg_version() -> str:

@@ -116,7 +116,8 @@ class CycleResult:
     waits_written: int = 0  # waits whose reason, kind, position or estimate changed (the rest cost no write)
     queued_read: int = 0  # queued rows read in full this cycle (the rest came from the kept copy)
     # Seconds of the cycle's parts: read (the snapshot), decide (the policy), write (admissions,
-    # preemptions, waits), for logs and bench/scheduler_service_cycle.py.
+    # preemptions, waits), for logs and bench/scheduler_service_cycle.py; "<part>_cpu": this
+    # process's CPU time in it (PostgreSQL's is its own process's).
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -536,11 +537,11 @@ def scheduling_cycle() -> CycleResult:
 
 def _cycle(now: datetime) -> CycleResult:
     """The cycle proper, under the leader lock: read, decide, write."""
-    began = time.perf_counter()
+    began, began_cpu = time.perf_counter(), time.process_time()
     snapshot, accels, asks = _scheduling_inputs(now=now)
-    read = time.perf_counter()
+    read, read_cpu = time.perf_counter(), time.process_time()
     decisions = explain_pins(explain(_schedule(snapshot, policy_options()), snapshot, accels, asks), snapshot)
-    decided = time.perf_counter()
+    decided, decided_cpu = time.perf_counter(), time.process_time()
     fills = _INPUTS.fills
     result = CycleResult(ran=True, queued_read=_INPUTS.read)
     waits: list[Wait] = []
@@ -569,7 +570,9 @@ def _cycle(now: datetime) -> CycleResult:
             waits.append(with_fill_time(decision, fills))
     _apply_queues([d for d in decisions if isinstance(d, Wait) and d.workload_id > 0], snapshot)  # no scale-ups
     result.waits_written = _apply_waits(waits, now)
-    result.timings = {"read": read - began, "decide": decided - read, "write": time.perf_counter() - decided}
+    result.timings = {"read": read - began, "decide": decided - read, "write": time.perf_counter() - decided,
+                      "read_cpu": read_cpu - began_cpu, "decide_cpu": decided_cpu - read_cpu,
+                      "write_cpu": time.process_time() - decided_cpu}
     return result
 
 

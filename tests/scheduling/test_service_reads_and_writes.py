@@ -28,7 +28,7 @@ def test_a_steady_queue_is_neither_read_again_nor_written(project, full_pool):
     jobs = [WorkloadFactory(project=project, pool=full_pool, gpu_milli=1000, priority=3) for _ in range(3)]
     first = scheduling_cycle()
     assert first.queued_read == 3 and first.waits_written == 3
-    assert set(first.timings) == {"read", "decide", "write"}
+    assert set(first.timings) == {"read", "decide", "write", "read_cpu", "decide_cpu", "write_cpu"}
     positions = {w.pk: position(w) for w in jobs}
     assert sorted(positions.values()) == [1, 2, 3]
     again = scheduling_cycle()
