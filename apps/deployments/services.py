@@ -1,4 +1,5 @@
 """Writes of the deployments app: deployment keys, scaling."""
+import logging
 import time
 
 from django.db import models, transaction
@@ -22,6 +23,8 @@ from .autoscaler import DEFAULT_PANIC_WINDOW, DEFAULT_STABLE_WINDOW, DEFAULT_TAR
 from .decisions import forget as forget_decisions
 from .metrics import window_reader
 from .models import DeploymentKey, DeploymentRevision, DeploymentRollout, DeploymentScale
+
+logger = logging.getLogger(__name__)
 
 
 def deployment_key_create(*, workload: Workload, name: str, created_by: User | None) -> tuple[DeploymentKey, str]:
@@ -445,6 +448,23 @@ def _end_surge(workload: Workload, rollout: DeploymentRollout) -> None:
     if workload.pending_reason.startswith("Scale-up waits") and not DeploymentScale.objects.filter(
             workload=workload, desired__gt=workload.replicas).exists():
         Workload.objects.filter(pk=workload.pk).update(pending_reason="", waiting_on="")
+
+
+def deployment_before_scheduling() -> None:
+    """The deployments' work before each scheduling cycle (the kind's KindSpec.before_scheduling,
+    run with the scheduler's leadership): an autoscaler pass, then the rollouts whose surge can be
+    released, so the cycle's snapshot sees both. Each in its own transaction: a failure of one is
+    logged and the other, and the cycle, go on."""
+    try:
+        with transaction.atomic():
+            deployment_autoscale()
+    except Exception:
+        logger.exception("deployments: the autoscaler's pass failed; scheduling goes on")
+    try:
+        with transaction.atomic():
+            deployment_rollouts_advance()
+    except Exception:
+        logger.exception("deployments: releasing the rollouts' surges failed; scheduling goes on")
 
 
 def deployment_rollouts_advance() -> int:

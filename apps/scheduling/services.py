@@ -20,19 +20,13 @@ from django.utils import timezone
 from apps.clusters.affinity import describe_terms, node_matches
 from apps.clusters.models import Node, PoolQueue, ResourcePool
 from apps.core.outbox import outbox_enqueue
-from apps.deployments.services import (
-    deployment_autoscale,
-    deployment_rollouts_advance,
-    deployment_scale_admit,
-    deployment_scale_wait,
-    scale_ups_pending,
-)
 from apps.projects.models import Project
 from apps.quotas.models import Quota, UsageRecord
 from apps.quotas.selectors import quota_usage
 from apps.storage.selectors import dataset_cache_view
 from apps.workloads.choices import ACTIVE, TERMINAL, WorkloadStatus
 from apps.workloads.deadlines import expected_end
+from apps.workloads.kinds import KindSpec, registered_kinds, registered_spec
 from apps.workloads.models import Workload
 from apps.workloads.services import workload_preempt, workload_transition
 
@@ -209,8 +203,14 @@ def _scheduling_inputs(*, now=None) -> tuple[Snapshot, dict[tuple[str, str], Acc
         pending = [dataclasses.replace(p, nodes=pins[p.id][0], nodes_why=pins[p.id][1]) if p.id in pins else p
                    for p in pending]
     # A running deployment's scale-up asks for its extra replicas like any admission: a ScaleUp under
-    # the id of the workload it runs as (apps/deployments/services.py applies the answer).
-    scale_ups = list(scale_ups_pending())
+    # the id of the workload it runs as (its kind's KindSpec.scale_ups; scale_admit and scale_wait
+    # apply the answer).
+    scale_ups = []
+    _SCALE_UP_KINDS.clear()
+    for spec in _kinds_with(lambda spec: spec.scale_ups):
+        for w, extra, row in spec.scale_ups():
+            scale_ups.append((w, extra, row))
+            _SCALE_UP_KINDS[w.pk] = spec
     pending += [
         ScaleUp(
             id=w.pk, project=w.project.slug, pool=w.pool.name, priority=w.priority,
@@ -500,15 +500,25 @@ def _apply_queues(waits: list[Wait], snapshot: Snapshot) -> int:
     return len(changed)
 
 
+# Per ScaleUp of the last snapshot (its workload's id), the kind that asked for it and takes the answer.
+_SCALE_UP_KINDS: dict[int, KindSpec] = {}
+
+
+def _kinds_with(hook) -> list[KindSpec]:
+    """The registered kinds' specs that have `hook(spec)`, in registration order."""
+    return [spec for kind in registered_kinds() if (spec := registered_spec(kind)) is not None and hook(spec)]
+
+
 def _apply_scale_up(decision: Admit | Wait, result: CycleResult) -> None:
-    """The answer to a deployment's scale-up (a ScaleUp in the snapshot, under its workload's id)."""
+    """The answer to a scale-up (a ScaleUp in the snapshot, under its workload's id), applied by its kind."""
     workload_id = decision.workload_id
+    spec = _SCALE_UP_KINDS[workload_id]
     if isinstance(decision, Admit):
-        if deployment_scale_admit(workload_id=workload_id, placement=list(decision.placement)) is not None:
+        if spec.scale_admit(workload_id=workload_id, placement=list(decision.placement)) is not None:
             result.admitted += 1
     elif isinstance(decision, Wait):
         result.waiting += 1
-        deployment_scale_wait(workload_id=workload_id, reason=decision.reason, waiting_on=decision.kind)
+        spec.scale_wait(workload_id=workload_id, reason=decision.reason, waiting_on=decision.kind)
 
 
 def scheduling_cycle() -> CycleResult:
@@ -521,16 +531,14 @@ def scheduling_cycle() -> CycleResult:
         if not _try_leader_lock():
             return CycleResult(ran=False)
         now = timezone.now()
-        try:  # the deployments' autoscaler runs with the scheduler's leadership, just before it
-            with transaction.atomic():
-                deployment_autoscale()
-        except Exception:
-            logger.exception("scheduler: the deployments' autoscaler failed; scheduling goes on")
-        try:  # rollouts that are complete release their surge replicas before the snapshot
-            with transaction.atomic():
-                deployment_rollouts_advance()
-        except Exception:
-            logger.exception("scheduler: releasing the deployments' rollout surges failed; scheduling goes on")
+        # Kinds' own work before the snapshot, with the scheduler's leadership (KindSpec.before_scheduling:
+        # the deployments' autoscaler and rollouts), each in its own transaction.
+        for spec in _kinds_with(lambda spec: spec.before_scheduling):
+            try:
+                with transaction.atomic():
+                    spec.before_scheduling()
+            except Exception:
+                logger.exception("scheduler: the %s kind's work before the cycle failed; scheduling goes on", spec.kind)
         with _INPUTS_LOCK:
             return _cycle(now)
 
@@ -568,7 +576,7 @@ def _cycle(now: datetime) -> CycleResult:
         elif isinstance(decision, Wait):
             result.waiting += 1
             waits.append(with_fill_time(decision, fills))
-    _apply_queues([d for d in decisions if isinstance(d, Wait) and d.workload_id > 0], snapshot)  # no scale-ups
+    _apply_queues([d for d in decisions if isinstance(d, Wait) and d.workload_id not in scale_ups], snapshot)
     result.waits_written = _apply_waits(waits, now)
     result.timings = {"read": read - began, "decide": decided - read, "write": time.perf_counter() - decided,
                       "read_cpu": read_cpu - began_cpu, "decide_cpu": decided_cpu - read_cpu,

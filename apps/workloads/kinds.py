@@ -75,6 +75,19 @@ class KindSpec:
     # (notebooks, deployments) leave an empty run per attempt; those are hidden by default.
     lists_empty_runs: bool = True
 
+    # Scheduling hooks, for a kind whose running workloads ask the scheduler for more replicas (a
+    # deployment's autoscaler and rollout surges); the scheduler calls them, it imports no kind app.
+    # before_scheduling(): the kind's own work before each scheduling cycle, run with the scheduler's
+    # leadership in a transaction of its own (a failure is logged and the cycle goes on).
+    before_scheduling: Callable[[], object] | None = None
+    # scale_ups() -> [(workload, extra replicas, row with `requested_at`)]: running workloads that want
+    # more replicas now, each decided by the policy as a ScaleUp under the workload's id; the answer is
+    # applied by scale_admit(workload_id=, placement=) (None when no longer wanted) or
+    # scale_wait(workload_id=, reason=, waiting_on=).
+    scale_ups: Callable[[], list[tuple[Any, int, Any]]] | None = None
+    scale_admit: Callable[..., Any] | None = None
+    scale_wait: Callable[..., None] | None = None
+
     @property
     def behind_gateway(self) -> bool:
         return self.gateway_url is not None
