@@ -197,3 +197,33 @@ def test_max_surge_is_the_controllers_max_surge_for_admitted_replicas_only(
                  == {"maxUnavailable": 1, "maxSurge": 0})
     assert deployment(emulator, name)["spec"]["replicas"] == 2
     assert WorkloadEvent.objects.filter(workload=workload, reason="RolloutComplete").exists()
+
+
+@pytest.mark.real_kube
+def test_a_ready_canary_gets_its_weight_and_promoting_it_rolls_it_out(
+        reconciler, make_workload, emulator, kubelet, k8s_project, k8s_pool):
+    """The canary path of the test above where a controller makes the pods ready (the real
+    Deployment and ReplicaSet controllers, kwok's pods): weight, then promote."""
+    workload, name = running_deployment(reconciler, make_workload, emulator, kubelet, k8s_project, k8s_pool,
+                                        replicas=3)
+    deployment_revision_create(workload=workload, changes={"env": {"V": "2"}}, strategy="canary", canary_weight=10)
+    canary_name = f"{name}-canary"
+    assert until(reconciler, lambda: deployment(emulator, canary_name) is not None, timeout=30)
+    assert until(reconciler, lambda: deployment(emulator, name)["spec"]["replicas"] == 2, timeout=30)
+    kubelet.deployment_rolled_out(NS, canary_name)
+    assert until(reconciler, lambda: (status_of(workload).runtime.get("canary") or {}).get("ready") == 1,
+                 timeout=30), status_of(workload).runtime
+    assert {(t.url, t.revision) for t in deployment_targets(status_of(workload))} == {
+        (f"http://{canary_name}.{NS}.svc", 2), (f"http://{name}.{NS}.svc", 1)}
+    counted = shares(workload)
+    assert abs(counted[2] - 200) <= 60 and counted[1] + counted[2] == 2000  # 10% ± 3%
+
+    deployment_rollout_promote(workload=status_of(workload))
+    assert until(reconciler, lambda: revision_of(deployment(emulator, name)) == "2", timeout=30)
+    assert env_of(deployment(emulator, name))["V"] == "2"
+    kubelet.deployment_rolled_out(NS, name)
+    assert until(reconciler, lambda: deployment(emulator, canary_name) is None, timeout=30)
+    assert until(reconciler, lambda: deployment(emulator, name)["spec"]["replicas"] == 3, timeout=30)
+    assert emulator.get("services", NS, canary_name) is None
+    assert "canary" not in status_of(workload).runtime
+    assert {t.revision for t in deployment_targets(status_of(workload))} == {2}
