@@ -11,6 +11,7 @@ from apps.clusters.backends import backend_spec
 from apps.projects.choices import may_call_deployment
 from apps.workloads.choices import Kind, WorkloadStatus
 from apps.workloads.models import Workload
+from apps.workloads.runtime import Runtime
 
 from .models import KEY_PREFIX, DeploymentKey, DeploymentRevision, DeploymentRollout
 
@@ -58,13 +59,13 @@ class Target:
 
 def deployment_targets(workload: Workload) -> list[Target]:
     """The replicas the gateway may send requests to: the ready ones of a running deployment."""
-    runtime = workload.runtime or {}
-    if workload.status != WorkloadStatus.RUNNING or not runtime.get("alive", True):
+    runtime = Runtime.of(workload)
+    if workload.status != WorkloadStatus.RUNNING or runtime.alive is False:
         return []
-    attempt = runtime.get("attempt")
+    attempt = runtime.attempt
     targets = []
-    for record in runtime.get("replicas") or []:
-        if not isinstance(record, dict) or not record.get("ready"):
+    for record in runtime.replicas:
+        if not record.get("ready"):
             continue  # not ready (yet): its readiness GET has not succeeded
         # With the process id: a replica started again at the same index (a restart, a new revision)
         # is another target, so no kept-alive connection to the one it replaced is reused.
@@ -75,17 +76,17 @@ def deployment_targets(workload: Workload) -> list[Target]:
         elif record.get("port"):
             targets.append(Target(key=ident, replica=record.get("replica"), revision=record.get("revision"),
                                   url=f"http://127.0.0.1:{int(record['port'])}"))
-    if not targets and backend_spec(runtime.get("backend") or "").rollout_progress and runtime.get("url"):
+    if not targets and backend_spec(runtime.backend).rollout_progress and runtime.url:
         # One Service in front of the main Deployment's pods (Kubernetes spreads the connections),
         # and one in front of the canary's, with the revisions they run, for the canary weight.
-        main = runtime.get("main_rollout") or {}
-        canary = runtime.get("canary") or {}
+        main = runtime.main_rollout or {}
+        canary = runtime.canary or {}
         if canary.get("ready") and canary.get("url"):
             targets.append(Target(key=f"{workload.pk}/{attempt}/canary", revision=canary.get("revision"),
                                   url=str(canary["url"]).rstrip("/")))
         if not targets or main.get("ready", 1):
             targets.append(Target(key=f"{workload.pk}/{attempt}/service", revision=main.get("revision"),
-                                  url=str(runtime["url"]).rstrip("/")))
+                                  url=runtime.url.rstrip("/")))
     return targets
 
 
@@ -142,14 +143,14 @@ def deployment_rollout_status(*, workload: Workload) -> dict:
     """Which revision each replica runs and whether the rollout is complete (for the API and CLI)."""
     workload.refresh_from_db(fields=["runtime", "replicas"])
     rollout = DeploymentRollout.objects.filter(workload=workload).first() or DeploymentRollout(workload=workload)
-    runtime = workload.runtime or {}
-    if backend_spec(runtime.get("backend") or "").rollout_progress and "main_rollout" in runtime:
+    runtime = Runtime.of(workload)
+    if backend_spec(runtime.backend).rollout_progress and runtime.main_rollout is not None:
         replicas, complete = _kubernetes_rollout(rollout, runtime)
         return {"stable_revision": rollout.stable_revision, "canary_revision": rollout.canary_revision,
                 "canary_weight": rollout.canary_weight, "max_unavailable": rollout.max_unavailable,
                 "max_surge": rollout.max_surge, "surge": rollout.surge, "surge_wanted": rollout.surge_wanted,
                 "pending_reason": rollout.pending_reason, "replicas": replicas, "complete": complete}
-    records = {r.get("replica"): r for r in runtime.get("replicas", []) if isinstance(r, dict)}
+    records = {r.get("replica"): r for r in runtime.replicas}
     replicas = []
     complete = True
     for replica in range(workload.replicas):
@@ -177,12 +178,12 @@ def model_source(spec: dict | None) -> dict | None:
             "run": served.get("run"), "workload": served.get("workload")}
 
 
-def _kubernetes_rollout(rollout: DeploymentRollout, runtime: dict) -> tuple[list[dict], bool]:
+def _kubernetes_rollout(rollout: DeploymentRollout, runtime: Runtime) -> tuple[list[dict], bool]:
     """On Kubernetes pods have no fixed number: the main Deployment's pods are listed as its
     updated ones (the template's revision) then the others (revision unknown: an older one), then
     the canary's pod. Complete: the controller has rolled the stable revision out, no canary pod
     is left over, and no surge is wanted or held."""
-    main, canary = runtime.get("main_rollout") or {}, runtime.get("canary")
+    main, canary = runtime.main_rollout or {}, runtime.canary
     replicas = [{"replica": i, "revision": main.get("revision") if i < main.get("updated", 0) else None,
                  "ready": i < main.get("ready", 0), "surge": False} for i in range(main.get("replicas", 0))]
     if canary:
@@ -199,5 +200,5 @@ def deployment_endpoint(workload: Workload, *, user, role: str | None) -> str | 
     """A running deployment's URL, for whoever the gateway lets call it with their own
     credentials (may_call_deployment: members and above; every reader of a public one)."""
     public = isinstance(workload.spec, dict) and workload.spec.get("public") is True
-    url = workload.runtime.get("url") if isinstance(workload.runtime, dict) else None
-    return url if may_call_deployment(role, public=public) and isinstance(url, str) else None
+    url = Runtime.of(workload).url
+    return url if may_call_deployment(role, public=public) and url else None

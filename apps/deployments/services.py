@@ -17,6 +17,7 @@ from apps.quotas.services import usage_close, usage_open
 from apps.workloads.choices import Kind, WorkloadStatus
 from apps.workloads.lifecycle import workload_locked
 from apps.workloads.models import Workload
+from apps.workloads.runtime import Runtime
 from apps.workloads.services import workload_event_record
 
 from .autoscaler import DEFAULT_PANIC_WINDOW, DEFAULT_STABLE_WINDOW, DEFAULT_TARGET, Policy, State, decide
@@ -482,7 +483,7 @@ def deployment_rollouts_advance() -> int:
             rollout = DeploymentRollout.objects.filter(workload_id=workload_id).first()
             if workload is None or rollout is None or rollout.canary_revision is not None:
                 continue
-            if not backend_spec((workload.runtime or {}).get("backend") or "").rollout_progress and rollout.surge:
+            if not backend_spec(Runtime.of(workload).backend).rollout_progress and rollout.surge:
                 _take_over(workload, rollout)
             if not _rolled_out(workload, rollout):
                 continue
@@ -500,13 +501,12 @@ def _rolled_out(workload: Workload, rollout: DeploymentRollout) -> bool:
     """Every replica below the surge runs the stable revision and is ready. On Kubernetes: the
     Deployment controller has rolled the stable revision out (the reconciler records its
     progress) and no canary pod is left."""
-    runtime = workload.runtime or {}
-    if backend_spec(runtime.get("backend") or "").rollout_progress:
-        main = runtime.get("main_rollout") or {}
-        return bool(main.get("complete")) and main.get("revision") == rollout.stable_revision and not runtime.get(
-            "canary")
+    runtime = Runtime.of(workload)
+    if backend_spec(runtime.backend).rollout_progress:
+        main = runtime.main_rollout or {}
+        return bool(main.get("complete")) and main.get("revision") == rollout.stable_revision and not runtime.canary
     base = workload.replicas - rollout.surge
-    records = {r.get("replica"): r for r in runtime.get("replicas", []) if isinstance(r, dict)}
+    records = {r.get("replica"): r for r in runtime.replicas}
     return all(records.get(i, {}).get("ready") and records[i].get("revision") == rollout.stable_revision
                for i in range(base))
 
@@ -520,8 +520,8 @@ def _take_over(workload: Workload, rollout: DeploymentRollout) -> int:
     So an update with surge starts as many new replicas as the deployment has. The process keeps
     its files (slot) and the number it started as (started_as, its CAIRN_REPLICA). The caller
     holds the workload's lock. Returns how many took over."""
-    runtime = dict(workload.runtime or {})
-    records = {r.get("replica"): r for r in runtime.get("replicas", []) if isinstance(r, dict)}
+    runtime = Runtime.of(workload)
+    records = {r.get("replica"): dict(r) for r in runtime.replicas}
     base = workload.replicas - rollout.surge
     old = [j for j in range(base) if records.get(j, {}).get("ready") and records[j].get("revision") not in (
         None, rollout.stable_revision)]
@@ -531,7 +531,7 @@ def _take_over(workload: Workload, rollout: DeploymentRollout) -> int:
     if not swaps:
         return 0
     now = time.time()
-    draining = [dict(r) for r in runtime.get("draining", []) if isinstance(r, dict)]
+    draining = [dict(r) for r in runtime.draining]
     placement = {p.get("replica"): dict(p) for p in workload.placement or [] if isinstance(p, dict)}
     for j, k in swaps:
         successor = records.pop(k)
@@ -540,11 +540,10 @@ def _take_over(workload: Workload, rollout: DeploymentRollout) -> int:
                       "started_as": successor.get("started_as", k)}
         if j in placement and k in placement:
             placement[j], placement[k] = {**placement[k], "replica": j}, {**placement[j], "replica": k}
-    runtime["replicas"] = [records[key] for key in sorted(records)]
-    runtime["draining"] = draining
+    written = runtime.replace(replicas=[records[key] for key in sorted(records)], draining=draining).to_json()
     ordered = [placement[key] for key in sorted(placement)]
-    Workload.objects.filter(pk=workload.pk).update(runtime=runtime, placement=ordered, updated_at=timezone.now())
-    workload.runtime, workload.placement = runtime, ordered
+    Workload.objects.filter(pk=workload.pk).update(runtime=written, placement=ordered, updated_at=timezone.now())
+    workload.runtime, workload.placement = written, ordered
     workload_event_record(workload=workload, reason="SurgeTookOver",
                           message="; ".join(f"Surge replica {k} (revision {rollout.stable_revision}) took the place of "
                                             f"replica {j}, which is drained" for j, k in swaps) + ".")

@@ -27,6 +27,7 @@ from apps.projects.choices import Action, role_allows
 from apps.projects.selectors import membership_role
 from apps.workloads.choices import Kind, WorkloadStatus
 from apps.workloads.models import Workload
+from apps.workloads.runtime import Runtime
 
 from .commands import CODE_SERVER_COOKIE, ide_of, proxy_prefix
 
@@ -115,9 +116,8 @@ def _user(creds: Credentials, *, websocket: bool, method: str):
 
 def default_upstream(workload: Workload, token: str) -> Upstream | None:
     """A notebook that listens on a TCP address Cairn can reach (the local backend)."""
-    runtime = workload.runtime if isinstance(workload.runtime, dict) else {}
-    url = runtime.get("url")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+    url = Runtime.of(workload).url
+    if not url.startswith(("http://", "https://")):
         return None
     parts = urlsplit(url)
     return Upstream(base=f"{parts.scheme}://{parts.netloc}",
@@ -127,15 +127,13 @@ def default_upstream(workload: Workload, token: str) -> Upstream | None:
 def runtime_token(workload: Workload) -> str:
     """The notebook's token, kept encrypted in its runtime (apps.clusters.crypto.seal); "" when
     there is none. CredentialsUnreadable when the key it was sealed with is gone."""
-    runtime = workload.runtime if isinstance(workload.runtime, dict) else {}
-    token = runtime.get("token")
-    return unseal(token) if isinstance(token, str) and token else ""
+    token = Runtime.of(workload).sealed_token
+    return unseal(token) if token else ""
 
 
 def upstream_of(workload: Workload) -> Upstream | None:
-    runtime = workload.runtime if isinstance(workload.runtime, dict) else {}
     token = runtime_token(workload)
-    resolver = upstream_resolvers.get(runtime.get("backend") or "", default_upstream)
+    resolver = upstream_resolvers.get(Runtime.of(workload).backend, default_upstream)
     upstream = resolver(workload, token)
     if upstream is not None and ide_of(workload) == "vscode":  # code-server reads its credential from a cookie
         cookie = (b"cookie", f"{CODE_SERVER_COOKIE}={token}".encode()) if token else None

@@ -19,6 +19,7 @@ from apps.projects.models import Project
 from apps.tracking.models import Run
 from apps.workloads.choices import WorkloadStatus
 from apps.workloads.models import Workload, WorkloadEvent
+from apps.workloads.runtime import Runtime
 
 from .conf import setting
 
@@ -50,7 +51,7 @@ class CairnCollector:
                                        "stragglers in their current attempt", labels=["project", "workload"])
         running = Workload.objects.filter(status=WorkloadStatus.RUNNING, runtime__has_key="stragglers")
         for workload_id, slug, runtime in running.values_list("id", "project__slug", "runtime"):
-            flagged = (runtime or {}).get("stragglers") or []
+            flagged = Runtime.from_json(runtime).stragglers
             if flagged:
                 stragglers.add_metric([slug, str(workload_id)], len(flagged))
         yield stragglers

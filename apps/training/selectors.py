@@ -10,6 +10,7 @@ from django.utils import timezone
 from apps.workloads.choices import TERMINAL, WorkloadStatus
 from apps.workloads.kinds import kind_spec
 from apps.workloads.models import Workload
+from apps.workloads.runtime import Runtime
 
 from .health import AttemptSpan, Goodput, attempt_losses, goodput, hang_timeout_of, peer_ratios
 from .models import AttemptProgress, Checkpoint, ReplicaProgress
@@ -150,7 +151,8 @@ def workload_resilience(workload: Workload, *, now: datetime | None = None) -> d
     rows = list(ReplicaProgress.objects.filter(workload=workload).order_by("replica"))
     current = [row for row in rows if row.attempt == workload.attempt]
     ratios = peer_ratios(step_times(current)) if len(current) >= 2 else {}
-    flagged = {r for r in (workload.runtime or {}).get("stragglers", []) if isinstance(r, int)}
+    runtime = Runtime.of(workload)
+    flagged = runtime.stragglers
     ranks = [{
         "replica": row.replica, "attempt": row.attempt, "step": row.step, "step_seconds": row.step_seconds,
         "step_changed_at": row.step_changed_at, "reported_at": row.reported_at,
@@ -163,8 +165,8 @@ def workload_resilience(workload: Workload, *, now: datetime | None = None) -> d
     return {
         "goodput": summary, "checkpoints": checkpoints, "ranks": ranks, "restarts": restarts,
         "stragglers": sorted(flagged),
-        "slow_groups": [g for g in (workload.runtime or {}).get("slow_groups", []) if isinstance(g, dict)],
-        "slowdown": (workload.runtime or {}).get("slowdown") or None,
+        "slow_groups": runtime.slow_groups,
+        "slowdown": runtime.slowdown,
         "hang_timeout_seconds": int(hang_timeout_of(spec)),
         "straggler_policy": spec.get("straggler_policy") or "alert",
     }

@@ -10,6 +10,7 @@ from apps.core.errors import ServiceError
 from .choices import TERMINAL
 from .deadlines import format_duration
 from .models import Workload, WorkloadEvent
+from .runtime import Runtime
 from .services import workload_delete, workload_stop
 
 # What of Workload.runtime (the backend's private bookkeeping) staff see in the admin. A list of
@@ -20,9 +21,7 @@ RUNTIME_ADMIN_KEYS = ("backend", "attempt", "alive", "ignored_env", "namespace",
 
 def public_runtime(runtime) -> dict:
     """The part of Workload.runtime staff may see: no credential, no address."""
-    if not isinstance(runtime, dict):
-        return {}
-    return {key: runtime[key] for key in RUNTIME_ADMIN_KEYS if key in runtime}
+    return Runtime.from_json(runtime).only(RUNTIME_ADMIN_KEYS)
 
 
 class WorkloadEventInline(admin.TabularInline):

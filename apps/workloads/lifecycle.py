@@ -27,6 +27,7 @@ from .choices import EventType, StopCause, WorkloadStatus
 from .deadlines import format_duration, run_deadline
 from .models import Workload
 from .observations import LOST, ReplicaState
+from .runtime import Runtime
 from .services import conditions_restarted, workload_event_record, workload_finish_at_deadline, workload_transition
 
 S = WorkloadStatus
@@ -201,8 +202,7 @@ def workload_observe(
     to be started once this transaction commits (the local backend). It is called for a RESTART
     only (a backend observing failures must pass it)."""
     decision = decide(facts_of(workload), observation)
-    runtime = workload.runtime or {}
-    finished = {**runtime, "alive": False}
+    finished = Runtime.of(workload).replace(alive=False).to_json()
     if decision.kind == REQUEUE:
         workload_transition(
             workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.QUEUED, reason=decision.reason,

@@ -19,6 +19,7 @@ from .choices import ACTIVE, TERMINAL, EventType, StopCause, WorkloadStatus, can
 from .deadlines import REASON as DEADLINE_REASON
 from .deadlines import format_duration, run_deadline, run_started_at
 from .models import Workload, WorkloadEvent
+from .runtime import Runtime
 
 logger = logging.getLogger(__name__)
 S = WorkloadStatus
@@ -336,7 +337,7 @@ def workload_finish_at_deadline(*, workload: Workload, message: str) -> Workload
     return workload_transition(
         workload_id=workload.pk, from_statuses={S.STOPPING}, to_status=S.FAILED, reason=DEADLINE_REASON,
         message=f"Stopped after reaching {_limit_text(workload)}. {message}", event_type=EventType.WARNING,
-        runtime={**(workload.runtime or {}), "alive": False},
+        runtime=Runtime.of(workload).replace(alive=False).to_json(),
     )
 
 

@@ -17,6 +17,7 @@ from apps.workloads.api.serializers import (
 )
 from apps.workloads.api.workdir import WorkingDirMixin
 from apps.workloads.choices import Kind, WorkloadStatus
+from apps.workloads.runtime import Runtime
 
 from ..conf import DEPLOYMENT_PORT
 from ..models import KEY_PREFIX, DeploymentKey, DeploymentRevision, DeploymentScale
@@ -126,14 +127,14 @@ def deployment_scale(obj) -> dict:
     if scaling is not None:
         scaling = {**AUTOSCALING_DEFAULTS, "max_replicas": scaling.get("min_replicas", 1), **scaling}
     running = obj.status == WorkloadStatus.RUNNING
-    runtime = obj.runtime if isinstance(obj.runtime, dict) else {}
+    runtime = Runtime.of(obj)
     if not running:
         ready = 0
-    elif "main_rollout" in runtime:  # Kubernetes: the controller's counts
-        main, canary = runtime.get("main_rollout") or {}, runtime.get("canary") or {}
-        ready = int(main.get("ready") or 0) + (1 if isinstance(canary, dict) and canary.get("ready") else 0)
+    elif runtime.main_rollout is not None:  # Kubernetes: the controller's counts
+        main, canary = runtime.main_rollout, runtime.canary or {}
+        ready = int(main.get("ready") or 0) + (1 if canary.get("ready") else 0)
     else:
-        ready = sum(1 for r in runtime.get("replicas") or [] if isinstance(r, dict) and r.get("ready"))
+        ready = sum(1 for r in runtime.replicas if r.get("ready"))
     desired = 0
     if running:
         # The autoscaler's wish (DeploymentScale.desired) once it has decided; else the admitted count.

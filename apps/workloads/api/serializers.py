@@ -16,6 +16,7 @@ from ..choices import Priority, StopCause, WaitingOn, WorkloadStatus
 from ..deadlines import MAX_RUNTIME_LIMIT_SECONDS, MIN_RUNTIME_LIMIT_SECONDS
 from ..kinds import kind_route, registered_spec
 from ..models import Workload, WorkloadEvent
+from ..runtime import Runtime
 from .accelerators import AcceleratorSerializer, ArchField, accelerator_fields, check_accelerator
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -283,9 +284,9 @@ def workload_endpoint(workload: Workload, *, user, role: str | None) -> str | No
     decides (`KindSpec.endpoint`; a notebook's IDE, a deployment's URL). No credential appears
     in an API answer."""
 
-    if workload.status != WorkloadStatus.RUNNING or not isinstance(workload.runtime, dict):
+    if workload.status != WorkloadStatus.RUNNING:
         return None
-    if not workload.runtime.get("url") or user is None or not getattr(user, "is_authenticated", False):
+    if not Runtime.of(workload).url or user is None or not getattr(user, "is_authenticated", False):
         return None
     spec = registered_spec(workload.kind)
     if spec is None or spec.endpoint is None:
@@ -336,8 +337,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
 
     def get_ignored_env(self, obj) -> list[str]:
         # Workload.runtime is the backend's private bookkeeping: only this one fact is for users.
-        ignored = obj.runtime.get("ignored_env") if isinstance(obj.runtime, dict) else None
-        return [str(k) for k in ignored] if isinstance(ignored, list) else []
+        return Runtime.of(obj).ignored_env
 
     def get_endpoint(self, obj) -> str | None:
         request = self.context.get("request")
