@@ -24,7 +24,7 @@ for byte:
 
 - every decision of every cycle (the cycle's `run`: admissions with their placements, waits with
   reason, estimated start, queue position and kind, preemptions with their reason);
-- every gang placement asked of a pool (`_Pool.place_gang`, trial placements of the preemption
+- every gang placement asked of a pool (`Pool.place_gang`, trial placements of the preemption
   and reservation searches included; the FIFO baseline and benchmark b drive it directly);
 - the figures the benchmark computes from them (wall times left out).
 
@@ -101,8 +101,9 @@ def _cycle_class(policy):
 
 def install(policy, rec: Recorder) -> None:
     cycle = _cycle_class(policy)
+    pool = getattr(policy, "Pool", None) or policy._Pool  # `_Pool` before issue 43
     run = cycle.run
-    place = policy._Pool.place_gang
+    place = pool.place_gang
 
     def recorded_run(self):
         out = run(self)
@@ -121,7 +122,7 @@ def install(policy, rec: Recorder) -> None:
         return done
 
     cycle.run = recorded_run
-    policy._Pool.place_gang = recorded_place
+    pool.place_gang = recorded_place
 
 
 def scenario_a(rec):

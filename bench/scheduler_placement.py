@@ -8,7 +8,7 @@ when the GPUs asked for reach 100% and 130% of the cluster's (the paper's x-axis
 for Cairn's placement and, in the same run, for best-fit, worst-fit, dot-product and random
 placement implemented here.
 
-Cairn's placement is the policy core's own (`apps.scheduling.policy._Pool`: best-fit buckets,
+Cairn's placement is the policy core's own (`apps.scheduling.policy.Pool`: best-fit buckets,
 per-GPU milli accounting, candidates scored by the fragmentation they add for the task mix);
 it is driven directly rather than through `schedule()` so that each of the ~10,000 submissions
 does not rebuild the cluster state.
@@ -35,7 +35,7 @@ from apps.scheduling.policy import (  # noqa: E402
     GPU,
     NodeState,
     PolicyOptions,
-    _Pool,
+    Pool,
     kept_for_gpus,
 )
 
@@ -302,7 +302,7 @@ FINDINGS = (
 
 def free_nodes(pool) -> list[tuple[str, list[int], int, int]]:
     """(GPU model, free milli per GPU, free CPU, free memory) of every node, whatever the placement."""
-    if isinstance(pool, _Pool):
+    if isinstance(pool, Pool):
         return [(n.model, n.gpus, n.cpu, n.mem) for n in pool.nodes]
     return list(zip(pool.model, pool.gpus, pool.cpu, pool.mem, strict=True))
 
@@ -338,7 +338,7 @@ def inflate(nodes, tasks, policy: str, seed: int, mix, reserve: float = DEFAULT_
     cpu_capacity = sum(n.allocatable.cpu_milli for n in nodes)
     reserve = RESERVES.get(policy, reserve)
     if policy.startswith("cairn"):
-        pool = _Pool("sim", nodes, mix, reserve, options)
+        pool = Pool("sim", nodes, mix, reserve, options)
     elif policy == "best-reserve":
         pool = Baseline(nodes, "best", rng, reserve)
     elif policy in ("paper-fgd", "paper-fgd-first"):
@@ -354,7 +354,7 @@ def inflate(nodes, tasks, policy: str, seed: int, mix, reserve: float = DEFAULT_
     while True:
         shape, models = order.choice(draw)
         arrived += shape[0]
-        if isinstance(pool, _Pool):
+        if isinstance(pool, Pool):
             done = pool.place_gang(shape, 1, models)  # applied to the pool's state when it fits
             ok = done is not None
         else:

@@ -290,7 +290,7 @@ SCALE_NOTES = [
     "",
     "Profile first (cProfile of one cycle at 1,250 nodes, 50,000 pending, half full; before the changes the "
     "cycle took 2.14 s against the naive first fit's 1.06 s on a quiet machine). Of the cycle, 36% went to "
-    "gangs' topology-domain search (`_Pool._domain_groups`: for each trial placement of a multi-replica "
+    "gangs' topology-domain search (`Pool._domain_groups`: for each trial placement of a multi-replica "
     "workload, the capacity of every node summed per domain, 1.7 million node visits for 859 trials), most of "
     "the rest to preemption victim searches (each releases candidates one by one and tries the placement) and "
     "to placement scoring, which placed and removed each candidate to score it, re-filing the node in the "
@@ -332,12 +332,12 @@ SCALE_NOTES = [
     "with 483 trials between them, and 848 succeeded with 8,363, most of them for one replica asking for a GPU.",
     "",
     "Changed then, each checked with bench/policy_equivalence.py against the commit before it: (1) a trial "
-    "placement leaves the pool exactly as it found it (`_Pool.fits` puts back the best-fit buckets it re-filed, "
+    "placement leaves the pool exactly as it found it (`Pool.fits` puts back the best-fit buckets it re-filed, "
     "and the change counter), so whether a trial runs no longer changes later placements; against the policy "
     "before, the decisions are identical on a, b, c and d and on this benchmark's cycles at 1,250 and 2,500 nodes "
     "(only the trial placements asked on the way differ); (2) a victim search for one replica asking for a GPU "
     "answers from the nodes instead of trying: such a replica fits if and only if some node can take it "
-    "(`_Pool.can_take`), and a node only gains capacity as candidates are released, so once a trial found none, "
+    "(`Pool.can_take`), and a node only gains capacity as candidates are released, so once a trial found none, "
     "only the nodes of candidates released since are looked at; (3) a gang's trial on a pool with topology "
     "domains is answered from the nodes' capacities for its shape, which `_domain_fit` keeps up to date: a "
     "replica placed on a node lowers that node's capacity by exactly one, so a set of nodes takes the gang if and "

@@ -13,13 +13,13 @@ from apps.scheduling.policy import (
     NodeState,
     PendingWorkload,
     PolicyOptions,
+    Pool,
     QuotaState,
     Resources,
     RunningWorkload,
     Snapshot,
     Wait,
     WaitKind,
-    _Pool,
     explain,
     fold,
     schedule,
@@ -199,11 +199,11 @@ def test_fragmentation_stays_per_type(node_spec, spec):
     gpu_work = [w for w in folded.pending if w.per_replica.gpu_milli]
     mix = [(1.0, w.per_replica.as_tuple(), frozenset(m for m in w.gpu_model.split("|") if m) or None)
            for w in gpu_work]
-    mixed_pool = _Pool("p", folded.nodes, mix)
+    mixed_pool = Pool("p", folded.nodes, mix)
     for kind in ("nvidia", "ascend"):
         own = [entry for entry, w in zip(mix, gpu_work, strict=True) if asks[w.id].type == kind]
         other_weight = sum(entry[0] for entry, w in zip(mix, gpu_work, strict=True) if asks[w.id].type != kind)
-        own_pool = _Pool("p", folded.nodes, own)
+        own_pool = Pool("p", folded.nodes, own)
         for n_mixed, n_own in zip(mixed_pool.nodes, own_pool.nodes, strict=True):
             if accels[("p", n_mixed.name)].type != kind or not n_mixed.ngpu:
                 continue

@@ -4,6 +4,7 @@ from datetime import datetime, timedelta
 
 from apps.scheduling.policy import (
     Admit,
+    Cohort,
     NodeState,
     PendingWorkload,
     PolicyOptions,
@@ -14,7 +15,6 @@ from apps.scheduling.policy import (
     Snapshot,
     Wait,
     WaitKind,
-    _Cohort,
     schedule,
 )
 
@@ -544,7 +544,7 @@ def test_a_reservation_does_not_hold_quota_that_the_work_it_waits_for_still_hold
 
 
 def test_every_quota_block_has_its_own_kind_and_a_reason_that_says_so():
-    cohort = _Cohort("p", [quota("a", gpus=2), quota("b", gpus=2), quota("capped", gpus=2, borrow=0)])
+    cohort = Cohort("p", [quota("a", gpus=2), quota("b", gpus=2), quota("capped", gpus=2, borrow=0)])
     cohort.add("a", (6000, 0, 0))  # a borrows all the nominal of b and capped
     one = (1000, 0, 0)
     blocks = {

@@ -35,7 +35,7 @@ from apps.scheduling.policy import (
 from apps.scheduling.policy.backfill import Backfill
 from apps.scheduling.policy.cycle import Cycle
 from apps.scheduling.policy.ordering import Ordering
-from apps.scheduling.policy.placement import _Pool
+from apps.scheduling.policy.placement import Pool
 from apps.scheduling.policy.preemption import Preemption
 from apps.scheduling.policy.reasons import Reasons
 from apps.scheduling.services import policy_options, scheduling_cycle, scheduling_snapshot
@@ -51,7 +51,7 @@ GPU8 = Resources(8000, 8000, 8192)
 
 def _class_state():
     """Everything the policy's classes hold: a variant must leave all of it as it was."""
-    return {cls.__name__: dict(vars(cls)) for cls in (Cycle, Ordering, Preemption, Backfill, Reasons, _Pool)}
+    return {cls.__name__: dict(vars(cls)) for cls in (Cycle, Ordering, Preemption, Backfill, Reasons, Pool)}
 
 
 def _slice_snapshot() -> Snapshot:

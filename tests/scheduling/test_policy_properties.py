@@ -15,6 +15,7 @@ from apps.scheduling.policy import (
     NodeState,
     PendingWorkload,
     PolicyOptions,
+    Pool,
     Preempt,
     QuotaState,
     Resources,
@@ -22,7 +23,6 @@ from apps.scheduling.policy import (
     Snapshot,
     Wait,
     WaitKind,
-    _Pool,
     schedule,
 )
 
@@ -302,7 +302,7 @@ def test_the_pools_kept_indexes_equal_ones_computed_afresh(nodes, ops, reserve):
                   domains=(f"block{d}", f"rack{r}"))
         for i, (g, c, m, model, d, r) in enumerate(nodes)
     ]
-    pool = _Pool("p", node_states, [(1.0, (1000, 8000, 32 * 1024), None)], reserve)
+    pool = Pool("p", node_states, [(1.0, (1000, 8000, 32 * 1024), None)], reserve)
     placed = []
     probes = [((1000, 4000, 1024), None), ((500, 2000, 1024), frozenset("X")), ((0, 4000, 4096), None),
               ((2000, 1000, 1024), frozenset("Y"))]
@@ -331,7 +331,7 @@ def test_the_pools_kept_indexes_equal_ones_computed_afresh(nodes, ops, reserve):
             assert pool.free_summary(probe_models) == (len(allowed), max(most, (0, 0, 0)))
 
 
-def _pool_view(pool: _Pool):
+def _pool_view(pool: Pool):
     """Everything a later placement reads: free capacity, best-fit buckets in order, the change counter."""
     return ([(list(n.gpus), n.cpu, n.mem, n.full, n.partial) for n in pool.nodes],
             [list(bucket) for bucket in pool.buckets], list(pool.partial), pool.changes, pool.free_gpu)
@@ -344,10 +344,10 @@ def _pool_view(pool: _Pool):
        st.lists(st.tuples(shape_st, st.integers(1, 6), models_st), min_size=1, max_size=6),
        st.sampled_from([0.0, 0.5]))
 def test_a_trial_placement_leaves_the_pool_as_it_found_it(nodes, taken, probes, reserve):
-    """`_Pool.fits` answers as place_gang would and leaves no trace (the order of the best-fit
+    """`Pool.fits` answers as place_gang would and leaves no trace (the order of the best-fit
     buckets included, which later placements read). It answers a gang on a pool with topology
     domains from the nodes' capacities, without placing; for one replica asking for a GPU, it fits
-    if and only if some node can take it (`_Pool.can_take`, what preemption searches use instead
+    if and only if some node can take it (`Pool.can_take`, what preemption searches use instead
     of trials)."""
     node_states = [
         NodeState(name=f"n{i}", pool="p", allocatable=Resources(g * 1000, c * 1000, m * 1024), gpu_model=model,
@@ -356,7 +356,7 @@ def test_a_trial_placement_leaves_the_pool_as_it_found_it(nodes, taken, probes, 
     ]
     # Half the mix is constrained to Y, so Y is contested where X nodes exist (whole-GPU work avoids it).
     mix = [(0.5, (1000, 8000, 32 * 1024), frozenset("Y")), (0.5, (500, 4000, 8 * 1024), None)]
-    pool = _Pool("p", node_states, mix, reserve)
+    pool = Pool("p", node_states, mix, reserve)
     for shape, replicas, models in taken:
         pool.place_gang(shape, replicas, models)
     for shape, replicas, models in probes:

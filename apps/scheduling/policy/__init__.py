@@ -34,9 +34,9 @@ test checks it), and none imports Django, the ORM or anything that does I/O:
 - `locality`: data-aware placement, a tie-break among equal nodes for nodes caching a workload's
   datasets, delay scheduling (a bounded wait for such a node, per pool) and the expected time of a
   cache fill;
-- `quota`: quota, borrowing, lending, claims and GPU-hour budgets per pool (`_Cohort`);
+- `quota`: quota, borrowing, lending, claims and GPU-hour budgets per pool (`Cohort`);
 - `placement`: per-GPU free capacity, best-fit candidates, fragmentation and stranded GPUs, the
-  GPU-node reserve, topology domains (`_Pool`);
+  GPU-node reserve, topology domains (`Pool`);
 - `cluster`: the pools' free capacity kept between cycles and brought up to date by the changes
   since the last snapshot (`ClusterState`), with a rebuild as the fallback;
 - `state`: a cycle's working state over the pools and cohorts, and the moves all parts share
@@ -55,17 +55,17 @@ test checks it), and none imports Django, the ORM or anything that does I/O:
   folded into the same key after `fold` (`pin`), its waits reworded (`explain_pins`).
 
 Import from the package (`from apps.scheduling.policy import schedule, Snapshot, ...`), not from
-its modules: the names below are the package's interface. `Cycle` and `CycleState` are for the
-simulator's baselines and the benchmarks that drive a cycle's parts; the underscored ones are the
-policy's insides that the tests (`_Cohort`) and the placement benchmarks (`_Pool`) drive directly.
+its modules: the names below are the package's interface. `Cycle`, `CycleState`, `Cohort` and
+`Pool` are the policy's insides that the simulator's baselines, the tests and the placement
+benchmarks drive directly; no module imports an underscored name of another.
 """
 from .accelerators import Accel, explain, fold
 from .cluster import ClusterState
 from .cycle import Cycle, schedule
 from .locality import fill_seconds, hold_until, holder_first, rank
 from .pinning import explain_pins, pin
-from .placement import _Pool, kept_for_gpus
-from .quota import QuotaBlock, _Cohort
+from .placement import Pool, kept_for_gpus
+from .quota import Cohort, QuotaBlock
 from .snapshot import (
     DEFAULT_GPU_NODE_RESERVE,
     DEFAULT_LOCALITY_WAIT_SECONDS,
@@ -104,5 +104,5 @@ __all__ = [
     "RunningWorkload", "ScaleUp", "Snapshot", "Wait", "WaitKind", "fill_seconds", "hold_until", "holder_first", "kept_for_gpus",
     "largest_node_refusal", "rank", "scale_up_ids",
     "schedule",
-    "_Cohort", "_Pool",
+    "Cohort", "Pool",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
-from .placement import _Pool
+from .placement import Pool
 from .snapshot import PolicyOptions, RunningWorkload, Wait, WaitKind, fmt_shape
 from .state import CycleState, usage
 
@@ -22,7 +22,7 @@ class Backfill:
             return 0.0
         return -r.admitted_at.timestamp() if r.admitted_at is not None else math.inf
 
-    def reserve(self, w, pool: _Pool, shape, models) -> Wait | None:
+    def reserve(self, w, pool: Pool, shape, models) -> Wait | None:
         """Hold, for the first capacity-blocked workload of the pool, the resources it will get
         when running workloads end (earliest expected end first); smaller work backfills around."""
         state = self.state

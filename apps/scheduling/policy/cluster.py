@@ -13,7 +13,7 @@ snapshot by what changed since the last one:
 - a pool whose schedulable nodes changed (a node added, removed, cordoned, resized, relabelled)
   is rebuilt from its nodes and the running work on it.
 
-The cycle then works on copies (`_Pool.copy`), indexed afresh in node order (`_Pool.canonical`),
+The cycle then works on copies (`Pool.copy`), indexed afresh in node order (`Pool.canonical`),
 exactly as a rebuilt pool is: the decisions are the same whether the state was kept or rebuilt
 (tests/scheduling/test_cluster_state.py checks it over random sequences of admissions, ends,
 preemptions and node changes).
@@ -27,7 +27,7 @@ by another process, an admission whose write failed) is applied anyway.
 """
 from __future__ import annotations
 
-from .placement import _Pool, placed_gpus_valid
+from .placement import Pool, placed_gpus_valid
 from .snapshot import NodeState, PolicyOptions, RunningWorkload, Snapshot
 
 
@@ -37,7 +37,7 @@ class ClusterState:
 
     def __init__(self) -> None:
         self.nodes: dict[str, list[NodeState]] = {}  # per pool, its schedulable nodes in snapshot order
-        self.pools: dict[str, _Pool] = {}
+        self.pools: dict[str, Pool] = {}
         self.running: dict[int, RunningWorkload] = {}
         self.allocs: dict[int, list[tuple[int, list[int]]]] = {}  # workload id -> (node index, GPU indices)
         self.built = False
@@ -68,7 +68,7 @@ class ClusterState:
                 del self.nodes[p]
                 self.pools.pop(p, None)
             else:
-                self.pools[p] = _Pool(p, self.nodes[p], [])
+                self.pools[p] = Pool(p, self.nodes[p], [])
             self.stats["pool_rebuilds"] += 1
         ok = True
         for r in added:
@@ -88,17 +88,17 @@ class ClusterState:
             self.stats["fallbacks"] += 1
         return ok
 
-    def pool_for_cycle(self, name: str, mix: list[tuple], options: PolicyOptions) -> _Pool:
+    def pool_for_cycle(self, name: str, mix: list[tuple], options: PolicyOptions) -> Pool:
         """A copy of the kept pool for one cycle (an empty pool for a pool with no schedulable node),
         tuned by the cycle's options."""
         kept = self.pools.get(name)
         if kept is None:
-            return _Pool(name, [], mix, options.gpu_node_reserve, options)
+            return Pool(name, [], mix, options.gpu_node_reserve, options)
         return kept.copy(mix, options.gpu_node_reserve, options)
 
     def _rebuild(self, nodes_by_pool: dict[str, list[NodeState]], running: list[RunningWorkload]) -> bool:
         self.nodes = {p: list(nodes) for p, nodes in nodes_by_pool.items() if nodes}
-        self.pools = {p: _Pool(p, nodes, []) for p, nodes in self.nodes.items()}
+        self.pools = {p: Pool(p, nodes, []) for p, nodes in self.nodes.items()}
         self.running = {r.id: r for r in running}
         self.allocs = {}
         ok = True

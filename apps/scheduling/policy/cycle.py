@@ -12,7 +12,7 @@ from .backfill import Backfill
 from .cluster import ClusterState
 from .locality import hold_until
 from .ordering import Ordering
-from .placement import _models, _placement
+from .placement import allowed_models, placement_entries
 from .preemption import Preemption
 from .reasons import Reasons
 from .snapshot import Admit, Decision, PendingWorkload, PolicyOptions, Preempt, Snapshot, Wait, WaitKind
@@ -66,7 +66,7 @@ class Cycle:
         shape = w.per_replica.as_tuple()
         n = w.replicas
         need = (shape[0] * n, shape[1] * n, shape[2] * n)
-        models = _models(w)
+        models = allowed_models(w)
         if models is not None and not (models & pool.models):
             return Wait(w.id, f"constraint: pool '{w.pool}' has no schedulable node with GPU model "
                               f"{' or '.join(sorted(models))}", kind=WaitKind.CONSTRAINT), []
@@ -89,7 +89,7 @@ class Cycle:
             if done is not None:
                 cohort.add(w.project, need)
                 cohort.charge_budget(w.project, w, need[0])
-                return Admit(w.id, _placement(done)), []
+                return Admit(w.id, placement_entries(done)), []
         awaiting = st.awaiting.get(w.id)
         if awaiting is not None:
             self.preemption.keep_claim(w, cohort, pool, shape, need, models)
@@ -128,7 +128,7 @@ class Cycle:
         if done is not None:
             cohort.add(w.project, need)
             cohort.charge_budget(w.project, w, need[0])
-            return Admit(w.id, _placement(done))
+            return Admit(w.id, placement_entries(done))
         if (pool.name, shape, w.replicas, models) in st.failed or not pool.fits(shape, w.replicas, models):
             return None
         return Wait(w.id, self.reasons.locality_reason(w, holders, until), until, kind=WaitKind.LOCALITY)

@@ -28,7 +28,7 @@ def placed_gpus_valid(gpus, node) -> bool:
     return gpus is not None and all(isinstance(i, int) and 0 <= i < node.ngpu for i in gpus)
 
 
-class _Node:
+class FreeNode:
     __slots__ = ("name", "model", "gpus", "cpu", "mem", "domains", "full", "partial", "idx", "ngpu", "cap_cpu",
                  "cap_mem")
 
@@ -49,15 +49,15 @@ class _Node:
     def key(self) -> tuple:
         return (tuple(sorted(self.gpus)), self.cpu, self.mem, self.model)
 
-    def copy(self) -> _Node:
-        other = _Node.__new__(_Node)
+    def copy(self) -> FreeNode:
+        other = FreeNode.__new__(FreeNode)
         other.idx, other.name, other.model, other.ngpu, other.domains = self.idx, self.name, self.model, self.ngpu, self.domains
         other.gpus, other.cpu, other.mem, other.full, other.partial = list(self.gpus), self.cpu, self.mem, self.full, self.partial
         other.cap_cpu, other.cap_mem = self.cap_cpu, self.cap_mem
         return other
 
 
-def _same(a: _Node, b: _Node) -> bool:
+def _same(a: FreeNode, b: FreeNode) -> bool:
     """Interchangeable for placement: the same free GPUs, CPU, memory, model and domains."""
     return a.key() == b.key() and a.domains == b.domains
 
@@ -66,7 +66,7 @@ def _whole(g: int) -> int:
     return -(-g // GPU)
 
 
-class _Pool:
+class Pool:
     """Mutable free-capacity view of one pool's schedulable nodes, indexed for best-fit lookups.
 
     Its tuning constants come from the cycle's `PolicyOptions` (`candidates`, `balance`, `stranded`,
@@ -81,7 +81,7 @@ class _Pool:
         self.name = name
         self.reserve = gpu_node_reserve
         self._tune(options)
-        self.nodes = [_Node(i, n) for i, n in enumerate(nodes)]
+        self.nodes = [FreeNode(i, n) for i, n in enumerate(nodes)]
         self._setup(mix)
 
     def _tune(self, options: PolicyOptions | None) -> None:
@@ -89,11 +89,11 @@ class _Pool:
         self.candidates, self.balance = options.candidates, options.balance
         self.stranded_weight, self.contest = options.stranded, options.contest
 
-    def copy(self, mix: list[tuple], gpu_node_reserve: float, options: PolicyOptions | None = None) -> _Pool:
+    def copy(self, mix: list[tuple], gpu_node_reserve: float, options: PolicyOptions | None = None) -> Pool:
         """A pool with this one's nodes and free capacity (copied: the copy's changes stay its own),
         indexed afresh for `mix` (as `canonical()` leaves it). How a cycle starts from a pool kept
         between cycles (cluster.py)."""
-        other = _Pool.__new__(_Pool)
+        other = Pool.__new__(Pool)
         other.name = self.name
         other.reserve = gpu_node_reserve
         other._tune(options)
@@ -123,8 +123,8 @@ class _Pool:
         self.by_name = {n.name: n for n in self.nodes}
         self.max_gpus = max((n.ngpu for n in self.nodes), default=0)
         # buckets[k]: nodes with exactly k whole free GPUs; partial: nodes with a partly used GPU.
-        self.buckets: list[dict[int, _Node]] = [{} for _ in range(self.max_gpus + 1)]
-        self.partial: dict[int, _Node] = {}
+        self.buckets: list[dict[int, FreeNode]] = [{} for _ in range(self.max_gpus + 1)]
+        self.partial: dict[int, FreeNode] = {}
         for n in self.nodes:
             self.buckets[n.full][n.idx] = n
             if n.partial:
@@ -147,7 +147,7 @@ class _Pool:
         # free capacity changed, in order) they keep per-domain capacities for gangs up to date by
         # looking again only at the nodes that changed (see _domain_fit).
         self.levels = max((len(n.domains) for n in self.nodes), default=0)
-        self.domain_nodes: list[dict[str, list[_Node]]] = [{} for _ in range(self.levels)]
+        self.domain_nodes: list[dict[str, list[FreeNode]]] = [{} for _ in range(self.levels)]
         for n in self.nodes:
             for level, dom in enumerate(n.domains):
                 self.domain_nodes[level].setdefault(dom, []).append(n)
@@ -155,7 +155,7 @@ class _Pool:
         self._fit: dict[tuple, list] = {}
         # During fits(): the best-fit buckets (key -1: `partial`) as they were before the trial first
         # re-filed a node in them, to put back afterwards.
-        self._saved: dict[int, dict[int, _Node]] | None = None
+        self._saved: dict[int, dict[int, FreeNode]] | None = None
 
     def _contested(self) -> frozenset[str]:
         """GPU models that constrained work in the task mix is short of (PolicyOptions.contest)."""
@@ -183,7 +183,7 @@ class _Pool:
         if saved is not None and k not in saved:
             saved[k] = dict(self.partial if k < 0 else self.buckets[k])
 
-    def _reindex(self, n: _Node) -> None:
+    def _reindex(self, n: FreeNode) -> None:
         """Called after every change of n's free capacity: re-files it in the best-fit buckets."""
         self._log.append(n.idx)
         gpus = n.gpus
@@ -206,7 +206,7 @@ class _Pool:
                 self.partial.pop(n.idx, None)
             n.partial = partial
 
-    def take(self, n: _Node, gpus: list[int], g: int, c: int, m: int, sign: int = 1) -> None:
+    def take(self, n: FreeNode, gpus: list[int], g: int, c: int, m: int, sign: int = 1) -> None:
         per_gpu = g if g < GPU else GPU
         for i in gpus:
             n.gpus[i] -= sign * per_gpu
@@ -220,7 +220,7 @@ class _Pool:
     # task mix could not use, weighted by each shape's share: all of it for a shape that cannot run
     # there (GPU model not allowed, not enough CPU, memory or GPUs), else the free milli of the GPUs
     # with less free than the shape needs per GPU.
-    def frag(self, n: _Node, key: tuple | None = None) -> float:
+    def frag(self, n: FreeNode, key: tuple | None = None) -> float:
         key = n.key() if key is None else key
         value = self._frag_memo.get(key)
         if value is not None:
@@ -246,7 +246,7 @@ class _Pool:
         self._frag_memo[key] = value
         return value
 
-    def stranded(self, n: _Node) -> float:
+    def stranded(self, n: FreeNode) -> float:
         """Free GPU milli of n beyond what its free CPU and memory could serve at the mix's average
         CPU and memory per GPU."""
         if not self.cpu_per_gpu and not self.mem_per_gpu:
@@ -255,7 +255,7 @@ class _Pool:
         by_mem = n.mem / self.mem_per_gpu if self.mem_per_gpu else math.inf
         return max(0.0, sum(n.gpus) - min(by_cpu, by_mem))
 
-    def waste(self, n: _Node) -> float:
+    def waste(self, n: FreeNode) -> float:
         """What placement minimises the growth of: fragmentation plus weighted stranded GPU milli
         (a function of n's free capacity and model, memoised on them)."""
         key = n.key()
@@ -270,11 +270,11 @@ class _Pool:
             memo[key] = value
         return value[1]
 
-    def reserved(self, n: _Node) -> tuple[int, int]:
+    def reserved(self, n: FreeNode) -> tuple[int, int]:
         """CPU and memory of n that work asking for no GPU may not take (Snapshot.gpu_node_reserve)."""
         return kept_for_gpus(self.reserve, sum(n.gpus), n.ngpu * GPU, n.cap_cpu, n.cap_mem)
 
-    def _gpus_for(self, n: _Node, g: int) -> list[int] | None:
+    def _gpus_for(self, n: FreeNode, g: int) -> list[int] | None:
         """GPU indices a replica of `g` milli would take on n (best fit for a fraction), or None."""
         if g == 0:
             return []
@@ -292,9 +292,9 @@ class _Pool:
         return None if best is None else [best]
 
     def _candidates(self, shape: tuple[int, int, int], models: frozenset[str] | None,
-                    allowed: set[int] | None, avoid: bool = True) -> list[_Node]:
+                    allowed: set[int] | None, avoid: bool = True) -> list[FreeNode]:
         g, c, m = shape
-        out: list[_Node] = []
+        out: list[FreeNode] = []
         limit = self.candidates
 
         # Whole-GPU work that may run on any model first looks beyond the contested models.
@@ -304,7 +304,7 @@ class _Pool:
         reserve = g == 0 and self.reserve
         by_model = skip is not None or models is not None
 
-        def consider(nodes: Iterable[_Node]) -> bool:
+        def consider(nodes: Iterable[FreeNode]) -> bool:
             for n in nodes:
                 if n.cpu < c or n.mem < m:
                     continue
@@ -334,7 +334,7 @@ class _Pool:
             return self._candidates(shape, models, allowed, avoid=False)
         return out
 
-    def can_take(self, n: _Node, shape: tuple[int, int, int], models: frozenset[str] | None) -> bool:
+    def can_take(self, n: FreeNode, shape: tuple[int, int, int], models: frozenset[str] | None) -> bool:
         """Whether one replica of `shape`, asking for a GPU, fits on n now: n is among the nodes that
         `_candidates` gathers from for it (the preference for uncontested models aside). place_one
         places such a replica if and only if some node of the pool can take it."""
@@ -346,7 +346,7 @@ class _Pool:
         return max(n.gpus, default=0) >= g
 
     def place_one(self, shape: tuple[int, int, int], models: frozenset[str] | None,
-                  allowed: set[int] | None = None) -> tuple[_Node, list[int]] | None:
+                  allowed: set[int] | None = None) -> tuple[FreeNode, list[int]] | None:
         g, c, m = shape
         best = None
         candidates = [(n, gpus) for n in self._candidates(shape, models, allowed)
@@ -391,8 +391,8 @@ class _Pool:
             return None
         return holder_first([(best[1], best[2]), *candidates], self.holders, _same)[0] if self.holders else best[1:]
 
-    def _balanced(self, candidates: list[tuple[_Node, list[int]]],
-                  shape: tuple[int, int, int]) -> list[tuple[_Node, list[int]]]:
+    def _balanced(self, candidates: list[tuple[FreeNode, list[int]]],
+                  shape: tuple[int, int, int]) -> list[tuple[FreeNode, list[int]]]:
         """The (node, GPUs) candidates where a GPU replica of `shape` leaves the node's other free
         GPUs `balance` of their share of its CPU and memory."""
         g, c, m = shape
@@ -404,7 +404,7 @@ class _Pool:
                 out.append((n, gpus))
         return out
 
-    def capacity_for(self, n: _Node, shape: tuple[int, int, int]) -> int:
+    def capacity_for(self, n: FreeNode, shape: tuple[int, int, int]) -> int:
         """How many replicas of `shape` fit on n right now."""
         g, c, m = shape
         if g == 0:
@@ -416,7 +416,7 @@ class _Pool:
         return min(count, sum(x // g for x in n.gpus))
 
     def place_gang(self, shape: tuple[int, int, int], replicas: int,
-                   models: frozenset[str] | None) -> list[tuple[_Node, list[int]]] | None:
+                   models: frozenset[str] | None) -> list[tuple[FreeNode, list[int]]] | None:
         """Place every replica (applied to the state) or nothing (state unchanged)."""
         if replicas > 1 and any(n.domains for n in self.nodes):
             groups = self._domain_groups(shape, replicas, models)
@@ -429,7 +429,7 @@ class _Pool:
         return self._place_seq(shape, replicas, models, None)
 
     def place_only(self, shape: tuple[int, int, int], replicas: int, models: frozenset[str] | None,
-                   allowed: set[int]) -> list[tuple[_Node, list[int]]] | None:
+                   allowed: set[int]) -> list[tuple[FreeNode, list[int]]] | None:
         """Place every replica on the nodes `allowed` (applied to the state), or nothing, the pool
         then left exactly as it was found (as by fits(): best-fit buckets and change counter too)."""
         if self._saved is not None:
@@ -450,7 +450,7 @@ class _Pool:
                 self.changes = changes
         return done
 
-    def empty_capacity(self, n: _Node, shape: tuple[int, int, int], models: frozenset[str] | None) -> int:
+    def empty_capacity(self, n: FreeNode, shape: tuple[int, int, int], models: frozenset[str] | None) -> int:
         """How many replicas of `shape` n could hold were it empty (its allocatable), 0 for a model not allowed."""
         g, c, m = shape
         if models is not None and n.model not in models:
@@ -504,9 +504,9 @@ class _Pool:
             return sums[-1] >= replicas if sums else sum(f for f in fit if f > 0) >= replicas
         return any(sum(fit[i] for i in group if fit[i] > 0) >= replicas for group in groups)
 
-    def _place_seq(self, shape, replicas, models, allowed) -> list[tuple[_Node, list[int]]] | None:
+    def _place_seq(self, shape, replicas, models, allowed) -> list[tuple[FreeNode, list[int]]] | None:
         g, c, m = shape
-        done: list[tuple[_Node, list[int]]] = []
+        done: list[tuple[FreeNode, list[int]]] = []
         for _ in range(replicas):
             found = self.place_one(shape, models, allowed)
             if found is None:
@@ -613,7 +613,7 @@ class _Pool:
 _MODELS: dict[str, frozenset[str] | None] = {}
 
 
-def _models(w: PendingWorkload) -> frozenset[str] | None:
+def allowed_models(w: PendingWorkload) -> frozenset[str] | None:
     """The GPU models w may run on (None: any); parsed once per distinct `gpu_model` string."""
     spec = w.gpu_model
     if not spec:
@@ -626,5 +626,5 @@ def _models(w: PendingWorkload) -> frozenset[str] | None:
     return models
 
 
-def _placement(done: list[tuple[_Node, list[int]]]) -> list[dict]:
+def placement_entries(done: list[tuple[FreeNode, list[int]]]) -> list[dict]:
     return [{"replica": i, "node": n.name, "gpus": list(gpus)} for i, (n, gpus) in enumerate(done)]

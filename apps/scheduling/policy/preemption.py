@@ -7,8 +7,8 @@ import heapq
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from .placement import _Pool
-from .quota import _Cohort
+from .placement import Pool
+from .quota import Cohort
 from .snapshot import PendingWorkload, PolicyOptions, Preempt, RunningWorkload, Wait, WaitKind
 from .state import CycleState, usage
 
@@ -28,7 +28,7 @@ class Preemption:
         self.reclaimable: dict[tuple[str, str], dict] = {}  # _reclaimable's, per (pool, project)
         self.own_entries: dict[tuple[str, str], list[tuple]] = {}  # _own's, per (pool, project)
 
-    def preempt(self, w, cohort: _Cohort, pool: _Pool, shape, need, models):
+    def preempt(self, w, cohort: Cohort, pool: Pool, shape, need, models):
         """Victims for w, held and claimed for it: (its Wait, the Preempts), or None."""
         options = self.options
         in_nominal = cohort.within_nominal(w.project, need)
@@ -86,7 +86,7 @@ class Preemption:
         return Wait(w.id, f"preempting: waiting for {len(chosen)} preempted workload(s) ({names}) to exit",
                     eta, kind=WaitKind.PREEMPTING), preempts
 
-    def _borrowed(self, w, cohort: _Cohort, need, below: int | None = None) -> list[tuple]:
+    def _borrowed(self, w, cohort: Cohort, need, below: int | None = None) -> list[tuple]:
         """Preemption candidates among other projects' work while those projects borrow what w
         needs (of lower priority than `below` if given); recently re-admitted victims are spared
         (anti-thrash)."""
@@ -132,7 +132,7 @@ class Preemption:
             self.reclaimable[(pool, project)] = found
         return found
 
-    def _victims(self, w, cohort: _Cohort, pool: _Pool, shape, need, models, candidates) -> list | None:
+    def _victims(self, w, cohort: Cohort, pool: Pool, shape, need, models, candidates) -> list | None:
         """The minimal set of candidates whose exit lets w fit (quota and placement), or None.
         Leaves the cycle's state as it found it."""
         if not candidates:
@@ -148,7 +148,7 @@ class Preemption:
         heapq.heapify(heap)
         chosen: list[RunningWorkload] = []
         # A trial placement per step, unless the answer is known without one. One replica asking for a
-        # GPU fits if and only if some node can take it (`_Pool.can_take`), and a node's free capacity
+        # GPU fits if and only if some node can take it (`Pool.can_take`), and a node's free capacity
         # only grows as candidates are released: once nothing fits with a set of candidates released
         # (`known`), only the nodes of candidates released beyond that set can take it. (Trials leave
         # the pool as they found it, so skipping one changes nothing else.)
@@ -196,7 +196,7 @@ class Preemption:
             state.release_running(r, sign=1)
         return chosen
 
-    def keep_claim(self, w, cohort: _Cohort, pool: _Pool, shape, need, models) -> bool:
+    def keep_claim(self, w, cohort: Cohort, pool: Pool, shape, need, models) -> bool:
         """A preemptor whose victims are still exiting keeps, for the rest of the cycle, the quota
         and the placement it will get once they are gone (as on the cycle it preempted them), so
         work ordered after it cannot take them in the meantime (and force another preemption)."""

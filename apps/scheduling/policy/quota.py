@@ -52,7 +52,7 @@ class _Quota:
         return used[0] > nominal[0] or used[1] > nominal[1] or used[2] > nominal[2]
 
 
-class _Cohort:
+class Cohort:
     """The quotas of one pool: nominal, borrowing and lending arithmetic, kept incrementally."""
 
     def __init__(self, pool: str, quotas: Iterable[QuotaState]):

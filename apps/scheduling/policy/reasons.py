@@ -5,7 +5,7 @@ backfill.py, preemptions in preemption.py and cycle.py; queue positions in cycle
 from __future__ import annotations
 
 from .locality import hold_until
-from .placement import _Pool
+from .placement import Pool
 from .snapshot import PendingWorkload, PolicyOptions, fmt_shape, largest_node_refusal
 from .state import CycleState
 
@@ -81,7 +81,7 @@ class Reasons:
                 f"it would fit elsewhere now, and takes any node that fits from {until.isoformat(timespec='seconds')} "
                 "at the latest")
 
-    def capacity_reason(self, w, pool: _Pool, models, shape) -> str:
+    def capacity_reason(self, w, pool: Pool, models, shape) -> str:
         count, most = pool.free_summary(models)
         where = f" with GPU model {' or '.join(sorted(models))}" if models else ""
         reason = (f"capacity: pool '{w.pool}' cannot fit {w.replicas} replica(s) of {fmt_shape(shape)} at once"
@@ -91,7 +91,7 @@ class Reasons:
                        "work, which work without a GPU may not take)")
         return reason
 
-    def _fits_without_reserve(self, w, pool: _Pool, shape, models) -> bool:
+    def _fits_without_reserve(self, w, pool: Pool, shape, models) -> bool:
         """Whether CPU-only w would fit now if GPU nodes kept nothing for their free GPUs (a trial:
         it leaves the pool as it was)."""
         kept = pool.reserve

@@ -297,7 +297,7 @@ class PolicyOptions:
     # 16 CPUs strands the other GPU). A preference, never a refusal; chosen on benchmark b.
     balance: float = 0.25
     # A candidate's score adds `stranded` x the GPU milli it leaves stranded: free GPUs on the node
-    # without the CPU or memory that the task mix's GPU work asks per GPU on average (_Pool.stranded).
+    # without the CPU or memory that the task mix's GPU work asks per GPU on average (Pool.stranded).
     # Fragmentation alone sees a GPU as lost only once no shape of the mix fits beside it, so it let
     # CPU-heavy fractional tasks drain the CPU of nodes with little CPU per GPU, whose other GPUs then
     # went unused, while nodes with CPU to spare stayed idle. Chosen on benchmarks b and d.

@@ -4,8 +4,8 @@ on it (release or retake a running workload, try, undo and hold placements)."""
 from __future__ import annotations
 
 from .cluster import ClusterState, schedulable_by_pool
-from .placement import _Node, _Pool, placed_gpus_valid
-from .quota import _Cohort
+from .placement import FreeNode, Pool, placed_gpus_valid
+from .quota import Cohort
 from .snapshot import PolicyOptions, QuotaState, RunningWorkload, Snapshot
 
 
@@ -27,18 +27,18 @@ class CycleState:
         if kept:
             self.pools = {p: cluster.pool_for_cycle(p, mix.get(p, []), options) for p in pools}
         else:
-            self.pools = {p: _Pool(p, nodes_by_pool.get(p, []), mix.get(p, []), options.gpu_node_reserve, options)
+            self.pools = {p: Pool(p, nodes_by_pool.get(p, []), mix.get(p, []), options.gpu_node_reserve, options)
                           for p in pools}
         quotas_by_pool: dict[str, list[QuotaState]] = {}
         for q in snapshot.quotas:
             quotas_by_pool.setdefault(q.pool, []).append(q)
-        self.cohorts = {p: _Cohort(p, quotas_by_pool.get(p, [])) for p in pools | set(quotas_by_pool)}
+        self.cohorts = {p: Cohort(p, quotas_by_pool.get(p, [])) for p in pools | set(quotas_by_pool)}
         self.running = {r.id: r for r in snapshot.running}
         self.candidates: dict[tuple[str, str], list[RunningWorkload]] = {}
         for r in snapshot.running:
             if r.preemptible and not r.stopping:
                 self.candidates.setdefault((r.pool, r.project), []).append(r)
-        self.allocs: dict[int, list[tuple[_Node, list[int]]]] = {}
+        self.allocs: dict[int, list[tuple[FreeNode, list[int]]]] = {}
         if kept:
             for r in snapshot.running:
                 self._occupy_kept(r, cluster)
@@ -46,7 +46,7 @@ class CycleState:
             for r in snapshot.running:
                 self._occupy_running(r)
             for pool in self.pools.values():
-                pool.canonical()  # node order, as a kept pool's copy starts (see _Pool.canonical)
+                pool.canonical()  # node order, as a kept pool's copy starts (see Pool.canonical)
         self.victims: set[int] = set()
         # Pending workloads whose victims are still exiting: they wait for those, and preempt no more.
         # By id, whatever order the running work came in.
@@ -86,10 +86,10 @@ class CycleState:
                       for (shape, model), v in top]
         return out
 
-    def _cohort(self, pool: str) -> _Cohort:
+    def _cohort(self, pool: str) -> Cohort:
         cohort = self.cohorts.get(pool)
         if cohort is None:
-            cohort = self.cohorts[pool] = _Cohort(pool, [])
+            cohort = self.cohorts[pool] = Cohort(pool, [])
         return cohort
 
     def _occupy_kept(self, r: RunningWorkload, cluster: ClusterState) -> None:
@@ -133,7 +133,7 @@ class CycleState:
         for n, gpus in self.allocs.get(r.id, []):
             pool.take(n, gpus, *shape, sign=sign)
 
-    def try_place(self, pool: _Pool, shape, replicas, models):
+    def try_place(self, pool: Pool, shape, replicas, models):
         # Capacity only shrinks during a cycle (victims keep theirs until they exit, holds only
         # take), so a shape that failed once fails again: remember it.
         key = (pool.name, shape, replicas, models)
@@ -144,11 +144,11 @@ class CycleState:
             self.failed.add(key)
         return done
 
-    def undo(self, pool: _Pool, done, shape) -> None:
+    def undo(self, pool: Pool, done, shape) -> None:
         for n, gpus in done:
             pool.take(n, gpus, *shape, sign=-1)
 
-    def plan_and_hold(self, w, pool: _Pool, shape, models, released: list[RunningWorkload]) -> bool:
+    def plan_and_hold(self, w, pool: Pool, shape, models, released: list[RunningWorkload]) -> bool:
         """Plan w's placement on the state where `released` have left, then keep free only what is
         free both now and after that plan (per GPU, CPU and memory): the plan's share is held."""
         for r in released:
