@@ -306,9 +306,16 @@ class ControlPlane:
     """start() brings every component up (or raises ControlPlaneError with the logs' tails);
     stop() terminates them. admin_kubeconfig() is cluster-admin (system:masters)."""
 
-    def __init__(self, workdir: Path, binaries: Path | None = None):
+    def __init__(self, workdir: Path, binaries: Path | None = None, *, heartbeat_seconds: int = 10,
+                 kwok_options: dict | None = None, extra_args: dict[str, list[str]] | None = None):
+        """`heartbeat_seconds`, `kwok_options` (a KwokConfiguration's options, e.g.
+        podPlayStageParallelism) and `extra_args` (more flags per binary) are for the scale
+        benchmark (bench/kube_scale.py); the tests keep the defaults."""
         self.dir = Path(workdir)
         self.bin = Path(binaries or bin_dir())
+        self.heartbeat_seconds = heartbeat_seconds
+        self.kwok_options = dict(kwok_options or {})
+        self.extra_args = {k: list(v) for k, v in (extra_args or {}).items()}
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, Path] = {}
         self.port = 0
@@ -376,6 +383,7 @@ class ControlPlane:
     def _spawn(self, name: str, args: list[str]) -> None:
         log = self.dir / f"{name}.log"
         self.logs[name] = log
+        args = [*args, *self.extra_args.get(name, ())]
         with open(log, "ab") as out:
             self.procs[name] = subprocess.Popen([str(self.bin / name), *args], stdout=out, stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL, cwd=self.dir, preexec_fn=_die_with_parent)
@@ -485,7 +493,11 @@ class ControlPlane:
             # for the periodic flush of unschedulable pods (5 min by default): 10 s in tests.
             "--pod-max-in-unschedulable-pods-duration=10s",
         ])
-        self._write("kwok.yaml", KWOK_STAGES)
+        stages = KWOK_STAGES.replace("durationMilliseconds: 10000", f"durationMilliseconds: {self.heartbeat_seconds * 1000}")
+        if self.kwok_options:
+            stages += "---\n" + yaml.safe_dump({"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration",
+                                                 "options": self.kwok_options})
+        self._write("kwok.yaml", stages)
         self._spawn("kwok", [
             f"--kubeconfig={self._kubeconfig_file('admin')}", f"--config={d / 'kwok.yaml'}",
             f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",

@@ -7,8 +7,9 @@ What is asserted, from the API server's audit log of Cairn's identity and the re
 counts: its lists are paginated (`limit`, then `continue`); what it caches is slimmed (no
 managedFields, no node heartbeats); after the first full pass, one pod's change is one look at
 one workload, a handful of SQL queries and no API call (two when it restarts the job: the pods
-listed and the failed Job deleted, after the database committed); a changed Node is the only
-node synced; the nodes' status heartbeats wake nothing."""
+listed and the failed Job deleted, after the database committed); between full passes the scan
+of the rows reads the few written lately, and a full pass's queries do not grow with the workloads
+or the nodes; a changed Node is the only node synced; the nodes' status heartbeats wake nothing."""
 import math
 import time
 
@@ -19,6 +20,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.backends.kubernetes import client as cairn_client
 from apps.backends.kubernetes import manifests as m
+from apps.backends.kubernetes import reconciler as reconciler_module
 from apps.backends.kubernetes.reconciler import ClusterReconciler
 from apps.clusters.models import Node
 from apps.clusters.services import kubernetes_cluster_register
@@ -38,6 +40,7 @@ from .fleet import (
 )
 
 NODES, WORKLOADS, REPLICAS, PAGE = 100, 500, 2, 100
+SCAN_SLACK = 2.0  # the DB scan's slack (reconciler.SCAN_SLACK_SECONDS), short for the test
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +79,9 @@ def step_after(reconciler, check, *, timeout: float = 30) -> None:
     assert eventually(check, timeout=timeout), "the change never reached the reconciler's cache"
 
 
-def test_paginated_lists_slim_caches_and_one_look_per_change(scale_kube, db, settings):
+def test_paginated_lists_slim_caches_and_one_look_per_change(scale_kube, db, settings, monkeypatch):
     kube, api, nodes = scale_kube
+    monkeypatch.setattr(reconciler_module, "SCAN_SLACK_SECONDS", SCAN_SLACK)
     settings.CAIRN_KUBERNETES = {**settings.CAIRN_KUBERNETES, **REAL_TIMEOUTS, "PAGE_SIZE": PAGE,
                                  "HEALTH_CHECK_SECONDS": 3600.0}
     cairn_client._cache.clear()
@@ -130,6 +134,14 @@ def test_paginated_lists_slim_caches_and_one_look_per_change(scale_kube, db, set
         looked = reconciler.stats["workloads"]
         reconciler.step()
         assert reconciler.stats["workloads"] == looked, "an idle pass looked at workloads"
+        # (the rows the passes above wrote: older than the scan's slack once the full pass below ran)
+        time.sleep(SCAN_SLACK + 0.5)
+        # A steady full pass reads in bulk: its queries do not grow with the workloads (500) or
+        # the nodes (105): rows 200 a query, pools and projects once, nodes seen again in one UPDATE.
+        with CaptureQueriesContext(connection) as queries:
+            reconciler.reconcile_pass()
+        assert len(queries) < 30, [q["sql"][:120] for q in queries]
+        nodes_synced = reconciler.stats["nodes_synced"]  # (a full pass syncs every node)
 
         # One pod ends: one look at one workload, a few queries, no API call.
         first, second = rows[0], rows[1]
@@ -139,12 +151,16 @@ def test_paginated_lists_slim_caches_and_one_look_per_change(scale_kube, db, set
         step_after(reconciler, lambda: (informer.get(namespace, pod_of[(str(first.pk), "0")]) or {}).get(
             "status", {}).get("phase") == "Succeeded")
         mark, looked = len(kube.audit()), reconciler.stats["workloads"]
+        reconciler.scanned_at = float("-inf")  # the DB scan of rows is due with this pass
+        scanned = reconciler.stats["rows_scanned"]
         with CaptureQueriesContext(connection) as queries:
             started = time.monotonic()
             reconciler.step()
             one = time.monotonic() - started
         assert reconciler.stats["workloads"] - looked == 1
         assert len(queries) <= 12, [q["sql"][:120] for q in queries]
+        # Between full passes the scan reads the rows written lately, not every running workload's.
+        assert reconciler.stats["rows_scanned"] - scanned < 20, reconciler.stats["rows_scanned"] - scanned
         assert cairn_calls(kube, mark) == []
         assert Workload.objects.get(pk=first.pk).status == "running"  # one of two replicas done
         kube.exit(namespace, pod_of[(str(first.pk), "1")], 0)
