@@ -70,7 +70,11 @@ def _known_topology(reconciler, workload: Workload, pod: dict) -> list[dict] | N
     key = (reconciler.cluster_id, uid)
     if key in _checked and _checked[key] is not None:
         return _checked[key]
-    terms = home_topology(reconciler.clients, workload)
+    try:
+        terms = home_topology(reconciler.clients, workload)
+    except ApiError as exc:  # e.g. no right to read PersistentVolumes: placement as before, said once
+        logger.warning("kubernetes: the home volume of notebook %s: %s %s", workload.pk, exc.status, exc.reason)
+        terms = []
     if len(_checked) > 10_000:
         _checked.clear()
     _checked[key] = terms
