@@ -93,6 +93,12 @@ def usage_open(*, workload, at: datetime | None = None) -> UsageRecord:
     raise ConflictError(f"Could not open the usage interval of workload {workload.pk}.")
 
 
+def usage_start_later(*, workload, at: datetime) -> int:
+    """Charge the workload's open interval from `at` instead of its admission (its replicas began
+    running then: a cluster's own queue held them meanwhile). Returns how many rows moved."""
+    return UsageRecord.objects.filter(workload=workload, ended_at__isnull=True, started_at__lt=at).update(started_at=at)
+
+
 def usage_close(*, workload, at: datetime | None = None) -> int:
     """Stop charging at `at` (default now): close the workload's open interval. Returns how many
     rows it closed (0 when nothing was open)."""

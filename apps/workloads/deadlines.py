@@ -7,6 +7,10 @@ reconciler and the Kubernetes manifests, so all three agree on one clock:
 - The clock starts at `started_at`, when the backend launched the replicas after the workload's
   latest admission (not `admitted_at`: the time a dispatch takes, or a requeued workload waits for
   its previous replicas to exit, is not the user's run time). Until then the run has no deadline.
+- Where the cluster has an admission authority of its own (Kueue, Volcano), the backend's launch
+  is a reservation: it marks the run `CLOCK_AWAITS_PODS` in `runtime`, and the clock starts when
+  the first replica runs (`workload_run_clock_start`: `started_at` moved there, the GPU-hour
+  charge too). Until then the run has no deadline, however long the cluster's queue holds it.
 - Restarts (`max_restarts`) happen inside the same admission and keep `started_at`: the limit
   counts in total over them, so a crash loop cannot hold the GPUs longer than the limit the
   scheduler planned (reservations) and charged (GPU-hour budgets) for.
@@ -20,6 +24,10 @@ import math
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+# CLOCK_AWAITS_PODS, in `runtime`: launched, but the clock waits for the first replica to run.
+from .runtime import CLOCK_AWAITS_PODS as CLOCK_AWAITS_PODS
+from .runtime import Runtime
+
 if TYPE_CHECKING:
     from .models import Workload
 
@@ -30,8 +38,11 @@ REASON = "DeadlineExceeded"  # status_reason and event reason (Kubernetes' Job c
 
 def run_started_at(workload: Workload) -> datetime | None:
     """When the current run began; None while the latest admission has not been launched yet
-    (`started_at` is then that of a run before a requeue, or unset)."""
+    (`started_at` is then that of a run before a requeue, or unset), or launched into a cluster's
+    queue whose replicas have not run yet (CLOCK_AWAITS_PODS)."""
     started = workload.started_at
+    if Runtime.of(workload).clock_awaits_pods:
+        return None
     if started is None or (workload.admitted_at is not None and started < workload.admitted_at):
         return None
     return started

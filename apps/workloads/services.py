@@ -12,12 +12,12 @@ from apps.core.errors import ConflictError, ServiceError
 from apps.core.outbox import outbox_enqueue
 from apps.core.realtime import project_group, publish
 from apps.projects.models import Project
-from apps.quotas.services import usage_close, usage_open
+from apps.quotas.services import usage_close, usage_open, usage_start_later
 from apps.storage.services import storage_spec_check
 
 from .choices import ACTIVE, TERMINAL, EventType, StopCause, WorkloadStatus, can_transition
+from .deadlines import CLOCK_AWAITS_PODS, format_duration, run_deadline, run_started_at
 from .deadlines import REASON as DEADLINE_REASON
-from .deadlines import format_duration, run_deadline, run_started_at
 from .models import Workload, WorkloadEvent
 from .runtime import Runtime
 
@@ -329,6 +329,29 @@ def workload_stop_at_deadline(*, workload_id: int, now: datetime | None = None, 
         if done is not None and not signalled:
             outbox_enqueue(topic="workload.stop", payload={"workload_id": workload_id})
         return done
+
+
+def workload_run_clock_start(*, workload_id: int, at: datetime) -> Workload | None:
+    """The run-time clock of a workload launched into a cluster's own queue (Kueue, Volcano; its
+    runtime says CLOCK_AWAITS_PODS) starts when its first replica runs, at `at`: `started_at`
+    moves there, and so does the start of its GPU-hour charge (the open usage interval). Returns
+    the workload, or None when it is not running or its clock runs already."""
+    now = timezone.now()
+    with transaction.atomic():
+        workload = Workload.objects.select_for_update().filter(pk=workload_id).first()
+        if workload is None or workload.status != S.RUNNING or not Runtime.of(workload).clock_awaits_pods:
+            return None
+        at = min(max(at, workload.started_at or at), now)
+        waited = (at - workload.started_at).total_seconds() if workload.started_at else 0.0
+        runtime = Runtime.of(workload).without(CLOCK_AWAITS_PODS).to_json()
+        Workload.objects.filter(pk=workload_id).update(started_at=at, runtime=runtime, updated_at=now)
+        workload.started_at, workload.runtime, workload.updated_at = at, runtime, now
+        usage_start_later(workload=workload, at=at)
+        workload_event_record(
+            workload=workload, reason="ReplicasRunning",
+            message=f"The first replica runs: the run-time clock starts (the cluster's queue held it "
+                    f"{format_duration(int(waited))} after Cairn's admission, not counted).")
+        return workload
 
 
 def workload_finish_at_deadline(*, workload: Workload, message: str) -> Workload | None:

@@ -33,7 +33,7 @@ from apps.clusters.models import PROFILE_FIELDS, Node
 from apps.deployments.selectors import deployment_rollout_state
 from apps.storage.selectors import volume_sizes_of
 from apps.storage.services import datasets_of
-from apps.workloads.deadlines import seconds_left
+from apps.workloads.deadlines import CLOCK_AWAITS_PODS, run_started_at, seconds_left
 from apps.workloads.kinds import kind_spec
 
 from . import manifests as m
@@ -430,6 +430,10 @@ class KubernetesBackend(Backend):
         kind = kind_spec(workload.kind)
         if kind.kubernetes_object == "Job":
             runtime["job"] = m.job_name(workload.pk, attempt)
+            if (options.kueue_queue or options.volcano) and run_started_at(workload) is None:
+                # The cluster's queue admits it: the run-time clock starts with its first replica
+                # running (queues.py), not at this launch.
+                runtime[CLOCK_AWAITS_PODS] = True
         elif kind.kubernetes_object == "StatefulSet":
             # Reached through Cairn's proxy (apps/notebooks/proxy.py): in-cluster DNS or the API
             # server's service proxy (notebook_upstream in kubernetes/proxy.py).

@@ -435,3 +435,64 @@ def kueue_state(workloads: list[dict]) -> tuple[str, str, str] | None:
     waiting = conditions.get("QuotaReserved") or admitted
     return ("held", waiting.get("reason") or "Pending",
             waiting.get("message") or "Waiting in its Kueue queue for quota.")
+
+
+# -- Volcano as the admission authority (issue 42, deliver 4) -----------------------------------
+
+VOLCANO_PODGROUPS = ("scheduling.volcano.sh", "v1beta1", "podgroups")
+
+
+@dataclass(frozen=True)
+class VolcanoState:
+    """What Volcano says of a training attempt's PodGroup, in Cairn's words: whether its queue has
+    taken it in (`admitted`), whether the gang is bound and running (`running`), and why not."""
+
+    phase: str  # Pending | Inqueue | Running | Unknown | Completed ('' before Volcano wrote a status)
+    admitted: bool
+    running: bool
+    reason: str
+    message: str
+
+
+def volcano_state(podgroup: dict | None, *, queue: str = "") -> VolcanoState:
+    """Map a PodGroup's status to VolcanoState. Pending: Volcano's queue has not taken the gang
+    in (enqueue refused it: not enough queue capacity, `Uninqueueable`/`NotInqueueable`); Inqueue:
+    taken in, its pods not all bound yet (an `Unschedulable` condition says why: typically
+    NotEnoughResources, "3/3 tasks in gang unschedulable: ..."); Running: at least minMember pods
+    run; Unknown: some run, fewer than minMember; Completed. The newest True Unschedulable /
+    Uninqueueable condition gives reason and message."""
+    status = (podgroup or {}).get("status") or {}
+    phase = status.get("phase") or ""
+    blocking = [c for c in status.get("conditions") or []
+                if c.get("type") in ("Unschedulable", "Uninqueueable") and c.get("status") == "True"]
+    blocking.sort(key=lambda c: c.get("lastTransitionTime") or "")
+    why = blocking[-1] if blocking else {}
+    where = f"Volcano queue {queue!r}" if queue else "its Volcano queue"
+    if phase in ("Running", "Completed"):
+        return VolcanoState(phase, True, True, phase, "")
+    if phase == "Unknown":
+        return VolcanoState(phase, True, False, why.get("reason") or "Unknown",
+                            why.get("message") or "Fewer of the gang's pods run than its minMember.")
+    if phase == "Inqueue":
+        return VolcanoState(phase, True, False, why.get("reason") or "Inqueue",
+                            why.get("message") or "Taken into its queue; Volcano is binding the gang's pods.")
+    return VolcanoState(phase or "Pending", False, False, why.get("reason") or "Pending",
+                        why.get("message") or f"Waiting for {where} to take the gang in.")
+
+
+def replicas_started_at(pods: list[dict], *, now: float) -> float | None:
+    """When the first of these pods started running (epoch seconds): the earliest container
+    `startedAt` of a Running pod, else its `startTime`, else `now`; None while none runs."""
+    starts = []
+    for pod in pods:
+        status = pod.get("status") or {}
+        if status.get("phase") != "Running" or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        running = [epoch_seconds(((s.get("state") or {}).get("running") or {}).get("startedAt"))
+                   for s in status.get("containerStatuses") or []]
+        running = [t for t in running if t is not None]
+        at = min(running) if running else epoch_seconds(status.get("startTime"))
+        starts.append(at if at is not None else now)
+    if not starts:
+        return None
+    return min(starts)

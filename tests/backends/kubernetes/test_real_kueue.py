@@ -8,15 +8,20 @@ suite): the test creates the Workload Kueue would make for the Job and writes it
 import json
 import os
 import subprocess
-from datetime import UTC, datetime
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from kubernetes import client as k8s
 
 from apps.backends.kubernetes import manifests as m
 from apps.backends.kubernetes.status import KUEUE_JOB_UID_LABEL, KUEUE_WORKLOADS
 from apps.backends.services import workload_dispatch
+from apps.quotas.models import UsageRecord
+from apps.quotas.services import usage_open
+from apps.workloads.deadlines import CLOCK_AWAITS_PODS, run_deadline
 from apps.workloads.lifecycle import FREE_REQUEUES
 from apps.workloads.models import Workload
 
@@ -115,3 +120,48 @@ def test_kueue_holds_admits_and_preempts_and_cairn_follows(real_kube, real_clust
     assert requeued.status_reason == "HeldByQueue" and "Preempted" in requeued.status_message
     # no restart spent: max_restarts 0, yet the next admission may run it again
     assert requeued.events.filter(reason__in=FREE_REQUEUES, to_status="queued").count() == 1
+
+
+def test_run_time_clock_starts_when_kueues_pods_run_not_at_cairns_admission(
+        real_kube, real_cluster, real_reconciler, make_real_workload, kueue_api):
+    """Cairn's admission is a reservation under Kueue: while Kueue holds the Job the run has no
+    deadline and no GPU-hour charge; the clock (`started_at`, the usage interval) starts when the
+    first replica runs."""
+    real_cluster.config = {**(real_cluster.config or {}), "kueue_queue": "team-queue"}
+    real_cluster.save(update_fields=["config"])
+    workload = make_real_workload(replicas=1, gpu_milli=1000, max_runtime_seconds=600, admitted_at=timezone.now())
+    usage_open(workload=workload, at=workload.admitted_at)  # as the scheduler's admission does
+    assert workload_dispatch(workload_id=workload.pk).status == "running"
+    namespace, job_name = f"cairn-{workload.project.slug}", f"cairn-{workload.pk}-1"
+    job = real_kube.batch.read_namespaced_job(job_name, namespace)
+    assert job.spec.suspend and job.spec.active_deadline_seconds == 600  # the Job's clock starts unsuspended
+    assert status_of(workload).runtime[CLOCK_AWAITS_PODS] and run_deadline(status_of(workload)) is None
+
+    group, version, plural = KUEUE_WORKLOADS
+    kueue_api.create_namespaced_custom_object(group, version, namespace, plural, {
+        "apiVersion": f"{group}/{version}", "kind": "Workload",
+        "metadata": {"name": f"job-{job_name}", "labels": {KUEUE_JOB_UID_LABEL: job.metadata.uid}},
+        "spec": {"queueName": "team-queue", "podSets": [{"name": "main", "count": 1, "template": {
+            "spec": {"containers": [{"name": "main", "image": "python:3.12-slim"}]}}}]}})
+    kueue_api.patch_namespaced_custom_object_status(group, version, namespace, plural, f"job-{job_name}", {
+        "status": {"conditions": [condition("QuotaReserved", "False", "Pending", "insufficient unused quota")]}})
+    held_until = time.time() + 4  # Kueue holds it a while; Cairn's passes go on
+    while time.time() < held_until:
+        real_reconciler.reconcile_pass()
+        time.sleep(0.3)
+    held = status_of(workload)
+    assert held.status == "running" and run_deadline(held) is None
+    assert UsageRecord.objects.get(workload=workload).started_at == workload.admitted_at  # not moved yet
+
+    kueue_api.patch_namespaced_custom_object_status(group, version, namespace, plural, f"job-{job_name}", {
+        "status": {"conditions": [condition("QuotaReserved", "True", "QuotaReserved"),
+                                  condition("Admitted", "True", "Admitted")]}})
+    real_kube.batch.patch_namespaced_job(job_name, namespace, {"spec": {"suspend": False}})
+    assert eventually(lambda: CLOCK_AWAITS_PODS not in status_of(workload).runtime,
+                      step=real_reconciler.reconcile_pass, timeout=WAIT), real_kube.describe(namespace)
+    started = status_of(workload)
+    pod = real_kube.pods(namespace, f"{m.LABEL_WORKLOAD}={workload.pk}")[0]
+    assert abs((started.started_at - pod.status.container_statuses[0].state.running.started_at).total_seconds()) < 1.5
+    assert started.started_at - workload.admitted_at >= timedelta(seconds=3)  # the 4 s hold is not run time
+    assert run_deadline(started) == started.started_at + timedelta(seconds=600)
+    assert UsageRecord.objects.get(workload=workload).started_at == started.started_at

@@ -1,5 +1,12 @@
 """Pure mapping of pods and nodes (as the API returns them) to Cairn's view."""
-from apps.backends.kubernetes.status import describe_failure, job_deadline_exceeded, node_inventory, pod_view
+from apps.backends.kubernetes.status import (
+    describe_failure,
+    job_deadline_exceeded,
+    node_inventory,
+    pod_view,
+    replicas_started_at,
+    volcano_state,
+)
 
 
 def pod(phase="Running", *, index="0", state=None, last=None, conditions=None, image="img:1", reason=None):
@@ -150,3 +157,42 @@ def test_a_pods_requests_are_counted_as_kube_scheduler_counts_them():
                                                                       "requests": {"cpu": "250m"}}}]},
              "status": {"phase": "Pending"}}
     assert usage_by_node([foreign, done, unbound, other], devices) == {"n1": (3000, 6350, 2560)}
+
+
+# -- Volcano's PodGroup status (queues.py) -------------------------------------------------------
+
+def _podgroup(phase, *conditions):
+    return {"status": {"phase": phase, "conditions": list(conditions)}}
+
+
+def test_volcano_pending_is_held_with_volcanos_reason():
+    state = volcano_state(_podgroup("Pending", {"type": "Unschedulable", "status": "True",
+                                                "reason": "NotEnoughResources", "message": "queue full"}))
+    assert (state.admitted, state.running, state.reason, state.message) == (False, False, "NotEnoughResources",
+                                                                           "queue full")
+    assert volcano_state(None, queue="research").message == "Waiting for Volcano queue 'research' to take the gang in."
+    assert volcano_state(None).phase == "Pending"
+
+
+def test_volcano_inqueue_is_admitted_not_running_and_running_is_both():
+    inqueue = volcano_state(_podgroup("Inqueue", {"type": "Unschedulable", "status": "False", "reason": "Old"}))
+    assert inqueue.admitted and not inqueue.running and inqueue.reason == "Inqueue"  # a False condition says nothing
+    for phase in ("Running", "Completed"):
+        assert volcano_state(_podgroup(phase)).running
+    unknown = volcano_state(_podgroup("Unknown"))
+    assert unknown.admitted and not unknown.running and "minMember" in unknown.message
+
+
+def test_replicas_started_at_is_the_first_running_container():
+    def running_pod(phase, started=None, start_time=None, deleting=False):
+        status = {"phase": phase, "startTime": start_time}
+        if started:
+            status["containerStatuses"] = [{"state": {"running": {"startedAt": started}}}]
+        return {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"} if deleting else {}, "status": status}
+
+    assert replicas_started_at([running_pod("Pending")], now=5.0) is None
+    assert replicas_started_at([running_pod("Running", deleting=True, started="1970-01-01T00:00:01Z")], now=5.0) is None
+    assert replicas_started_at([running_pod("Running", "1970-01-01T00:00:09Z"), running_pod("Running", "1970-01-01T00:00:07Z"),
+                                running_pod("Pending")], now=50.0) == 7.0
+    assert replicas_started_at([running_pod("Running", start_time="1970-01-01T00:00:03Z")], now=50.0) == 3.0
+    assert replicas_started_at([running_pod("Running")], now=50.0) == 50.0
