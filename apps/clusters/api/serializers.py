@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.serializers import StrictSerializer
@@ -30,17 +31,33 @@ class ResourcePoolSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class NodeFreeSerializer(serializers.Serializer):
+    """What the node's allocatable leaves Cairn once pods not Cairn's are counted."""
+
+    gpu_milli = serializers.IntegerField()
+    cpu_milli = serializers.IntegerField()
+    memory_mb = serializers.IntegerField()
+
+
 class NodeSerializer(serializers.ModelSerializer):
     cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
     pool = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    free_for_cairn = serializers.SerializerMethodField(
+        help_text="The allocatable less the others_ requests: what Cairn's scheduler places work in "
+                  "(and what submission checks a replica against).")
 
     class Meta:
         model = Node
         fields = ["id", "name", "cluster", "pool", "labels", "cpu_milli_capacity", "cpu_milli_allocatable",
                   "memory_mb_capacity", "memory_mb_allocatable", "accelerator_type", "cpu_arch", "gpu_count",
-                  "gpu_model", "gpu_memory_mb",
-                  "topology_domain", "health", "schedulable", "last_seen_at"]
+                  "gpu_model", "gpu_memory_mb", "others_gpu_milli", "others_cpu_milli", "others_memory_mb",
+                  "free_for_cairn", "topology_domain", "health", "schedulable", "last_seen_at"]
         read_only_fields = fields
+
+    @extend_schema_field(NodeFreeSerializer)
+    def get_free_for_cairn(self, node: Node) -> dict:
+        gpu_milli, cpu_milli, memory_mb = node.free_for_cairn()
+        return {"gpu_milli": gpu_milli, "cpu_milli": cpu_milli, "memory_mb": memory_mb}
 
 
 class KubernetesClusterRegisterSerializer(StrictSerializer):

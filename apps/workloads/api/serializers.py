@@ -254,13 +254,19 @@ def check_fits_a_node(data: dict, pool) -> None:
     gpu_milli = ask["gpu_milli"]
     # With GPUs asked, only the nodes of an allowed model ("A|B") count.
     models = {m for m in ask["gpu_model"].split("|") if m} if gpu_milli else set()
-    nodes = [(n.name, n.gpu_count * 1000, n.cpu_milli_allocatable, n.memory_mb_allocatable)
-             for n in Node.objects.filter(pool=pool).only("name", "gpu_count", "gpu_model", "cpu_milli_allocatable",
-                                                          "memory_mb_allocatable")
-             if not models or n.gpu_model in models]
-    refusal = node_fit_refusal["largest_node"](pool_name=pool.name, nodes=nodes,
-                                               ask=(gpu_milli, int(resources["cpu"] * 1000), resources["memory"]))
+    # What each node leaves Cairn: its allocatable less the requests of pods not Cairn's
+    # (DaemonSets, other tenants; Node.others_*, kept by the Kubernetes reconciler), as the
+    # scheduler's cycle counts it.
+    found = [n for n in Node.objects.filter(pool=pool).only(
+        "name", "gpu_count", "gpu_model", "cpu_milli_allocatable", "memory_mb_allocatable", "others_gpu_milli",
+        "others_cpu_milli", "others_memory_mb") if not models or n.gpu_model in models]
+    nodes = [(n.name, *n.free_for_cairn()) for n in found]
+    shape = (gpu_milli, int(resources["cpu"] * 1000), resources["memory"])
+    refusal = node_fit_refusal["largest_node"](pool_name=pool.name, nodes=nodes, ask=shape)
     if refusal:
+        if any(n.others_gpu_milli or n.others_cpu_milli or n.others_memory_mb for n in found):
+            refusal += (" for Cairn: what pods not Cairn's (DaemonSets, other tenants) request on its nodes is "
+                        "not Cairn's to use")
         raise serializers.ValidationError({"resources": [refusal[0].upper() + refusal[1:] + "."]})
 
 
