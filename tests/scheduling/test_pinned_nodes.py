@@ -69,3 +69,41 @@ def test_a_pinned_workload_none_of_whose_nodes_fits_waits_saying_why(zones):
     assert nowhere.status == "queued" and nowhere.waiting_on == "constraint"
     assert nowhere.pending_reason == (f"constraint: its volume's node affinity ({ZONE} in (zone-c)); no schedulable "
                                       f"node of pool '{pool.name}' matches it")
+
+
+def test_pinning_keys_nodes_by_the_pins_that_allow_them_not_one_key_per_node():
+    from datetime import UTC, datetime
+
+    from apps.scheduling.policy import (
+        NodeState,
+        PendingWorkload,
+        Resources,
+        Snapshot,
+        Wait,
+        WaitKind,
+        explain_pins,
+        pin,
+    )
+
+    nodes = [NodeState(name=f"n{i}", pool="p", allocatable=Resources(8000, 64000, 10**6), gpu_model="H100")
+             for i in range(100)]
+    zone_b = frozenset(f"n{i}" for i in range(50, 100))
+    now = datetime.now(UTC)
+    pinned = PendingWorkload(id=1, project="x", pool="p", priority=2, submitted_at=now, replicas=1,
+                             per_replica=Resources(0, 1000, 1024), nodes=zone_b, nodes_why="its volume")
+    modelled = PendingWorkload(id=2, project="x", pool="p", priority=2, submitted_at=now, replicas=1,
+                               per_replica=Resources(1000, 1000, 1024), gpu_model="H100")
+    free = PendingWorkload(id=3, project="x", pool="p", priority=2, submitted_at=now, replicas=1,
+                           per_replica=Resources(1000, 1000, 1024))
+    snapshot = pin(Snapshot(nodes=nodes, quotas=[], pending=[pinned, modelled, free]))
+    assert {n.gpu_model for n in snapshot.nodes} == {"H100@", "H100@0"}  # two keys for two zones
+    keys = {w.id: w.gpu_model for w in snapshot.pending}
+    assert keys == {1: "H100@0", 2: "H100@|H100@0", 3: ""}
+    # an unpinned workload's reason names its model, not the keys
+    wait = Wait(2, "constraint: pool 'p' has no schedulable node with GPU model H100@ or H100@0",
+                kind=WaitKind.CONSTRAINT)
+    [reworded] = explain_pins([wait], snapshot)
+    assert reworded.reason == "constraint: pool 'p' has no schedulable node with GPU model H100 or H100"
+    # untouched when nothing is pinned
+    plain = Snapshot(nodes=nodes, quotas=[], pending=[modelled, free])
+    assert pin(plain) is plain
