@@ -87,6 +87,10 @@ VARIANTS: dict[str, dict[str, object]] = {
                "requeued_bound": False, "timeslice": False},
     # The ordering before issue 31: work past the bounded wait keeps the nominal-before-borrowing tiers.
     "strict-tiers": {"starving_below_nominal": False},
+    # Issue 40, tried and not kept (off by default): work limited to a scarce GPU model takes it back from
+    # work that may run elsewhere and, after a slice, from projects over their share of it.
+    "scarce-swap": {"scarce_swap": True},
+    "scarce-swap-only": {"scarce_swap": True, "scarce_share": False},
 }
 _PODS: dict[str, list[dict]] = {}
 # FIFO's figures per mix and code version (see fifo_key): FIFO is the same for every variant.

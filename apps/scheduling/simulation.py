@@ -448,7 +448,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                     id=w.id, project=w.project, pool=w.pool, priority=w.priority, per_replica=w.per_replica,
                     placement=tuple(decision.placement), preemptible=j.preemptible, admitted_at=now_dt,
                     expected_end=EPOCH + timedelta(seconds=end) if known_durations else None,
-                    preemptions=preempted_count.get(w.id, 0),
+                    preemptions=preempted_count.get(w.id, 0), gpu_model=w.gpu_model,
                 )
                 running[w.id] = (state, t)
                 allocated += gpus(w.per_replica, w.replicas)
@@ -473,7 +473,7 @@ def simulate(*, nodes: list[NodeState], quotas: list[QuotaState], jobs: list[Sim
                     id=victim.id, project=victim.project, pool=victim.pool, priority=victim.priority,
                     per_replica=victim.per_replica, placement=victim.placement, preemptible=victim.preemptible,
                     admitted_at=victim.admitted_at, expected_end=EPOCH + timedelta(seconds=exit_at), stopping=True,
-                    preempted_for=decision.preemptor_id,
+                    preempted_for=decision.preemptor_id, gpu_model=victim.gpu_model,
                 )
                 running[victim.id] = (stopping, exit_at)
                 # Replace its completion event by an exit event.

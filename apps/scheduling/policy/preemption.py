@@ -7,7 +7,7 @@ import heapq
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from .placement import Pool
+from .placement import Pool, allowed_models
 from .quota import Cohort
 from .snapshot import PendingWorkload, PolicyOptions, Preempt, RunningWorkload, Wait, WaitKind
 from .state import CycleState, usage
@@ -16,7 +16,7 @@ from .state import CycleState, usage
 class Preemption:
     """Victim searches over the cycle's state, by the rules of `options` (`preemption`,
     `starving_reclaim`, `timeslice`, `timeslice_min_gpu`, `timeslice_seconds`,
-    `repreempt_min_runtime_seconds`, `grace_seconds`). `starving`: whether a pending workload is past
+    `repreempt_min_runtime_seconds`, `grace_seconds`, `scarce_swap`, `scarce_share`). `starving`: whether a pending workload is past
     the bounded wait (the ordering's test, `Ordering.starving`), which widens what it may reclaim."""
 
     def __init__(self, state: CycleState, options: PolicyOptions, starving: Callable[[PendingWorkload], bool]):
@@ -27,6 +27,7 @@ class Preemption:
         self.failed: set[tuple] = set()  # victim searches that found nothing (they stay failed)
         self.reclaimable: dict[tuple[str, str], dict] = {}  # _reclaimable's, per (pool, project)
         self.own_entries: dict[tuple[str, str], list[tuple]] = {}  # _own's, per (pool, project)
+        self.scarce: dict[tuple, tuple | None] = {}  # _scarce_info's, per (pool, models)
 
     def preempt(self, w, cohort: Cohort, pool: Pool, shape, need, models):
         """Victims for w, held and claimed for it: (its Wait, the Preempts), or None."""
@@ -36,10 +37,11 @@ class Preemption:
                 and self.starving(w)):
             q = cohort.quotas.get(w.project)
             in_nominal = q is not None and q.used[0] < q.nominal[0]
+        swap = self._scarce_swap(w, cohort, pool, models)
         sliced = (options.timeslice and options.timeslice_seconds > 0 and need[0] >= options.timeslice_min_gpu
                   and bool(options.starvation_seconds) and self.starving(w))
         # Victim sets only shrink and claims only grow during a cycle: a failed search stays failed.
-        key = (w.pool, w.project, w.priority, shape, w.replicas, models, in_nominal, sliced)
+        key = (w.pool, w.project, w.priority, shape, w.replicas, models, in_nominal, sliced, bool(swap))
         if key in self.failed:
             return None
         state = self.state
@@ -52,6 +54,9 @@ class Preemption:
             own += [(2, -r.priority, _ts(r.admitted_at), -r.id, r) for e in self._own(w.pool, w.project)
                     if (r := e[4]).priority == w.priority and r.id not in victims and r.admitted_at is not None
                     and _ts(r.admitted_at) <= since and r.id != w.id]
+        if swap:  # after every other kind of victim (the entries' first field)
+            mine = {e[4].id for e in own}
+            own += [e for e in swap if e[4].id not in mine]
         if in_nominal:
             # Reclaim: other projects' borrowed work, whatever its priority.
             chosen = self._victims(w, cohort, pool, shape, need, models, own + self._borrowed(w, cohort, need))
@@ -75,7 +80,9 @@ class Preemption:
         for r in chosen:
             victims.add(r.id)
         names = ", ".join(str(r.id) for r in chosen)
-        if not any(r.project != w.project for r in chosen):
+        if any(e[4] is r for e in swap for r in chosen) and all(r.priority >= w.priority for r in chosen):
+            why = "scarce GPU model: the victim may run on another model, or its project holds more than its share"
+        elif not any(r.project != w.project for r in chosen):
             why = "higher priority" if all(r.priority > w.priority for r in chosen) else (
                 f"time slice: its project's work past the bounded wait, after {options.timeslice_seconds / 3600:g} h "
                 "of running")
@@ -85,6 +92,80 @@ class Preemption:
         eta = self.now + timedelta(seconds=options.grace_seconds) if self.now else None
         return Wait(w.id, f"preempting: waiting for {len(chosen)} preempted workload(s) ({names}) to exit",
                     eta, kind=WaitKind.PREEMPTING), preempts
+
+    def _scarce_swap(self, w, cohort: Cohort, pool: Pool, models) -> list[tuple]:
+        """`scarce_swap`'s candidates for w: running work of its priority or lower, no bigger than w, on
+        the nodes of w's models, that may run on another GPU model of the pool (entries ordered after
+        every other kind of victim, the lowest priority and most recently admitted first); none unless
+        w is limited to some of the pool's GPU models, past the bounded wait, and its project below its
+        nominal GPUs. With `scarce_share`, also work limited to those models too, of another project
+        holding more of their GPUs than its share of them (its nominal's part of the pool's GPUs), that
+        has run a time slice, while w's project holds less than its share of them."""
+        options = self.options
+        if not options.scarce_swap or models is None or not options.starvation_seconds or not self.starving(w):
+            return []
+        info = self._scarce_info(pool, models)
+        q = cohort.quotas.get(w.project)
+        if info is None or q is None:
+            return []
+        gpu_models, held, entries, scarce_gpus, pool_gpus = info
+        below_nominal = q.used[0] < q.nominal[0]
+
+        def share(project: str) -> float:
+            other = cohort.quotas.get(project)
+            return (other.nominal[0] if other is not None else 0) * scarce_gpus / pool_gpus
+
+        by_share = (options.scarce_share and options.timeslice_seconds > 0 and self.now is not None
+                    and held.get(w.project, 0) < share(w.project))
+        if not below_nominal and not by_share:
+            return []
+        since = self.now.timestamp() - options.timeslice_seconds if self.now is not None else 0.0
+        asked = w.per_replica.gpu_milli * w.replicas
+        protected_since = self._protected_since()
+        victims = self.state.victims
+        out = []
+        for r in entries:
+            if (r.id in victims or r.id == w.id or r.priority < w.priority
+                    or r.per_replica.gpu_milli * len(r.placement) > asked):
+                continue  # like for like: no victim bigger than w (a whole-node job would wait for a node)
+            if (r.project != w.project and protected_since is not None and r.preemptions
+                    and r.admitted_at is not None and r.admitted_at > protected_since):
+                continue  # anti-thrash, as for reclaims
+            allowed = allowed_models(r)
+            if allowed is None or (allowed & gpu_models) - models:
+                if not below_nominal:
+                    continue
+            elif (not by_share or r.project == w.project or r.admitted_at is None or _ts(r.admitted_at) > since
+                  or held.get(r.project, 0) <= share(r.project)):
+                continue  # it too may run only on these models, within its project's share of them
+            out.append((SCARCE, -r.priority, -_ts(r.admitted_at), -r.id, r))
+        return out
+
+    def _scarce_info(self, pool: Pool, models):
+        """For work limited to `models` on `pool`: the pool's GPU models, the GPU milli each project's
+        running work holds on those models' nodes, the preemptible GPU work running there whose models
+        are known, those models' GPUs and the pool's; None if `models` covers every GPU model of the
+        pool. Built once per cycle (from the running work, before this cycle's admissions)."""
+        key = (pool.name, models)
+        if key not in self.scarce:
+            gpu_models = {n.model for n in pool.nodes if n.ngpu}
+            if not gpu_models - models:
+                self.scarce[key] = None
+            else:
+                state = self.state
+                held: dict[str, int] = {}
+                entries = []
+                for r in state.running.values():
+                    there = sum(n.model in models for n, _ in state.allocs.get(r.id, ())) if r.pool == pool.name else 0
+                    if not there:
+                        continue
+                    held[r.project] = held.get(r.project, 0) + r.per_replica.gpu_milli * there
+                    if r.preemptible and not r.stopping and r.per_replica.gpu_milli and r.gpu_model is not None:
+                        entries.append(r)
+                self.scarce[key] = (gpu_models, held, entries,
+                                    sum(n.ngpu for n in pool.nodes if n.model in models) * 1000,
+                                    sum(n.ngpu for n in pool.nodes) * 1000)
+        return self.scarce[key]
 
     def _borrowed(self, w, cohort: Cohort, need, below: int | None = None) -> list[tuple]:
         """Preemption candidates among other projects' work while those projects borrow what w
@@ -172,8 +253,9 @@ class Preemption:
 
         fits = False
         while heap:
-            r = heapq.heappop(heap)[4]
-            if r.project != w.project and not cohort.runs_borrowed(r.project, r.per_replica.as_tuple(), need):
+            kind, *_, r = heapq.heappop(heap)
+            if (r.project != w.project and kind != SCARCE
+                    and not cohort.runs_borrowed(r.project, r.per_replica.as_tuple(), need)):
                 continue  # no longer borrowing after earlier victims: reclaim stops at its nominal
             state.release_running(r)
             chosen.append(r)
@@ -218,6 +300,12 @@ class Preemption:
         if not self.options.repreempt_min_runtime_seconds or self.now is None:
             return None
         return self.now - timedelta(seconds=self.options.repreempt_min_runtime_seconds)
+
+
+# Victim-order entries begin with their kind: reclaimable borrowed work 0, the project's own lower
+# priorities 1, its own work past a time slice 2, and scarce_swap's candidates 3 (last; they may be of
+# a project within its nominal, which a reclaim never takes).
+SCARCE = 3
 
 
 def _ts(t: datetime | None) -> float:
