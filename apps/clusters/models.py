@@ -156,7 +156,7 @@ class PoolQueue(models.Model):
     of a long queue is admitted every entry behind it moves up one place, and one row per pool costs
     one write where a position on each workload's row cost a write per queued workload
     (docs/benchmarks.md, "Service cycle on PostgreSQL"). Read with
-    apps.clusters.selectors.queue_positions."""
+    apps.clusters.selectors.QueuePositions."""
 
     pool = models.OneToOneField(ResourcePool, on_delete=models.CASCADE, primary_key=True, related_name="queue")
     workloads = models.JSONField(default=list)

@@ -50,9 +50,8 @@ class Workload(models.Model):
     pending_reason = models.TextField(blank=True)
     waiting_on = models.CharField(max_length=16, choices=WaitingOn.choices, blank=True)  # pending_reason's kind
     # Written by the scheduler for queued workloads: when it expects to start it (when it can
-    # tell) and its place in its pool's queue (1 = next).
+    # tell). Its place in its pool's queue is not on the row: apps.clusters.models.PoolQueue.
     estimated_start = models.DateTimeField(null=True, blank=True)
-    queue_position = models.PositiveIntegerField(null=True, blank=True)
     # Delay scheduling: when the scheduler first held it back for a node holding its data (its bound
     # counts from then; cleared when it is admitted, so a requeued workload gets a bound again).
     locality_since = models.DateTimeField(null=True, blank=True)
