@@ -57,8 +57,3 @@ class QueuePositions:
     def seed(self, *, pool_id: int, workloads: list[int]) -> None:
         """The pool's queue as already read (a PoolQueue's `workloads`), so that it is not read again."""
         self._pools[pool_id] = {pk: i for i, pk in enumerate(workloads, start=1)}
-
-    def order(self, *, pool_id: int) -> list[int]:
-        """The pool's queue, workload ids in order (a scale-up's negated id included)."""
-        self.of(pool_id=pool_id, workload_id=0)
-        return list(self._pools[pool_id])

@@ -3,6 +3,7 @@ its last cycle (their xmin moved: a new submission, an edit by anyone, a status 
 writes the waits that changed in bulk, skipping rows no longer queued."""
 import pytest
 
+from apps.clusters.models import PoolQueue
 from apps.clusters.selectors import QueuePositions
 from apps.scheduling.services import scheduling_cycle
 from apps.workloads.models import Workload
@@ -62,3 +63,18 @@ def test_a_workload_that_left_the_queue_is_dropped_and_not_written(project, full
     assert cycle.waiting == 1 and cycle.queued_read == 0
     assert position(stays) == 1
     assert Workload.objects.get(pk=leaves.pk).pending_reason == ""
+
+
+def test_positions_are_one_row_per_pool_written_only_when_the_order_changes(project, full_pool):
+    jobs = [WorkloadFactory(project=project, pool=full_pool, gpu_milli=1000, priority=3) for _ in range(3)]
+    scheduling_cycle()
+    queue = PoolQueue.objects.get(pool=full_pool)
+    assert queue.workloads == [j.pk for j in jobs]  # the order the cycle considered them in
+    written = queue.updated_at
+    scheduling_cycle()  # the same order: the row is not written again
+    assert PoolQueue.objects.get(pool=full_pool).updated_at == written
+    urgent = WorkloadFactory(project=project, pool=full_pool, gpu_milli=1000, priority=0)
+    assert position(urgent) is None  # submitted since the last cycle: not ordered yet
+    scheduling_cycle()
+    assert [position(w) for w in (urgent, *jobs)] == [1, 2, 3, 4]
+    assert PoolQueue.objects.get(pool=full_pool).updated_at > written
