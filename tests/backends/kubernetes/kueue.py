@@ -10,6 +10,7 @@ start for the manager to be ready; the metrics server reads one from
 creates its Jobs suspended with the queue-name label itself, which is what Kueue's Job webhook
 would add; Kueue's Job reconciler then makes the Workload, admits and unsuspends. Only the
 batch/job integration is enabled (the one Cairn uses)."""
+import fcntl
 import json
 import os
 import subprocess
@@ -89,10 +90,12 @@ class KueueManager:
         # Kueue v0.17 reads its metrics certificate from a fixed path when internal certificate
         # management is off (cmd/kueue/main.go): one self-signed pair there, left for later runs.
         metrics_certs = Path("/etc/kueue/metrics/certs")
-        if not (metrics_certs / "tls.crt").exists():
-            metrics_certs.mkdir(parents=True, exist_ok=True)
-            (metrics_certs / "tls.key").write_bytes(_pem_key(key))
-            (metrics_certs / "tls.crt").write_bytes((certs / "tls.crt").read_bytes())
+        metrics_certs.mkdir(parents=True, exist_ok=True)
+        with open(metrics_certs.parent / ".lock", "w") as lock:  # xdist workers: one pair, never mixed
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (metrics_certs / "tls.crt").exists():
+                (metrics_certs / "tls.key").write_bytes(_pem_key(key))
+                (metrics_certs / "tls.crt").write_bytes((certs / "tls.crt").read_bytes())
         config = {
             "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
             "namespace": "kueue-system",
