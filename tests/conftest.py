@@ -44,6 +44,12 @@ def _fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
+def _validated_live_frames(settings):
+    """Every frame the live websocket sends is checked against apps/portal/frames.py."""
+    settings.CAIRN_VALIDATE_LIVE_FRAMES = True
+
+
+@pytest.fixture(autouse=True)
 def _isolated_data_dir(settings, tmp_path):
     """Replica logs and pid files of each test go to its own directory."""
     settings.CAIRN_DATA_DIR = tmp_path / "cairn-data"

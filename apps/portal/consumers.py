@@ -16,10 +16,13 @@ import logging
 import time
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 
 from apps.core.live import Topic, TopicRefused, find_topic, topic_labels
 from apps.core.realtime import project_group
 from apps.projects.wsauth import ProjectSocket
+
+from .frames import frame_errors
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +68,14 @@ class ProjectLiveConsumer(ProjectSocket, AsyncJsonWebsocketConsumer):
     @property
     def gone(self) -> bool:
         return self._gone
+
+    async def send_json(self, content, close=False):
+        """Send a frame; with CAIRN_VALIDATE_LIVE_FRAMES (the tests) only one as declared in
+        apps/portal/frames.py."""
+        if settings.CAIRN_VALIDATE_LIVE_FRAMES and (errors := frame_errors(content)):
+            logger.error("live: frame %r is not as declared: %s", content, "; ".join(errors))
+            raise ValueError(f"Live frame {content.get('type')!r} is not as declared: {'; '.join(errors)}")
+        await super().send_json(content, close)
 
     # -- client messages ---------------------------------------------------------------------
 

@@ -214,6 +214,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The live websocket's frames as components (LiveFrame & co.), after the enums are named.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "apps.portal.frames.live_frames_schema_hook"],
     "ENUM_NAME_OVERRIDES": {
         "WorkloadStatusEnum": "apps.workloads.choices.WorkloadStatus",
         "RoleEnum": "apps.projects.choices.Role",
@@ -235,6 +238,10 @@ CAIRN_BACKENDS = [
 # Cairn's own knobs. The scheduler's defaults come from its policy core (pure Python, no Django),
 # so that the service, `manage.py simulate` and the benchmarks agree; apps/scheduling/checks.py
 # refuses values out of range at startup.
+# Check every frame the live websocket sends against its declaration (apps/portal/frames.py);
+# the tests turn it on (tests/conftest.py).
+CAIRN_VALIDATE_LIVE_FRAMES = env.bool("CAIRN_VALIDATE_LIVE_FRAMES", default=False)
+
 CAIRN = {
     # Local backend: seconds between SIGTERM and SIGKILL when a replica is stopped.
     "STOP_GRACE_SECONDS": env.float("CAIRN_STOP_GRACE_SECONDS", default=10.0),

@@ -55,7 +55,8 @@ async def _echo(socket, match):
 
 
 @pytest.fixture
-def echo_topic():
+def echo_topic(settings):
+    settings.CAIRN_VALIDATE_LIVE_FRAMES = False  # a made-up topic: its frames are declared nowhere
     register_topic("echo:<n>", r"echo:(\d{1,3})", _echo)
     yield
     unregister_topic("echo:<n>")

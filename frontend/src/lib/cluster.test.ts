@@ -3,6 +3,10 @@ import {
   allNodes, applyClusterFrame, applyNodeChanged, applyTelemetry, gpuTooltipLines, heatmapColumns, nodeKind, nodeUse, percentOf, poolKinds,
   utilColour, utilGradient, utilTextColour, vendorLabel, type ClusterOverview, type OverviewGpu, type OverviewNode,
 } from "./cluster";
+import type { LiveFrame } from "../live/socket";
+
+/** A frame as it may arrive off the wire (unchecked): the reducers must cope with anything. */
+const wire = (frame: object) => frame as unknown as LiveFrame;
 
 function gpu(index: number, over: Partial<OverviewGpu> = {}): OverviewGpu {
   return {
@@ -71,11 +75,11 @@ describe("gpuTooltipLines", () => {
 describe("applyTelemetry", () => {
   it("updates GPU metrics, node use and pool totals without touching other nodes", () => {
     const before = overview();
-    const frame = {
+    const frame = wire({
       topic: "cluster", type: "cluster.telemetry",
       nodes: [{ node: "gpu-a2", time: 1717243500, cpu_percent: 35.2,
         gpus: [{ gpu: 1, time: 1717243500, util_percent: 50, temperature_c: 60 }, { gpu: 2, util_percent: 0.5 }] }],
-    };
+    });
     const after = applyTelemetry(before, frame);
     const a2 = after.pools[0].nodes[1];
     expect(a2.cpu_percent).toBe(35.2);
@@ -91,9 +95,9 @@ describe("applyTelemetry", () => {
   it("returns the same overview for unknown nodes and other frames", () => {
     const before = overview();
     expect(applyTelemetry(before, { topic: "cluster", type: "cluster.telemetry", nodes: [{ node: "nope", cpu_percent: 1 }] })).toBe(before);
-    expect(applyTelemetry(before, { topic: "cluster", type: "cluster.telemetry" })).toBe(before);
+    expect(applyTelemetry(before, wire({ topic: "cluster", type: "cluster.telemetry" }))).toBe(before);
     expect(applyClusterFrame(before, { topic: "cluster", type: "subscribed" })).toBe(before);
-    expect(applyClusterFrame(undefined, { topic: "cluster", type: "node.changed" })).toBeUndefined();
+    expect(applyClusterFrame(undefined, wire({ topic: "cluster", type: "node.changed" }))).toBeUndefined();
   });
   it("updates unpooled nodes too", () => {
     const after = applyTelemetry(overview(), { topic: "cluster", type: "cluster.telemetry", nodes: [{ node: "spare", memory_percent: 77 }] });
@@ -103,14 +107,14 @@ describe("applyTelemetry", () => {
 
 describe("applyNodeChanged", () => {
   it("cordons the node and recounts the pool's schedulable nodes", () => {
-    const frame = {
+    const frame = wire({
       topic: "cluster", type: "node.changed", reason: "GpuXidError",
       node: { id: 1, name: "gpu-a1", pool: "a100", health: "unhealthy", schedulable: false, cordoned: true },
-    };
+    });
     const after = applyClusterFrame(overview(), frame)!;
     expect(after.pools[0].nodes[0]).toMatchObject({ health: "unhealthy", schedulable: false, cordoned: true });
     expect(after.pools[0].nodes_schedulable).toBe(1);
-    const byName = applyNodeChanged(overview(), { topic: "cluster", type: "node.changed", node: { name: "spare", health: "degraded" } });
+    const byName = applyNodeChanged(overview(), wire({ topic: "cluster", type: "node.changed", node: { name: "spare", health: "degraded" } }));
     expect(byName.unpooled_nodes[0].health).toBe("degraded");
   });
 });

@@ -279,7 +279,7 @@ function mapNodes(
 export function applyTelemetry(overview: ClusterOverview, frame: LiveFrame): ClusterOverview {
   if (frame.type !== "cluster.telemetry" || !Array.isArray(frame.nodes)) return overview;
   const byName = new Map<string, TelemetryNode>();
-  for (const n of frame.nodes as TelemetryNode[]) if (n && typeof n.node === "string") byName.set(n.node, n);
+  for (const n of frame.nodes as unknown as TelemetryNode[]) if (n && typeof n.node === "string") byName.set(n.node, n);
   if (!byName.size) return overview;
   return mapNodes(overview, (node) => {
     const sample = byName.get(node.name);
@@ -297,8 +297,9 @@ interface NodeChange {
 
 /** Apply a `node.changed` frame: health, schedulable, cordoned (and the pool's schedulable count). */
 export function applyNodeChanged(overview: ClusterOverview, frame: LiveFrame): ClusterOverview {
-  const change = frame.node as NodeChange | undefined;
-  if (frame.type !== "node.changed" || !change || typeof change !== "object") return overview;
+  if (frame.type !== "node.changed") return overview;
+  const change: NodeChange | undefined = frame.node;
+  if (!change || typeof change !== "object") return overview;
   return mapNodes(overview, (node) => {
     const same = typeof change.id === "number" ? node.id === change.id : node.name === change.name;
     if (!same) return null;

@@ -2,6 +2,10 @@ import { describe, expect, it } from "vitest";
 import {
   allMetricKeys, applyRunsFrame, comparePath, defaultMetricKeys, latestFromSummaries, parseRunIds, workloadPath,
 } from "./runs";
+import type { LiveFrame } from "../live/socket";
+
+/** A frame as it may arrive off the wire (unchecked): the reducers must cope with anything. */
+const wire = (frame: object) => frame as unknown as LiveFrame;
 
 describe("latestFromSummaries", () => {
   it("takes each key's last value and step", () => {
@@ -19,10 +23,10 @@ describe("applyRunsFrame", () => {
 
   it("moves latest values forward and never back", () => {
     const latest = { 7: { loss: [100, 0.4] as [number, number] } };
-    const frame = {
+    const frame = wire({
       topic: "runs", type: "runs.latest",
       runs: { "7": { loss: [102, 0.39, 1717243501.2], acc: [100, 0.91, 1] }, "9": { loss: [5, 1.2, 1] } },
-    };
+    });
     const out = applyRunsFrame(latest, {}, frame, known);
     expect(out.latest).toEqual({ 7: { loss: [102, 0.39], acc: [100, 0.91] }, 9: { loss: [5, 1.2] } });
     expect(latest).toEqual({ 7: { loss: [100, 0.4] } });
@@ -46,7 +50,7 @@ describe("applyRunsFrame", () => {
   it("ignores other frames and malformed points", () => {
     const latest = {};
     expect(applyRunsFrame(latest, {}, { topic: "runs", type: "subscribed" }, known).latest).toBe(latest);
-    const bad = applyRunsFrame(latest, {}, { topic: "runs", type: "runs.latest", runs: { "7": { loss: "x" }, x: {} } }, known);
+    const bad = applyRunsFrame(latest, {}, wire({ topic: "runs", type: "runs.latest", runs: { "7": { loss: "x" }, x: {} } }), known);
     expect(bad.latest).toBe(latest);
   });
 });

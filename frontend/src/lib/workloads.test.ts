@@ -4,6 +4,10 @@ import {
   matchesFilters, mergeWorkloadState, placeholderRow, queuedRefreshInterval, QUEUED_REFRESH_MS, runTimeLimitInfo, serverQuery, statusExplanation, visibleRows, type Workload,
   type WorkloadFilters, type WorkloadPage,
 } from "./workloads";
+import type { LiveFrame } from "../live/socket";
+
+/** A frame as it may arrive off the wire (unchecked): the reducers must cope with anything. */
+const wire = (frame: object) => frame as unknown as LiveFrame;
 
 function row(id: number, over: Partial<Workload> = {}): Workload {
   return {
@@ -76,20 +80,20 @@ describe("applyWorkloadFrame", () => {
   it("keeps the same page object when nothing changes", () => {
     const before = page(row(1, { status: "running", status_reason: "Started" }));
     expect(applyWorkloadFrame(before, { topic: "workloads", type: "workload.status", workload: 1, status: "running", reason: "Started" }, ctx())).toBe(before);
-    expect(applyWorkloadFrame(before, { topic: "workloads", type: "workload.status", workload: 99, status: "failed" }, ctx())).toBe(before);
-    expect(applyWorkloadFrame(before, { topic: "workloads", type: "workload.status", workload: 1, status: "exploded" }, ctx())).toBe(before);
+    expect(applyWorkloadFrame(before, wire({ topic: "workloads", type: "workload.status", workload: 99, status: "failed" }), ctx())).toBe(before);
+    expect(applyWorkloadFrame(before, wire({ topic: "workloads", type: "workload.status", workload: 1, status: "exploded" }), ctx())).toBe(before);
     expect(applyWorkloadFrame(before, { topic: "workloads", type: "subscribed" }, ctx())).toBe(before);
     expect(applyWorkloadFrame(undefined, { topic: "workloads", type: "workload.deleted", workload: 1 }, ctx())).toBeUndefined();
   });
   it("drops a row whose new status is outside the status filter", () => {
     const before = page(row(1), row(2));
-    const after = applyWorkloadFrame(before, { topic: "workloads", type: "workload.status", workload: 1, status: "running" }, ctx({ status: ["queued"] }))!;
+    const after = applyWorkloadFrame(before, wire({ topic: "workloads", type: "workload.status", workload: 1, status: "running" }), ctx({ status: ["queued"] }))!;
     expect(after.results.map((r) => r.id)).toEqual([2]);
     expect(after.count).toBe(1);
   });
   it("prepends created workloads that match the filters, on the first page only", () => {
     const before = page(row(1));
-    const frame = { topic: "workloads", type: "workload.created", workload: 7, name: "sweep", kind: "notebook", status: "queued" };
+    const frame = wire({ topic: "workloads", type: "workload.created", workload: 7, name: "sweep", kind: "notebook", status: "queued" });
     const after = applyWorkloadFrame(before, frame, ctx())!;
     expect(after.count).toBe(2);
     expect(after.results[0]).toMatchObject({ id: 7, name: "sweep", kind: "notebook", status: "queued", project: "vision" });
@@ -100,7 +104,7 @@ describe("applyWorkloadFrame", () => {
     expect(applyWorkloadFrame(before, frame, ctx({ status: ["running"] }))).toBe(before);
     expect(applyWorkloadFrame(before, frame, ctx({ page: 2 }))).toBe(before);
     expect(applyWorkloadFrame(before, frame, ctx({ user: "alice" }))).toBe(before);
-    expect(applyWorkloadFrame(before, { ...frame, kind: "pod" }, { ...ctx(), kinds: KINDS })).toBe(before);
+    expect(applyWorkloadFrame(before, wire({ ...frame, kind: "pod" }), { ...ctx(), kinds: KINDS })).toBe(before);
   });
   it("removes deleted workloads", () => {
     const before = page(row(1), row(2), row(3));
@@ -174,7 +178,7 @@ describe("statusExplanation", () => {
 });
 
 describe("mergeWorkloadState", () => {
-  const frame = (over: Record<string, unknown>) => ({ topic: "workload:5", type: "workload.state", ...over });
+  const frame = (over: Record<string, unknown>) => wire({ topic: "workload:5", type: "workload.state", ...over });
 
   it("lays the frame's state fields over the cached workload", () => {
     const old = row(5, { status: "queued", attempt: 0, pool: "a100" });

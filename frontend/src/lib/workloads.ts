@@ -167,7 +167,7 @@ export interface ReducerContext {
  * background refetch (a frame does not carry the full row).
  */
 export function applyWorkloadFrame(page: WorkloadPage | undefined, frame: LiveFrame, ctx: ReducerContext): WorkloadPage | undefined {
-  if (!page || frame.topic !== "workloads") return page;
+  if (!page || frame.topic !== "workloads" || !("workload" in frame)) return page;
   const id = typeof frame.workload === "number" ? frame.workload : Number(frame.workload);
   if (!Number.isFinite(id)) return page;
   const index = page.results.findIndex((row) => row.id === id);
@@ -299,7 +299,7 @@ export const WORKLOAD_STATE_FIELDS = [
 
 /** The cached workload with a "workload.state" frame's fields laid over it; nothing cached stays nothing. */
 export function mergeWorkloadState(old: Workload | undefined, frame: LiveFrame): Workload | undefined {
-  if (!old) return old;
+  if (!old || frame.type !== "workload.state") return old;
   const next = { ...old } as Record<string, unknown>;
   for (const field of WORKLOAD_STATE_FIELDS) {
     if (field in frame) next[field] = frame[field];

@@ -45,8 +45,8 @@ describe("LiveSocket", () => {
   it("subscribes once per topic when open and routes frames by topic", () => {
     const { live, sockets } = harness();
     const got: string[] = [];
-    live.subscribe("run:1", (f) => got.push(`a${f.value}`));
-    live.subscribe("run:1", (f) => got.push(`b${f.value}`));
+    live.subscribe("run:1", (f) => got.push(`a${(f as unknown as { value: unknown }).value}`));
+    live.subscribe("run:1", (f) => got.push(`b${(f as unknown as { value: unknown }).value}`));
     live.subscribe("workloads", () => got.push("w"));
     sockets[0].open();
     expect(sockets[0].sent.map((s) => JSON.parse(s))).toEqual([

@@ -164,7 +164,7 @@ export function useRunSeries(
     (frame: LiveFrame) => {
       if (frame.type === "subscribed") {
         // A second acknowledgement means the socket re-connected: read again what may have been missed.
-        const run = Number(frame.topic.split(":")[1]);
+        const run = Number((frame.topic ?? "").split(":")[1]);
         const count = (acks.current.get(run) ?? 0) + 1;
         acks.current.set(run, count);
         if (count > 1) refetchRun(run);
