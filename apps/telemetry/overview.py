@@ -92,6 +92,8 @@ def cluster_overview(*, now: datetime | None = None) -> dict:
             "used_gpus": sum(1 for u in utils if u >= BUSY_UTIL_PERCENT),
             "cpu_milli_allocatable": node.cpu_milli_allocatable, "allocated_cpu_milli": alloc["cpu"],
             "memory_mb_allocatable": node.memory_mb_allocatable, "allocated_memory_mb": alloc["mem"],
+            "others_gpu_milli": node.others_gpu_milli, "others_cpu_milli": node.others_cpu_milli,
+            "others_memory_mb": node.others_memory_mb,
             "cpu_percent": node_level["node.cpu_percent"][1] if "node.cpu_percent" in node_level else None,
             "memory_percent": node_level["node.memory_percent"][1] if "node.memory_percent" in node_level else None,
             "telemetry_time": iso(max(times, default=None)),

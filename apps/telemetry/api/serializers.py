@@ -57,6 +57,10 @@ class OverviewNodeSerializer(serializers.Serializer):
     allocated_cpu_milli = serializers.IntegerField()
     memory_mb_allocatable = serializers.IntegerField()
     allocated_memory_mb = serializers.IntegerField()
+    others_gpu_milli = serializers.IntegerField(help_text="Requests of pods not Cairn's (DaemonSets, other tenants): "
+                                                "GPUs x 1000. Cairn places work in the allocatable less these.")
+    others_cpu_milli = serializers.IntegerField(help_text="CPU (milli-cores) requested by pods not Cairn's.")
+    others_memory_mb = serializers.IntegerField(help_text="Memory (MB) requested by pods not Cairn's.")
     cpu_percent = serializers.FloatField(allow_null=True)
     memory_percent = serializers.FloatField(allow_null=True)
     telemetry_time = serializers.DateTimeField(allow_null=True)

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
-  allNodes, applyClusterFrame, applyNodeChanged, applyTelemetry, gpuTooltipLines, heatmapColumns, nodeKind, nodeUse, percentOf, poolKinds,
+  allNodes, applyClusterFrame, applyNodeChanged, applyTelemetry, gpuTooltipLines, heatmapColumns, nodeKind, nodeUse, othersSummary,
+  percentOf, poolKinds,
   utilColour, utilGradient, utilTextColour, vendorLabel, type ClusterOverview, type OverviewGpu, type OverviewNode,
 } from "./cluster";
 import type { LiveFrame } from "../live/socket";
@@ -151,5 +152,16 @@ describe("accelerator vendors and architectures", () => {
     expect(poolKinds({ accelerator_types: ["none"] })).toEqual(["CPU only"]);
     expect(poolKinds({})).toEqual([]);
     expect(vendorLabel("intel")).toBe("");
+  });
+});
+
+describe("othersSummary", () => {
+  it("names what pods not Cairn's request, or nothing", () => {
+    expect(othersSummary({})).toBeNull();
+    expect(othersSummary({ others_gpu_milli: 0, others_cpu_milli: 0, others_memory_mb: 0 })).toBeNull();
+    expect(othersSummary({ others_gpu_milli: 6000, others_cpu_milli: 4000, others_memory_mb: 8192 })).toBe(
+      "6 GPU, 4 cores, 8.0 GiB",
+    );
+    expect(othersSummary({ others_cpu_milli: 250 })).toBe("0.25 cores");
   });
 });

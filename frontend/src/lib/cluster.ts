@@ -3,6 +3,7 @@
 // The shapes below are the OpenAPI ones (Schemas["ClusterOverview"] is assigned to them where the
 // page fetches, so the build breaks if they drift), widened where live frames add metrics.
 import type { LiveFrame } from "../live/socket";
+import { formatBytesMb, formatGpu } from "./format";
 
 export interface OverviewGpu {
   index: number;
@@ -39,6 +40,10 @@ export interface OverviewNode {
   allocated_cpu_milli: number;
   memory_mb_allocatable: number;
   allocated_memory_mb: number;
+  // requests of pods not Cairn's (DaemonSets, other tenants): Cairn places work in what they leave
+  others_gpu_milli?: number;
+  others_cpu_milli?: number;
+  others_memory_mb?: number;
   cpu_percent: number | null;
   memory_percent: number | null;
   telemetry_time: string | null;
@@ -354,4 +359,14 @@ export const HEALTH_COLOUR: Record<string, string> = {
 export function percentOf(part: number, whole: number): number {
   if (!whole || whole <= 0) return 0;
   return Math.min(100, Math.max(0, Math.round((part / whole) * 1000) / 10));
+}
+
+/** What pods not Cairn's (DaemonSets, other tenants) request on a node, e.g. "6 GPU, 4 cores,
+ * 8.0 GiB"; null when they request nothing. Cairn's scheduler places work in the rest. */
+export function othersSummary(n: Pick<OverviewNode, "others_gpu_milli" | "others_cpu_milli" | "others_memory_mb">): string | null {
+  const parts: string[] = [];
+  if (n.others_gpu_milli) parts.push(`${formatGpu(n.others_gpu_milli)} GPU`);
+  if (n.others_cpu_milli) parts.push(`${formatGpu(n.others_cpu_milli)} cores`);
+  if (n.others_memory_mb) parts.push(formatBytesMb(n.others_memory_mb));
+  return parts.length ? parts.join(", ") : null;
 }

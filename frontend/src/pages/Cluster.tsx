@@ -15,7 +15,7 @@ import { LiveIndicator } from "../components/LiveIndicator";
 import { WaitingOnBadge } from "../components/WaitingOnBadge";
 import { EmptyState, ErrorState, Loading } from "../components/States";
 import {
-  allNodes, applyClusterFrame, HEALTH_COLOUR, nodeKind, percentOf, poolKinds, type ClusterOverview, type NodeRow,
+  allNodes, applyClusterFrame, HEALTH_COLOUR, nodeKind, othersSummary, percentOf, poolKinds, type ClusterOverview, type NodeRow,
   type OverviewPool,
 } from "../lib/cluster";
 import { formatBytesMb, formatGpu, formatPercent, formatRelative } from "../lib/format";
@@ -158,6 +158,18 @@ function NodesTable({ nodes, now }: { nodes: NodeRow[]; now: number }) {
                     <Badge size="xs" color="orange" variant="light">
                       unschedulable
                     </Badge>
+                  )}
+                  {othersSummary(n) && (
+                    <Tooltip
+                      multiline
+                      w={320}
+                      withArrow
+                      label={`Pods not Cairn's (DaemonSets, other tenants) request ${othersSummary(n)} on this node; Cairn places work in the rest of its allocatable.`}
+                    >
+                      <Badge size="xs" color="gray" variant="light" data-testid="node-others">
+                        others: {othersSummary(n)}
+                      </Badge>
+                    </Tooltip>
                   )}
                   {n.replica_network === "host" && (
                     <Tooltip
