@@ -91,6 +91,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     # work that may run elsewhere and, after a slice, from projects over their share of it.
     "scarce-swap": {"scarce_swap": True},
     "scarce-swap-only": {"scarce_swap": True, "scarce_share": False},
+    "scarce-migrate": {"scarce_swap": True, "scarce_migrate": True},
 }
 _PODS: dict[str, list[dict]] = {}
 # FIFO's figures per mix and code version (see fifo_key): FIFO is the same for every variant.

@@ -110,3 +110,12 @@ def test_a_project_over_its_share_of_a_scarce_model_gives_a_turn_back_after_a_sl
     assert not preempted(decide([waiting(1)], run, quotas=quotas, scarce_share=False))
     # Within its share b keeps them: with a nominal of 10 of the pool's 10 GPUs, both P100s are its share.
     assert not preempted(decide([waiting(1)], run, quotas=[quota("a", 2), quota("b", 10), quota("c", 8)]))
+
+
+def test_with_scarce_migrate_only_work_that_fits_on_another_model_at_once():
+    p100 = [held(10, gpus=(0,)), held(11, gpus=(1,), hours=3.0)]
+    # The A100 node full: b's P100 work has nowhere else to go now, so it keeps the P100s.
+    assert not preempted(decide([waiting(1)], full(p100), scarce_migrate=True))
+    # One A100 free: the most recently admitted can move there, and gives its P100 back.
+    room = [held(20, gpu=7000, on="a100", gpus=range(7)), *p100]
+    assert set(preempted(decide([waiting(1)], room, scarce_migrate=True))) == {11}

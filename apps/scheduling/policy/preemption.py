@@ -135,6 +135,9 @@ class Preemption:
             if allowed is None or (allowed & gpu_models) - models:
                 if not below_nominal:
                     continue
+                if options.scarce_migrate and not pool.fits(
+                        r.per_replica.as_tuple(), len(r.placement), frozenset(((allowed or gpu_models) & gpu_models) - models)):
+                    continue  # nowhere else to go now
             elif (not by_share or r.project == w.project or r.admitted_at is None or _ts(r.admitted_at) > since
                   or held.get(r.project, 0) <= share(r.project)):
                 continue  # it too may run only on these models, within its project's share of them

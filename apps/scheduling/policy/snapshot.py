@@ -294,6 +294,9 @@ class PolicyOptions:
     # once it has run a slice since its admission, for a project holding less than its share of them
     # (variant scarce-swap has both; scarce-swap-only this one off).
     scarce_share: bool = True
+    # With scarce_swap: work that may run elsewhere is taken only if it fits on another model at once (a
+    # migration; variant scarce-migrate, the second attempt, which did not hold on the judging mixes either).
+    scarce_migrate: bool = False
     # With run times unknown, a reservation waits for the most recently admitted work first: run times
     # are heavy-tailed, so work that has run least is the likeliest to end soon (docs/scheduling.md,
     # "Which running work a reservation waits for"). False: the oldest first (before issue 31).
