@@ -6,8 +6,18 @@ import pytest
 import yaml
 from django.urls import reverse
 
-from apps.workloads.deadlines import expected_end, format_duration, run_deadline, run_started_at, seconds_left
+from apps.quotas.models import UsageRecord
+from apps.quotas.services import usage_open
+from apps.workloads.deadlines import (
+    CLOCK_AWAITS_PODS,
+    expected_end,
+    format_duration,
+    run_deadline,
+    run_started_at,
+    seconds_left,
+)
 from apps.workloads.models import Workload
+from apps.workloads.services import workload_run_clock_start
 from tests.factories import WorkloadFactory
 
 URL = "/api/v1/projects/vision/training-jobs/"
@@ -113,6 +123,37 @@ def test_a_requeued_workload_gets_its_full_limit_again_from_its_next_launch():
     assert expected_end(w) == T0 + timedelta(hours=4)  # for the scheduler: a limit after the admission
     w.started_at = T0 + timedelta(hours=3, seconds=2)  # launched again
     assert run_deadline(w) == T0 + timedelta(hours=4, seconds=2)
+
+
+def test_launched_into_a_clusters_queue_the_clock_waits_for_the_first_replica():
+    # Kueue / Volcano: launched at T0 + 5 s, held by the cluster's queue (clock_awaits_pods).
+    w = Workload(max_runtime_seconds=3600, admitted_at=T0, started_at=T0 + timedelta(seconds=5),
+                 runtime={CLOCK_AWAITS_PODS: True})
+    assert run_started_at(w) is None and run_deadline(w) is None
+    assert seconds_left(w, now=T0 + timedelta(hours=5)) == 3600  # however long the queue holds it
+    assert expected_end(w) == T0 + timedelta(hours=1)
+
+
+@pytest.mark.django_db
+def test_the_clock_and_the_gpu_hour_charge_start_when_the_first_replica_runs():
+    w = WorkloadFactory(status="running", max_runtime_seconds=3600, gpu_milli=1000, admitted_at=T0,
+                        started_at=T0 + timedelta(seconds=5), runtime={CLOCK_AWAITS_PODS: True, "attempt": 1})
+    usage_open(workload=w, at=T0)
+    ran = T0 + timedelta(minutes=10)
+    started = workload_run_clock_start(workload_id=w.pk, at=ran)
+    assert started.started_at == ran and CLOCK_AWAITS_PODS not in started.runtime and started.runtime["attempt"] == 1
+    assert run_deadline(Workload.objects.get(pk=w.pk)) == ran + timedelta(hours=1)
+    assert UsageRecord.objects.get(workload=w).started_at == ran  # the hold is not charged
+    assert w.events.filter(reason="ReplicasRunning").count() == 1
+    assert workload_run_clock_start(workload_id=w.pk, at=ran + timedelta(minutes=1)) is None  # once only
+    assert Workload.objects.get(pk=w.pk).started_at == ran
+
+
+@pytest.mark.django_db
+def test_the_clock_start_leaves_a_workload_that_is_not_waiting_for_it_alone():
+    w = WorkloadFactory(status="running", max_runtime_seconds=3600, admitted_at=T0, started_at=T0)
+    assert workload_run_clock_start(workload_id=w.pk, at=T0 + timedelta(minutes=3)) is None
+    assert Workload.objects.get(pk=w.pk).started_at == T0
 
 
 def test_without_a_limit_there_is_no_deadline():
