@@ -69,7 +69,8 @@ def test_of_reconcilers_started_at_once_one_acts_and_a_stopped_one_hands_over(
             if name == leader:
                 assert r.stats["passes"] > 0 and r.stats["workloads"] > 0
             else:
-                assert r.stats == {"passes": 0, "full_passes": 0, "workloads": 0, "nodes_synced": 0}, name
+                assert r.stats == {"passes": 0, "full_passes": 0, "workloads": 0, "nodes_synced": 0,
+                                   "rows_scanned": 0}, name
 
         # Stopped cleanly (SIGTERM, a redeploy): the Lease is released, another takes it at its next try.
         stopped = time.monotonic()
