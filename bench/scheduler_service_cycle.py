@@ -72,7 +72,7 @@ def populate(nodes: int, pending: int, seed: int = 1) -> dict:
         return Workload(project=projects[w.project], pool=pool, kind="training", name=f"w{w.id}",
                         spec={"command": ["true"]}, priority=w.priority, replicas=extra.pop("replicas", None) or
                         getattr(w, "replicas", 1), gpu_milli=w.per_replica.gpu_milli, cpu_milli=w.per_replica.cpu_milli,
-                        memory_mb=w.per_replica.memory_mb, gpu_model=getattr(w, "gpu_model", ""), **extra)
+                        memory_mb=w.per_replica.memory_mb, gpu_model=getattr(w, "gpu_model", None) or "", **extra)
 
     running = [row(r, replicas=len(r.placement), status="running", placement=list(r.placement), admitted_at=start,
                    started_at=start) for r in holders]
