@@ -288,13 +288,14 @@ SCALE_NOTES = [
     "calls; a reason built only when something blocks), and a gang's trial on a pool with topology domains reads a "
     "running total of the nodes' capacities instead of summing 2,500 nodes. Under the load of this round (25-35 "
     'processes wanting the 2 CPUs) the gain is within the noise of the CPU times (A/B runs alternated: 2.4-2.9 s '
-    "either way), and the table above repeats the first round's figures (2.17 s against the first fit's 2.88 s; "
-    '2.17 s against 2.90 s then). Tried and left out: dropping chosen victims from the kept candidate lists instead'
-    " of filtering them out on each search (the same decisions, no gain measurable); the cycle with Python's "
-    'garbage collector off (7-8% less CPU in paired runs; a process-wide switch, not made). Not done, and what 1 s '
-    "needs: a victim search for one replica that tests the nodes of the candidates' placements without releasing "
-    'and retaking each candidate, and a cheaper re-decision for classes blocked on capacity (each pays the quota '
-    'check, the failed-search lookups and a new capacity reason).',
+    "either way); a run at that load gave the first round's figures again (2.17 s against the first fit's 2.88 s), "
+    'and the table above was measured when the load had dropped to about 5 (1.76 s against 2.11 s; the first '
+    "round's 2.17 s against 2.90 s was at a load of 25-30). Tried and left out: dropping chosen victims from the "
+    'kept candidate lists instead of filtering them out on each search (the same decisions, no gain measurable); '
+    "the cycle with Python's garbage collector off (7-8% less CPU in paired runs; a process-wide switch, not made)."
+    " Not done, and what 1 s needs: a victim search for one replica that tests the nodes of the candidates' "
+    'placements without releasing and retaking each candidate, and a cheaper re-decision for classes blocked on '
+    'capacity (each pays the quota check, the failed-search lookups and a new capacity reason).',
     "",
     "Issue 40, profiled first (cProfile of one cycle at 2,500 nodes, 100,000 pending, half full): the cycle had gro"
     "wn to about 9 s against the first fit's 2 s, 10.6 of the 18.3 profiled seconds in the never-fits check added s"
