@@ -12,9 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "apps" / "scheduling" / "policy"
 # Bottom first: a module may import only from the modules before it (the package's docstring
 # says what each holds). A new module takes its place here.
-LAYERS = ["snapshot", "accelerators", "pinning", "locality", "quota", "placement", "cluster", "state", "ordering", "preemption", "backfill", "reasons",
-          "cycle",
-          "__init__"]
+LAYERS = [
+    "snapshot", "accelerators", "pinning", "locality", "quota", "placement", "cluster", "state",
+    "ordering", "preemption", "backfill", "reasons", "cycle", "__init__",
+]
 # The standard library the policy may use: computation only, nothing that touches files,
 # processes, the network, the clock or the environment.
 PURE_STDLIB = {"__future__", "collections", "dataclasses", "datetime", "heapq", "math", "operator", "typing"}
