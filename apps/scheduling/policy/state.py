@@ -47,6 +47,7 @@ class CycleState:
                 self._occupy_running(r)
             for pool in self.pools.values():
                 pool.canonical()  # node order, as a kept pool's copy starts (see Pool.canonical)
+        self._moves: dict[int, tuple] = {}  # release_running's, per running workload
         self.victims: set[int] = set()
         # Pending workloads whose victims are still exiting: they wait for those, and preempt no more.
         # By id, whatever order the running work came in.
@@ -125,13 +126,19 @@ class CycleState:
 
     def release_running(self, r: RunningWorkload, sign: int = -1) -> None:
         """Give back (sign=-1) or take again (sign=1) what a running workload holds."""
-        shape = r.per_replica.as_tuple()
-        self.cohorts[r.pool].add(r.project, usage(r), sign=sign)
-        pool = self.pools.get(r.pool)
+        # The victim searches release and retake the same few workloads many times: what a move
+        # touches is worked out once per workload (its allocations are fixed once the state is set up).
+        moves = self._moves.get(r.id)
+        if moves is None:
+            moves = self._moves[r.id] = (self.cohorts[r.pool], r.project, usage(r), self.pools.get(r.pool),
+                                         self.allocs.get(r.id, ()), *r.per_replica.as_tuple())
+        cohort, project, used, pool, allocs, g, c, m = moves
+        cohort.add(project, used, sign)
         if pool is None:
             return
-        for n, gpus in self.allocs.get(r.id, []):
-            pool.take(n, gpus, *shape, sign=sign)
+        take = pool.take
+        for n, gpus in allocs:
+            take(n, gpus, g, c, m, sign)
 
     def try_place(self, pool: Pool, shape, replicas, models):
         # Capacity only shrinks during a cycle (victims keep theirs until they exit, holds only
