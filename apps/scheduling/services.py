@@ -6,6 +6,7 @@ advisory lock (SQLite, used in embedded mode, serialises writers by itself).
 import dataclasses
 import logging
 import math
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -107,7 +108,10 @@ class CycleResult:
     admitted: int = 0
     waiting: int = 0
     preempted: int = 0
-    waits_written: int = 0  # waits whose reason, kind, position or estimate changed (the rest cost no write)
+    # Waits written: those whose kind, reason class (reason_class), estimate or data hold changed, and
+    # those whose figures were refreshed (waits_refreshed of them: same class, text past the bound).
+    waits_written: int = 0
+    waits_refreshed: int = 0
     queued_read: int = 0  # queued rows read in full this cycle (the rest came from the kept copy)
     # Seconds of the cycle's parts: read (the snapshot), decide (the policy), write (admissions,
     # preemptions, waits), for logs and bench/scheduler_service_cycle.py; "<part>_cpu": this
@@ -268,8 +272,9 @@ class _Queued:
         self.spec = {"datasets": spec["datasets"]} if spec.get("datasets") else None  # for dataset_cache_view
         self.pool = _PoolRef(cluster_id)
         self.terms = list(row.get("node_affinity") or [])  # the nodes it may run on (pinning.py)
-        # What the scheduler last wrote on it (a wait is written only when it changes).
-        self.shown = (row["pending_reason"], row["waiting_on"], row["estimated_start"], row["locality_since"])
+        # What the scheduler last wrote on it, and when (_apply_waits decides from it what to write).
+        self.shown = (row["pending_reason"], row["waiting_on"], row["estimated_start"], row["locality_since"],
+                      row["pending_reason_at"])
 
 
 @dataclass(frozen=True)
@@ -280,7 +285,7 @@ class _PoolRef:
 _QUEUED_FIELDS = ("id", "project_id", "pool_id", "priority", "created_at", "replicas", "gpu_milli", "cpu_milli",
                   "memory_mb", "gpu_model", "name", "preempted_by_id", "max_runtime_seconds", "accelerator_type",
                   "arch", "spec", "pending_reason", "waiting_on", "estimated_start", "locality_since",
-                  "node_affinity")
+                  "node_affinity", "pending_reason_at")
 
 
 class _QueuedCache:
@@ -300,6 +305,7 @@ class _QueuedCache:
         # Per pool name: the queue order last written (PoolQueue.workloads); None: not read yet.
         self.queues: dict[str, list[int]] | None = None
         self.stamps: dict[str, datetime] = {}  # their updated_at, as written or read
+        self.last_cycle: datetime | None = None  # when this process's previous cycle ran (_apply_waits)
 
 
 _INPUTS = _QueuedCache()
@@ -426,51 +432,102 @@ def gpu_node_reserve() -> float:
     return min(1.0, max(0.0, value)) if math.isfinite(value) else DEFAULT_GPU_NODE_RESERVE
 
 
-def _apply_waits(waits: list[Wait], now: datetime) -> int:
-    """Write the waits that changed (reason, kind, estimated start; a first hold for data sets
-    locality_since), in bulk, only on rows still queued; returns how many were written. A steady
-    queue costs no writes, and neither does a queue that only moved up: positions are kept per pool
-    (_apply_queues)."""
+# A number in a reason, not inside a quoted name ('pool-2') nor part of a word (a100): a figure.
+_FIGURE = re.compile(r"'[^']*'|(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])")
+
+
+def reason_class(kind: str, reason: str) -> str:
+    """What a wait says with its figures left out: the kind and the reason's words and names (the
+    blocking resource, the pool, the project, the GPU models), each number replaced by '#'. Two
+    reasons of the same class differ only in figures of the moment (the most free on one node, a
+    project's usage or what it may borrow), which _apply_waits refreshes on a bound, not every cycle."""
+    return kind + "|" + _FIGURE.sub(lambda m: m.group(0) if m.group(0)[0] == "'" else "#", reason)
+
+
+def wait_refresh_seconds() -> float:
+    """How old a wait's figures may get before they are rewritten (CAIRN_WAIT_REFRESH_SECONDS; 0 or
+    less: rewritten whenever they change)."""
+    return float(settings.CAIRN.get("WAIT_REFRESH_SECONDS", 30.0))
+
+
+def _apply_waits(waits: list[Wait], now: datetime) -> tuple[int, int]:
+    """Write the waits that must be, in bulk, only on rows still queued; returns (written, of which
+    refreshed). At once: a wait whose kind, reason class (reason_class), estimated start or data
+    hold (locality_since, set at the first LOCALITY wait) changed. On a bound: a wait whose reason
+    differs from the stored one only in its figures is rewritten once the stored text is older than
+    wait_refresh_seconds(), oldest first, and at most twice the share of the queue that ages past
+    the bound between two cycles, so that no cycle rewrites every wait whose figures moved (a steady
+    queue's quota and capacity figures move every cycle). Positions are kept per pool (_apply_queues)."""
     shown = _INPUTS.shown
-    changed = []
+    bound = wait_refresh_seconds()
+    last, _INPUTS.last_cycle = _INPUTS.last_cycle, now
+    classes: dict[tuple[str, str], str] = {}  # many waits share a reason (memoised waits): each class once
+
+    def class_of(kind: str, reason: str) -> str:
+        key = (kind, reason)
+        known = classes.get(key)
+        if known is None:
+            known = classes[key] = reason_class(kind, reason)
+        return known
+
+    changed, stale = [], []
     for d in waits:
         before = shown.get(d.workload_id)
         since = before[3] if before is not None else None
         if d.kind == WaitKind.LOCALITY and since is None:
             since = now
         after = (d.reason, d.kind, d.estimated_start, since)
-        if after != before:
+        if before is not None and after == before[:4]:
+            continue
+        if (bound <= 0 or before is None or before[1:4] != after[1:]
+                or class_of(before[1], before[0]) != class_of(d.kind, d.reason)):
             changed.append((d.workload_id, *after))
+        elif before[4] is None or (now - before[4]).total_seconds() >= bound:
+            stale.append((before[4], d.workload_id, after))
+    refreshing: set[int] = set()
+    if stale:
+        # Between two cycles, about len(waits) * elapsed / bound waits age past the bound: twice that
+        # drains a backlog (after a cycle that rewrote most of the queue) within about half the bound.
+        elapsed = min(bound, (now - last).total_seconds()) if last is not None else bound
+        cap = max(1, math.ceil(2 * len(waits) * max(elapsed, 0.0) / bound))
+        if len(stale) > cap:
+            oldest = datetime.min.replace(tzinfo=now.tzinfo)
+            stale.sort(key=lambda entry: (entry[0] or oldest, entry[1]))
+            stale = stale[:cap]
+        changed += [(pk, *after) for _, pk, after in stale]
+        refreshing = {pk for _, pk, _ in stale}
     if not changed:
-        return 0
+        return 0, 0
     if connection.vendor != "postgresql":
         for pk, reason, kind, eta, since in changed:
             Workload.objects.filter(pk=pk, status=WorkloadStatus.QUEUED).update(
-                pending_reason=reason, waiting_on=kind, estimated_start=eta, locality_since=since)
-        return len(changed)
+                pending_reason=reason, waiting_on=kind, estimated_start=eta, locality_since=since,
+                pending_reason_at=now)
+        return len(changed), len(refreshing)
     table = Workload._meta.db_table
-    written = 0
+    written = refreshed = 0
     for i in range(0, len(changed), _CHUNK):
         chunk = changed[i:i + _CHUNK]
         columns = [list(column) for column in zip(*chunk, strict=True)]
         with connection.cursor() as cursor:  # one array per column: a short statement, whatever the rows
             cursor.execute(
                 f"UPDATE {table} AS w SET pending_reason = v.reason, waiting_on = v.kind, "
-                "estimated_start = v.eta, locality_since = v.since FROM unnest(%s::bigint[], %s::text[], %s::text[], "
-                "%s::timestamptz[], %s::timestamptz[]) AS v(id, reason, kind, eta, since) "
-                "WHERE w.id = v.id AND w.status = %s RETURNING w.id, w.xmin::text",
-                [*columns, WorkloadStatus.QUEUED])
+                "estimated_start = v.eta, locality_since = v.since, pending_reason_at = %s "
+                "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::timestamptz[], %s::timestamptz[]) "
+                "AS v(id, reason, kind, eta, since) WHERE w.id = v.id AND w.status = %s RETURNING w.id, w.xmin::text",
+                [now, *columns, WorkloadStatus.QUEUED])
             versions = dict(cursor.fetchall())
         written += len(versions)
+        refreshed += len(refreshing.intersection(versions))
         kept = _INPUTS.rows
         for pk, reason, kind, eta, since in chunk:  # our own write: not read again next cycle
             row = kept.get(pk)
             if pk in versions and row is not None:
                 row.version = versions[pk]
-                row.shown = (reason, kind, eta, since)
+                row.shown = (reason, kind, eta, since, now)
                 if since != row.pending.locality_since:
                     row.pending = dataclasses.replace(row.pending, locality_since=since)
-    return written
+    return written, refreshed
 
 
 def _apply_queues(waits: list[Wait], snapshot: Snapshot) -> int:
@@ -577,7 +634,7 @@ def _cycle(now: datetime) -> CycleResult:
             result.waiting += 1
             waits.append(with_fill_time(decision, fills))
     _apply_queues([d for d in decisions if isinstance(d, Wait) and d.workload_id not in scale_ups], snapshot)
-    result.waits_written = _apply_waits(waits, now)
+    result.waits_written, result.waits_refreshed = _apply_waits(waits, now)
     result.timings = {"read": read - began, "decide": decided - read, "write": time.perf_counter() - decided,
                       "read_cpu": read_cpu - began_cpu, "decide_cpu": decided_cpu - read_cpu,
                       "write_cpu": time.process_time() - decided_cpu}

@@ -49,6 +49,10 @@ class Workload(models.Model):
     status_message = models.TextField(blank=True)
     pending_reason = models.TextField(blank=True)
     waiting_on = models.CharField(max_length=16, choices=WaitingOn.choices, blank=True)  # pending_reason's kind
+    # When the scheduler last wrote pending_reason: its figures (free capacity, a project's usage)
+    # are as of then. It rewrites the reason at once when its kind or class changes, and its figures
+    # only once they are older than CAIRN_WAIT_REFRESH_SECONDS (docs/scheduling.md, "Wait reasons").
+    pending_reason_at = models.DateTimeField(null=True, blank=True)
     # Written by the scheduler for queued workloads: when it expects to start it (when it can
     # tell). Its place in its pool's queue is not on the row: apps.clusters.models.PoolQueue.
     estimated_start = models.DateTimeField(null=True, blank=True)

@@ -262,6 +262,9 @@ CAIRN = {
     # GPU nodes keep this share of their free GPUs' part of the node's CPU and memory for GPU work
     # (0: CPU-only work may take all of it; 1: all of it is kept). docs/scheduling.md, Placement.
     "GPU_NODE_RESERVE": env.float("CAIRN_GPU_NODE_RESERVE", default=DEFAULT_GPU_NODE_RESERVE),
+    # A pending reason's figures (free capacity, a project's usage) are rewritten once older than
+    # this; its kind and class at once (apps.scheduling.services._apply_waits; 0: every change).
+    "WAIT_REFRESH_SECONDS": env.float("CAIRN_WAIT_REFRESH_SECONDS", default=30.0),
     # Loop intervals of the long-running processes (scheduler, reconciler, outbox relay).
     "SCHEDULER_INTERVAL": env.float("CAIRN_SCHEDULER_INTERVAL", default=1.0),
     "RECONCILER_INTERVAL": env.float("CAIRN_RECONCILER_INTERVAL", default=1.0),
