@@ -16,6 +16,7 @@ LIMITS = {
     "SCHEDULER_INTERVAL": ("CAIRN_SCHEDULER_INTERVAL", "seconds, more than 0", lambda v: v > 0),
     "SERVICE_HALF_LIFE_SECONDS": ("CAIRN_SERVICE_HALF_LIFE_SECONDS", "seconds, more than 0", lambda v: v > 0),
     "TIMESLICE_SECONDS": ("CAIRN_TIMESLICE_SECONDS", "seconds, 0 (off) or more", lambda v: v >= 0),
+    "WAIT_REFRESH_SECONDS": ("CAIRN_WAIT_REFRESH_SECONDS", "seconds, 0 (every change) or more", lambda v: v >= 0),
 }
 
 
