@@ -4,15 +4,19 @@
 leader lock and the deployments' autoscaler, the snapshot read from PostgreSQL (nodes, quotas,
 running work, each project's service, the queued workloads, their dataset caches), the policy's
 decisions, and the writes (admissions through the compare-and-set transition with their events,
-preemptions, the waits whose reason, kind or estimate changed, in bulk, and each pool's queue order,
-one row per pool). Wall time and CPU time: the scheduler process's per part, and that of the
-PostgreSQL backend serving it (from /proc: the server runs on the same machine).
+preemptions, the waits whose kind or reason class changed and those whose figures are past the
+freshness bound (CAIRN_WAIT_REFRESH_SECONDS), in bulk, and each pool's queue order, one row per
+pool). Wall time and CPU time: the scheduler process's per part, and that of the PostgreSQL backend
+serving it (from /proc: the server runs on the same machine).
 
 The cluster and queue are benchmark a's (bench/scheduler_throughput.py `build`): `--nodes` x 8 GPUs
 (rack and block labels as topology), 100 projects with equal quotas, a half-full cluster (the
 admissions of an earlier batch, running) and `--pending` queued workloads. Then:
 
 - the first cycle, from a cold process (every queued row read in full);
+- then, untimed, the waits' texts are given ages spread evenly over the freshness bound, as in a
+  scheduler that has run longer than the bound (each cycle refreshes the share that aged past it),
+  and one cycle reads them again;
 - `--repeat` steady cycles: before each, a tenth of the running work finishes and `--submit` new
   workloads are queued, as between two cycles of a busy scheduler; each cycle reads in full only the
   queued rows that changed since the last (their xmin moved);
@@ -142,7 +146,22 @@ def one_cycle(cold: bool = False) -> dict:
     pg = backend_cpu() - pg
     return {"total": total, "cpu": cpu, "pg_cpu": pg, "all_cpu": cpu + pg, **result.timings,
             "admitted": result.admitted, "preempted": result.preempted, "waiting": result.waiting,
-            "written": result.waits_written, "read_rows": result.queued_read}
+            "written": result.waits_written, "refreshed": result.waits_refreshed, "read_rows": result.queued_read}
+
+
+def spread_wait_ages() -> float:
+    """The queued waits' pending_reason_at spread evenly (by id, deterministic) over the last
+    freshness bound; returns the bound."""
+    from django.db import connection
+
+    from apps.scheduling.services import wait_refresh_seconds
+    from apps.workloads.models import Workload
+
+    bound = wait_refresh_seconds()
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {Workload._meta.db_table} SET pending_reason_at = now() - "
+                       "((id * 7919) %% 1000) / 1000.0 * %s * interval '1 second' WHERE status = 'queued'", [bound])
+    return bound
 
 
 def main() -> None:
@@ -170,6 +189,8 @@ def main() -> None:
     rng = random.Random(7)
     first = one_cycle()
     print(_line("first cycle (cold)", first), flush=True)
+    bound = spread_wait_ages()
+    print(_line(f"waits' ages spread over {bound:g} s, read again (untimed)", one_cycle()), flush=True)
     steady, full = [], []
     for i in range(args.repeat):
         churn(state, rng, args.submit)
@@ -198,11 +219,15 @@ def main() -> None:
         f"`scheduling_cycle()` end to end on benchmark a's cluster and queue: {args.nodes:,} nodes x 8 GPUs, "
         f"{state['running']:,} running workloads holding about half the GPUs, {args.pending:,} queued, 100 projects. "
         f"Steady cycles: before each, a tenth of the running work finished and {args.submit} workloads were "
-        f"queued; medians of {args.repeat}. Full read: the same, with the process's kept copy of the queue "
+        f"queued; medians of {args.repeat}. Before them, the waits' texts were given ages spread evenly over "
+        f"the freshness bound (CAIRN_WAIT_REFRESH_SECONDS, {bound:g} s), as in a scheduler running for longer "
+        "than that: a wait is written when its kind or reason class changes, and its figures once past the "
+        "bound (the refreshed ones, at most twice the share of the queue that ages past it between two "
+        "cycles). Full read: the same, with the process's kept copy of the queue "
         "dropped first (every queued row read in full), alternated with the steady ones.",
         "",
         "| cycle | whole cycle | read | decide | write | CPU time, all | scheduler's CPU: read / decide / write | "
-        "PostgreSQL's CPU | queued rows read | admitted | preempted | waits written |",
+        "PostgreSQL's CPU | queued rows read | admitted | preempted | waits written (refreshed) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
         _row("first cycle (cold process)", first),
         _row("steady (rows changed since the last cycle)", med),
@@ -234,14 +259,14 @@ def _line(label: str, r: dict) -> str:
             f"CPU {r['all_cpu']:.2f} s = scheduler {r['cpu']:.2f} (read {r['read_cpu']:.2f}, decide "
             f"{r['decide_cpu']:.2f}, write {r['write_cpu']:.2f}) + PostgreSQL {r['pg_cpu']:.2f}; "
             f"{r['read_rows']:,} queued rows read, {r['admitted']} admitted, {r['preempted']} preempted, "
-            f"{r['written']:,} waits written")
+            f"{r['written']:,} waits written ({r['refreshed']:,} refreshed)")
 
 
 def _row(label: str, r: dict) -> str:
     return (f"| {label} | {r['total']:.2f} s | {r['read']:.2f} s | {r['decide']:.2f} s | {r['write']:.2f} s | "
             f"{r['all_cpu']:.2f} s | {r['read_cpu']:.2f} / {r['decide_cpu']:.2f} / {r['write_cpu']:.2f} s | "
             f"{r['pg_cpu']:.2f} s | {r['read_rows']:,.0f} | {r['admitted']:,.0f} | {r['preempted']:,.0f} | "
-            f"{r['written']:,.0f} |")
+            f"{r['written']:,.0f} ({r['refreshed']:,.0f}) |")
 
 
 def _pg_version() -> str:
