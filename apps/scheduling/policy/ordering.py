@@ -94,8 +94,8 @@ class Ordering:
         if q is None:
             return (True, fresh, w.priority, math.inf, w.submitted_at, w.id, key)
         share = self._shares.get(key)
-        if share is None or share[0] != cohort.version:  # recomputed only when usage changed
-            share = self._shares[key] = (cohort.version, q.share())
+        if share is None or share[0] != q.version:  # recomputed only when the project's usage changed
+            share = self._shares[key] = (q.version, q.share())
         used, nominal = q.used, q.nominal
         r, n = w.per_replica, w.replicas
         borrows = (used[0] + r.gpu_milli * n > nominal[0] or used[1] + r.cpu_milli * n > nominal[1]

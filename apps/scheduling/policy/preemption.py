@@ -28,6 +28,10 @@ class Preemption:
         self.reclaimable: dict[tuple[str, str], dict] = {}  # _reclaimable's, per (pool, project)
         self.own_entries: dict[tuple[str, str], list[tuple]] = {}  # _own's, per (pool, project)
         self.scarce: dict[tuple, tuple | None] = {}  # _scarce_info's, per (pool, models)
+        # Victims taken so far this cycle, per (pool, project): the candidate lists below, filtered
+        # of the victims already taken, hold until it changes (victim sets only grow in a cycle).
+        self.taken: dict[tuple[str, str], int] = {}
+        self.live: dict[tuple, tuple[int, list[tuple]]] = {}
 
     def preempt(self, w, cohort: Cohort, pool: Pool, shape, need, models):
         """Victims for w, held and claimed for it: (its Wait, the Preempts), or None."""
@@ -47,16 +51,17 @@ class Preemption:
         state = self.state
         victims = state.victims
         # (A scale-up runs under its deployment's id: never its own victim.)
-        own = [e for e in self._own(w.pool, w.project) if e[4].priority > w.priority and e[4].id not in victims
-               and e[4].id != w.id]
+        own = self._live(w.pool, w.project, None, w.priority, self._own(w.pool, w.project))
+        if w.id in state.running:
+            own = [e for e in own if e[4].id != w.id]
         if sliced:  # after lower priorities: its own work of its priority that has had its slice, oldest first
             since = self.now.timestamp() - options.timeslice_seconds
-            own += [(2, -r.priority, _ts(r.admitted_at), -r.id, r) for e in self._own(w.pool, w.project)
+            own = own + [(2, -r.priority, _ts(r.admitted_at), -r.id, r) for e in self._own(w.pool, w.project)
                     if (r := e[4]).priority == w.priority and r.id not in victims and r.admitted_at is not None
                     and _ts(r.admitted_at) <= since and r.id != w.id]
         if swap:  # after every other kind of victim (the entries' first field)
             mine = {e[4].id for e in own}
-            own += [e for e in swap if e[4].id not in mine]
+            own = own + [e for e in swap if e[4].id not in mine]
         if in_nominal:
             # Reclaim: other projects' borrowed work, whatever its priority.
             chosen = self._victims(w, cohort, pool, shape, need, models, own + self._borrowed(w, cohort, need))
@@ -77,8 +82,10 @@ class Preemption:
         state.plan_and_hold(w, pool, shape, models, chosen)
         # Later workloads cannot take its quota (beyond what the victims give back).
         cohort.claim(w.project, need, freed=[(r.project, usage(r)) for r in chosen])
+        taken = self.taken
         for r in chosen:
             victims.add(r.id)
+            taken[(r.pool, r.project)] = taken.get((r.pool, r.project), 0) + 1
         names = ", ".join(str(r.id) for r in chosen)
         if any(e[4] is r for e in swap for r in chosen) and all(r.priority >= w.priority for r in chosen):
             why = "scarce GPU model: the victim may run on another model, or its project holds more than its share"
@@ -175,7 +182,6 @@ class Preemption:
         needs (of lower priority than `below` if given); recently re-admitted victims are spared
         (anti-thrash)."""
         out: list[tuple] = []
-        victims = self.state.victims
         for project in sorted(cohort.borrowers):
             if project == w.project:
                 continue
@@ -183,11 +189,24 @@ class Preemption:
                 # runs_borrowed reads only which resources a victim uses: one answer per such pattern.
                 if not cohort.runs_borrowed(project, pattern, need):
                     continue
-                if below is None:
-                    out.extend(e for e in entries if e[4].id not in victims)
-                else:
-                    out.extend(e for e in entries if e[4].id not in victims and e[4].priority > below)
+                out.extend(self._live(w.pool, project, pattern, below, entries))
         return out
+
+    def _live(self, pool: str, project: str, pattern, below: int | None, entries: list[tuple]) -> list[tuple]:
+        """`entries` (one of the project's candidate lists, told apart by `pattern`) without the
+        victims taken already, and, if `below` is given, of lower priority than `below` only; kept
+        until the project loses another victim. Not to be changed by the caller."""
+        key = (pool, project, pattern, below)
+        taken = self.taken.get((pool, project), 0)
+        found = self.live.get(key)
+        if found is None or found[0] != taken:
+            victims = self.state.victims
+            if below is None:
+                found = (taken, [e for e in entries if e[4].id not in victims])
+            else:
+                found = (taken, [e for e in entries if e[4].id not in victims and e[4].priority > below])
+            self.live[key] = found
+        return found[1]
 
     def _own(self, pool: str, project: str) -> list[tuple]:
         """A project's preemptible running work as victim-order entries (fixed for the cycle, so built

@@ -18,12 +18,13 @@ class QuotaBlock(NamedTuple):
 
 
 class _Quota:
-    __slots__ = ("state", "nominal", "used", "lend", "borrow", "hours_left")
+    __slots__ = ("state", "nominal", "used", "lend", "borrow", "hours_left", "version")
 
     def __init__(self, state: QuotaState):
         self.state = state
         self.nominal = state.nominal.as_tuple()
         self.used = [0, 0, 0]
+        self.version = 0  # bumped on every change of its usage (for its memoised share)
         inf = math.inf
         lend = state.lending_limit_gpu_milli
         self.lend = (min(lend, self.nominal[0]) if lend is not None else self.nominal[0], self.nominal[1],
@@ -71,6 +72,7 @@ class Cohort:
         if q is None:
             return
         self.version += 1
+        q.version += 1
         # _Quota.draw before and after, inlined (the cycle's most frequent call: every admission, and
         # every victim released and taken again in a preemption search).
         used, nominal, lend, drawn = q.used, q.nominal, q.lend, self.drawn
