@@ -185,11 +185,14 @@ class Preemption:
         for project in sorted(cohort.borrowers):
             if project == w.project:
                 continue
+            # runs_borrowed reads only which resources a victim uses: one answer per such pattern.
+            marks = cohort.reclaimable_for(project, need)
+            if marks is None:
+                continue
+            g, c, m = marks
             for pattern, entries in self._reclaimable(w.pool, project).items():
-                # runs_borrowed reads only which resources a victim uses: one answer per such pattern.
-                if not cohort.runs_borrowed(project, pattern, need):
-                    continue
-                out.extend(self._live(w.pool, project, pattern, below, entries))
+                if (g and pattern[0]) or (c and pattern[1]) or (m and pattern[2]):
+                    out.extend(self._live(w.pool, project, pattern, below, entries))
         return out
 
     def _live(self, pool: str, project: str, pattern, below: int | None, entries: list[tuple]) -> list[tuple]:

@@ -135,6 +135,18 @@ class Cohort:
                     or (uses[1] and need[1] and used[1] - held[1] > nominal[1])
                     or (uses[2] and need[2] and used[2] - held[2] > nominal[2]))
 
+    def reclaimable_for(self, project: str, need: tuple[int, int, int]) -> tuple[bool, bool, bool] | None:
+        """Per resource, whether `runs_borrowed` holds for a victim of the project using it (and no
+        other): a victim's answer is whether it uses one of the resources marked. None: none is."""
+        q = self.quotas.get(project)
+        if q is None or project not in self.borrowers:
+            return None
+        held = self.claimed.get(project, _NONE)
+        used, nominal = q.used, q.nominal
+        marks = (bool(need[0]) and used[0] - held[0] > nominal[0], bool(need[1]) and used[1] - held[1] > nominal[1],
+                 bool(need[2]) and used[2] - held[2] > nominal[2])
+        return marks if marks[0] or marks[1] or marks[2] else None
+
     def within_nominal(self, project: str, need: tuple[int, int, int]) -> bool:
         q = self.quotas.get(project)
         if q is None:
