@@ -276,6 +276,30 @@ def scale(args) -> None:
 
 # What the profile showed and what was changed (issues 31 and 40); the figures quoted are the runs named.
 SCALE_NOTES = [
+    "Issue 40, third round, profiled first (cProfile of one cycle in process, and the decisions timed by kind in "
+    "CPU time; the cycle above). Two findings bound what is left. (1) The 16,218 capacity-blocked waits are first "
+    "decisions of their class, not repeats: only about 1,000 of the decisions of the cycle repeat a class seen "
+    "blocked before (counted), so remembering blocked classes per quota state (tried: the same decisions) saves "
+    "nothing; they cost what deciding each class once costs. (2) A victim search's releases and retakes are not "
+    "arithmetic only: each re-files the node in the best-fit buckets, which puts it last in its bucket, and the "
+    "buckets' order is the order later placements gather candidates in. A search testing the candidates' nodes "
+    "without releasing them would place later work differently unless it replayed that re-filing order (and the "
+    "cohort's version, which the memoised waits read); not done. Changed, decisions identical (the same digest of "
+    "every decision of this cycle before and after; bench/policy_equivalence.py on a-e against the commit before): "
+    "what releasing a running workload touches is worked out once per workload; a project's victim candidates are "
+    "filtered of the victims taken once per change of that project's victims, not on every search; other projects' "
+    "borrowed work is judged once per project (`Cohort.reclaimable_for`) instead of once per resource pattern; a "
+    "queue's fair share is recomputed when its project's usage changed, not when anything in the pool did. Paired "
+    "runs, CPU time, alternated with the commit before at a load of 4-8: 1.85-2.02 s before, 1.68-1.87 s after (the "
+    "first fit 2.31-2.58 s in the same runs), and at a load of about 1.5: 1.65-1.94 s before, 1.52-1.75 s after "
+    "(the first fit 2.13-2.34 s): about 5% less CPU by the medians of six alternated cycles each, twice, near the "
+    "noise of single runs. Tried and left out: the garbage collector paused for the cycle (17% "
+    "and 34% less CPU in two paired runs under load), because the policy package imports computation-only modules "
+    "by rule (tests/scheduling/test_policy_package.py); the service could pause it around its call. Still NOT "
+    "met; what 1 s needs: the victim search without releases, with the re-filing order replayed, and less work per "
+    "workload in the ordering and the memoised waits (about 0.5 s of the cycle decides nothing new: the ordering "
+    "alone takes 0.31 s of CPU).",
+    "",
     'Issue 40, second round, profiled first (cProfile of one cycle at 2,500 nodes, 100,000 pending, half full, and '
     'the decisions timed by kind in CPU time): the 1,276 successful preemption searches took about 37% of the cycle'
     ' (each releases candidates one by one in victim order until the preemptor fits, then gives back those not '
