@@ -313,6 +313,9 @@ def test_an_outsider_cannot_see_the_project(cairn, new_page):
     expect(page).to_have_url(re.compile(rf"{workloads_url(OTHER_PROJECT)}$"), timeout=UI)
 
     switcher = page.get_by_test_id("project-switcher")
+    # the switcher's options come with the project list: opened before it is read, it stays empty
+    expect(switcher).to_have_value(re.compile(OTHER_PROJECT_NAME), timeout=UI)
+    expect(page.get_by_role("navigation", name="Work by kind")).to_be_visible(timeout=UI)
     switcher.click()
     expect(page.get_by_role("option", name=re.compile(OTHER_PROJECT_NAME))).to_be_visible(timeout=UI)
     expect(page.get_by_role("option", name=re.compile(PROJECT_NAME))).to_have_count(0)
